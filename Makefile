@@ -1,0 +1,34 @@
+# Every target installs what it needs first (scripts/install-deps.sh is quiet when all is there),
+# so `make demo` and `make test` work on a fresh Debian 12 machine.
+JOBS ?= $(shell nproc)
+DEPS := scripts/install-deps.sh
+
+.PHONY: deps build test test-unit test-sanitize demo bench clean
+
+deps:
+	@bash $(DEPS)
+
+build: deps
+	@cmake --preset default >/dev/null
+	@cmake --build --preset default -j $(JOBS)
+
+# The whole suite: unit and integration tests under ctest (real netns, veth, unix-socket gRPC).
+test: build
+	@ctest --preset default -j $(JOBS)
+
+# Same suite built with AddressSanitizer + UndefinedBehaviorSanitizer.
+test-sanitize: deps
+	@cmake --preset debug >/dev/null
+	@cmake --build --preset debug -j $(JOBS)
+	@ctest --preset debug -j $(JOBS)
+
+demo: build
+	@bash scripts/demo.sh build/default
+
+bench: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release -j $(JOBS)
+	@bash scripts/bench.sh build/release
+
+clean:
+	rm -rf build

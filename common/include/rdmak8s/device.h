@@ -1,0 +1,155 @@
+// The RDMA device model: what one RDMA device on a node is, in the kernel's own vocabulary.
+//
+// Values only; built by discovery (discovery.h) from sysfs, optionally enriched by libibverbs.
+// Everything here is plain data, copyable and safe to share between threads once built.
+//
+// Vocabulary: `rdma_dev` is the kernel's RDMA device name (mlx5_0, rxe0, siw0); `netdev` a
+// network interface name; `pci_addr` a PCI BDF with domain ("0000:3b:00.0"); `port_num` is
+// 1-based; `gid_index` is the index into a port's GID table.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rdmak8s {
+
+// How the device moves RDMA traffic, which decides what a pod needs (see docs/transports.md):
+//   kIb    InfiniBand link layer: subnet manager, LIDs, PKeys, umad/issm.
+//   kRoce  Ethernet link layer on a CA: RoCE v1/v2, GIDs from IPs, wants lossless Ethernet.
+//   kIwarp node type RNIC: TCP based, no PFC, no umad.
+//   kUnknown something else (e.g. EFA-like "unspecified" node types): reported, never dropped.
+enum class Transport { kIb, kRoce, kIwarp, kUnknown };
+
+// /sys/class/infiniband/<dev>/node_type, "<n>: <name>" (include/rdma/ib_verbs.h RDMA_NODE_*).
+enum class NodeType {
+  kUnknown = 0,
+  kCa = 1,
+  kSwitch = 2,
+  kRouter = 3,
+  kRnic = 4,
+  kUsnic = 5,
+  kUsnicUdp = 6,
+  kUnspecified = 7,
+};
+
+// What the RDMA device sits on.
+//   kPci       a PCI function (PF or VF) — /sys/class/infiniband/<dev>/device is a PCI device.
+//   kAuxiliary an auxiliary bus device, e.g. an mlx5 scalable function (mlx5_core.sf.N).
+//   kVirtual   a software device on a netdev (rxe, siw): no bus device.
+enum class ParentKind { kPci, kAuxiliary, kVirtual, kUnknown };
+
+// Port state as in sysfs `ports/N/state` ("4: ACTIVE"); values from enum ib_port_state.
+enum class PortState { kNop = 0, kDown = 1, kInit = 2, kArmed = 3, kActive = 4, kActiveDefer = 5 };
+
+// GID type as in sysfs `ports/N/gid_attrs/types/<i>` ("IB/RoCE v1" or "RoCE v2").
+// The kernel prints "IB/RoCE v1" for both; we resolve it by link layer: kIb on InfiniBand ports,
+// kRoceV1 on Ethernet ports.
+enum class GidType { kIb, kRoceV1, kRoceV2, kUnknown };
+
+enum class CharDeviceKind { kUverbs, kUmad, kIssm, kRdmaCm };
+
+std::string_view TransportName(Transport t);     // "ib", "roce", "iwarp", "unknown"
+std::string_view NodeTypeName(NodeType t);       // "CA", "RNIC", ...
+std::string_view ParentKindName(ParentKind k);   // "pci", "auxiliary", "virtual", "unknown"
+std::string_view PortStateName(PortState s);     // "ACTIVE", "DOWN", ...
+std::string_view GidTypeName(GidType t);         // "IB", "RoCE v1", "RoCE v2", "unknown"
+
+struct GidEntry {
+  uint32_t index = 0;
+  std::string gid;     // as sysfs prints it: "fe80:0000:0000:0000:0202:c9ff:fe00:0001"
+  GidType type = GidType::kUnknown;
+  std::string netdev;  // gid_attrs/ndevs/<i>; empty when the kernel shows none (IB)
+};
+
+struct Port {
+  uint32_t port_num = 0;  // 1-based
+  PortState state = PortState::kNop;
+  uint32_t phys_state = 0;          // numeric part of phys_state ("5: LinkUp" -> 5)
+  std::string phys_state_name;      // "LinkUp", "Disabled", ...
+  std::string link_layer;           // "InfiniBand" | "Ethernet" (sysfs text)
+  std::string rate;                 // "100 Gb/sec (4X EDR)" (sysfs text)
+  // InfiniBand only (absent on Ethernet/iWARP ports).
+  std::optional<uint32_t> lid;
+  std::optional<uint32_t> sm_lid;
+  std::optional<uint32_t> lmc;
+  std::vector<uint16_t> pkeys;      // non-zero entries of pkeys/<i>, in index order
+  // Only valid (non-zero) GIDs, in index order.
+  std::vector<GidEntry> gids;
+  // Netdevs bound to this port (for RoCE/iWARP: the port's netdev and its upper devices).
+  std::vector<std::string> netdevs;
+};
+
+struct PciInfo {
+  std::string address;                 // "0000:3b:00.0"
+  uint16_t vendor_id = 0;              // 0x15b3
+  uint16_t device_id = 0;
+  uint16_t subsystem_vendor_id = 0;
+  uint16_t subsystem_device_id = 0;
+  int numa_node = -1;                  // -1 when unknown/not NUMA
+  // PCI addresses from the root port down to (and including) this function, for locality.
+  std::vector<std::string> pcie_path;
+  bool is_vf = false;
+  std::string pf_address;              // for a VF: the PF's address
+  int vf_index = -1;                   // for a VF: N of the PF's virtfnN link pointing at it
+  int sriov_totalvfs = 0;              // for a PF with SR-IOV
+  int sriov_numvfs = 0;
+};
+
+struct Parent {
+  ParentKind kind = ParentKind::kUnknown;
+  std::optional<PciInfo> pci;  // kPci; for kAuxiliary, the PCI function that owns it
+  std::string aux_name;        // kAuxiliary: "mlx5_core.sf.2"
+  std::string lower_netdev;    // kVirtual: the netdev the soft device runs on
+};
+
+struct CharDevice {
+  CharDeviceKind kind = CharDeviceKind::kUverbs;
+  std::string name;    // kernel name: "uverbs0", "umad1", "issm1", "rdma_cm"
+  uint32_t major = 0;  // from sysfs `dev` ("231:192")
+  uint32_t minor = 0;
+  uint32_t port_num = 0;  // umad/issm: the port they serve; 0 otherwise
+  // The canonical path in a container and on a standard host: "/dev/infiniband/<name>".
+  std::string ContainerPath() const { return "/dev/infiniband/" + name; }
+};
+
+// Attributes libibverbs adds when the device is visible to it (ibv_query_device/port).
+struct VerbsAttrs {
+  std::string fw_ver;
+  uint32_t max_qp = 0;
+  uint32_t max_cq = 0;
+  uint32_t max_mr = 0;
+  uint32_t max_pd = 0;
+  uint32_t phys_port_cnt = 0;
+};
+
+struct RdmaDevice {
+  std::string name;  // rdma_dev
+  NodeType node_type = NodeType::kUnknown;
+  Transport transport = Transport::kUnknown;
+  bool roce_v1 = false;  // kRoce: the GID tables show RoCE v1 entries
+  bool roce_v2 = false;  // kRoce: the GID tables show RoCE v2 entries
+  std::string node_guid;       // "0002:c903:0000:0001"
+  std::string sys_image_guid;
+  std::string fw_ver;
+  std::string hca_type;        // empty when absent
+  std::string board_id;        // empty when absent
+  std::string driver;          // kernel driver of the parent ("mlx5_core", "irdma", "rxe", "siw")
+  Parent parent;
+  std::vector<Port> ports;
+  std::vector<std::string> netdevs;           // union of the ports' netdevs
+  std::vector<CharDevice> char_devices;       // uverbs, umad, issm of this device, and rdma_cm
+  std::optional<VerbsAttrs> verbs;            // when enriched through libibverbs
+
+  int numa_node() const { return parent.pci ? parent.pci->numa_node : -1; }
+  const std::string& pci_address() const {
+    static const std::string kEmpty;
+    return parent.pci ? parent.pci->address : kEmpty;
+  }
+  const Port* FindPort(uint32_t port_num) const;
+  const CharDevice* FindCharDevice(CharDeviceKind kind, uint32_t port_num = 0) const;
+};
+
+}  // namespace rdmak8s

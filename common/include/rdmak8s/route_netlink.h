@@ -1,0 +1,78 @@
+// RouteNetlink: the rtnetlink operations rdmak8s needs on netdevs, and LinkMonitor, the link
+// event stream health checks are driven by.
+//
+// Each instance is bound to the netns it was opened in (NewRouteNetlink opens it in the calling
+// thread's current netns); to act inside a pod, open one inside RunInNetns (netns.h).
+// Real tests run against veth pairs in throwaway namespaces.
+//
+// Thread safety: one instance per thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rdmak8s/status.h"
+
+namespace rdmak8s {
+
+struct LinkInfo {
+  int ifindex = 0;
+  std::string name;
+  std::string mac;          // "aa:bb:cc:dd:ee:ff", lower case; empty when none
+  bool admin_up = false;    // IFF_UP
+  bool oper_up = false;     // IFF_RUNNING / operstate UP
+  std::string kind;         // IFLA_INFO_KIND ("veth", "macvlan", "ipoib"); empty for hardware
+  int link_ifindex = 0;     // IFLA_LINK (lower device of macvlan/ipvlan/vlan/ipoib child), 0 if none
+  std::string parent_bus;   // IFLA_PARENT_DEV_BUS_NAME ("pci"), when the kernel reports it
+  std::string parent_dev;   // IFLA_PARENT_DEV_NAME ("0000:3b:00.2"), when the kernel reports it
+  uint32_t mtu = 0;
+};
+
+struct IpAddress {
+  int family = 0;           // AF_INET | AF_INET6
+  std::string address;      // textual, no prefix: "10.0.0.2", "fe80::1"
+  int prefix_len = 0;
+  int ifindex = 0;
+};
+
+class RouteNetlink {
+ public:
+  virtual ~RouteNetlink() = default;
+  // kNotFound when there is no such link in this netns.
+  virtual StatusOr<LinkInfo> GetLinkByName(std::string_view name) = 0;
+  virtual StatusOr<LinkInfo> GetLinkByIndex(int ifindex) = 0;
+  virtual StatusOr<LinkInfo> GetLinkByMac(std::string_view mac) = 0;
+  virtual StatusOr<std::vector<LinkInfo>> ListLinks() = 0;
+  // RTM_NEWLINK with IFLA_NET_NS_FD (and IFLA_IFNAME when new_name is non-empty).
+  virtual Status MoveLinkToNetns(std::string_view name, int netns_fd,
+                                 std::string_view new_name = {}) = 0;
+  virtual Status SetLinkUp(std::string_view name, bool up) = 0;
+  // Addresses of one link (ifindex > 0) or of all links (ifindex == 0), both families.
+  virtual StatusOr<std::vector<IpAddress>> ListAddresses(int ifindex) = 0;
+};
+
+StatusOr<std::unique_ptr<RouteNetlink>> NewRouteNetlink();
+
+struct LinkEvent {
+  enum class Type { kNew, kDel } type = Type::kNew;
+  LinkInfo link;
+};
+
+// A subscription to RTNLGRP_LINK in the netns it was opened in. Event-loop friendly: poll fd()
+// for readability, then call ReadEvents(), which never blocks and delivers each queued event.
+// On socket overrun (ENOBUFS) it reports kUnavailable: the caller must re-read full state.
+class LinkMonitor {
+ public:
+  virtual ~LinkMonitor() = default;
+  virtual int fd() const = 0;
+  virtual Status ReadEvents(const std::function<void(const LinkEvent&)>& on_event) = 0;
+};
+
+StatusOr<std::unique_ptr<LinkMonitor>> NewLinkMonitor();
+
+}  // namespace rdmak8s

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package that the build, the tests, the demo and the benchmarks need.
+# Idempotent and quiet: when everything is present it prints nothing and touches nothing.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential g++ cmake make pkg-config git ca-certificates
+  # libraries we link
+  libibverbs-dev librdmacm-dev rdma-core ibverbs-providers
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  nlohmann-json3-dev libnl-3-dev libnl-route-3-dev libnl-genl-3-dev
+  libcli11-dev libspdlog-dev prometheus-cpp-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev iproute2 kmod procps
+  # CNI driven as runtimes drive it: libcni (Go) and the reference plugins
+  golang-go golang-github-appc-cni-dev containernetworking-plugins
+  # manifests rendered and checked (kubectl: see below)
+  python3 python3-yaml
+  # e2e VM: soft RDMA under qemu, userspace from Debian packages
+  qemu-system-x86 busybox-static debootstrap cpio xz-utils
+  ibverbs-utils rdmacm-utils perftest
+)
+
+# kubectl renders the kustomize manifests. Debian ships it as kubernetes-client; a machine that
+# already has a kubectl from another package (which would conflict on /usr/bin/kubectl) keeps it.
+if ! command -v kubectl >/dev/null 2>&1; then
+  PACKAGES+=(kubernetes-client)
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  # dpkg-query prints "install ok installed" only for a package that is fully installed.
+  if [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]]; then
+    missing+=("$p")
+  fi
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+if [[ $(id -u) -ne 0 ]]; then
+  SUDO=sudo
+else
+  SUDO=
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -16,6 +16,8 @@
 //
 // Thread safety: a SysfsDiscovery is immutable after construction; its methods may be called
 // from several threads at once (the VerbsQuery passed in must then be thread safe too).
+// DiscoverAll reads the devices of a large host on a few short-lived threads of its own (the
+// cost is syscalls); it calls the VerbsQuery only from the calling thread.
 #pragma once
 
 #include <memory>

@@ -387,6 +387,31 @@ TEST(DiscoveryTest, DiscoverOneReturnsTheNamedDevice) {
   EXPECT_THAT(CharNames(*d), ElementsAre("uverbs3", "umad3", "issm3", "rdma_cm"));
 }
 
+TEST(DiscoveryTest, DiscoverOneEqualsTheDeviceFromDiscoverAll) {
+  for (const char* fixture : {"mlx5_ib_2port", "mlx5_roce_sriov", "rxe_veth", "siw_veth",
+                              "cxgb4_iwarp"}) {
+    SysfsDiscovery discovery({Fixture(fixture), nullptr});
+    StatusOr<DiscoveryResult> all = discovery.DiscoverAll();
+    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    for (const RdmaDevice& want : all->devices) {
+      SCOPED_TRACE(std::string(fixture) + " " + want.name);
+      StatusOr<RdmaDevice> got = discovery.DiscoverOne(want.name);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_THAT(CharNames(*got), ::testing::ContainerEq(CharNames(want)));
+      EXPECT_EQ(got->netdevs, want.netdevs);
+      EXPECT_EQ(got->transport, want.transport);
+      EXPECT_EQ(got->pci_address(), want.pci_address());
+      EXPECT_EQ(got->parent.pci.has_value() ? got->parent.pci->vf_index : -2,
+                want.parent.pci.has_value() ? want.parent.pci->vf_index : -2);
+      ASSERT_EQ(got->ports.size(), want.ports.size());
+      for (size_t i = 0; i < want.ports.size(); ++i) {
+        EXPECT_EQ(got->ports[i].gids.size(), want.ports[i].gids.size());
+        EXPECT_EQ(got->ports[i].netdevs, want.ports[i].netdevs);
+      }
+    }
+  }
+}
+
 TEST(DiscoveryTest, DiscoverOneOfAMissingDeviceIsNotFound) {
   SysfsDiscovery discovery({Fixture("mlx5_roce_sriov"), nullptr});
   StatusOr<RdmaDevice> d = discovery.DiscoverOne("mlx5_7");

@@ -3,6 +3,7 @@
 #include <linux/netlink.h>
 #include <rdma/rdma_netlink.h>
 
+#include <cerrno>
 #include <cstdio>
 
 namespace rdmak8s::rdma_nl {
@@ -85,6 +86,23 @@ StatusOr<RdmaNetnsMode> ParseSysGet(const nl::Message& m) {
     return InvalidArgumentError("RDMA nldev SYS_GET reply without RDMA_NLDEV_SYS_ATTR_NETNS_MODE");
   }
   return *mode->U8() ? RdmaNetnsMode::kShared : RdmaNetnsMode::kExclusive;
+}
+
+Status ClassifyMoveError(const Status& kernel, const StatusOr<RdmaNetnsMode>& mode) {
+  if (kernel.ok()) return kernel;
+  const int err = kernel.sys_errno();
+  if ((err == EOPNOTSUPP || err == EPERM) && mode.ok() && *mode == RdmaNetnsMode::kShared) {
+    return FailedPreconditionError(kernel.message() +
+                                   " (the RDMA subsystem is in shared netns mode; "
+                                   "`rdma system set netns exclusive` is needed)")
+        .WithErrno(err);
+  }
+  if (err == EOPNOTSUPP) {
+    return UnimplementedError(kernel.message() +
+                              " (the driver cannot change netns: no disassociate support)")
+        .WithErrno(err);
+  }
+  return kernel;
 }
 
 }  // namespace rdmak8s::rdma_nl

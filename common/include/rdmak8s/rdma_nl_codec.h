@@ -37,4 +37,11 @@ StatusOr<RdmaLinkInfo> ParseDevice(const nl::Message& m);
 // An RDMA_NLDEV_CMD_SYS_GET reply's RDMA_NLDEV_SYS_ATTR_NETNS_MODE.
 StatusOr<RdmaNetnsMode> ParseSysGet(const nl::Message& m);
 
+// What a failed RDMA_NLDEV_CMD_SET netns means. The kernel (ib_device_set_netns_put) answers
+// EOPNOTSUPP both in shared mode and for a driver without disassociate_ucontext (siw), so the
+// caller passes the mode it read afterwards: shared -> kFailedPrecondition; otherwise
+// EOPNOTSUPP -> kUnimplemented (naming the missing disassociate support and keeping the
+// kernel's extack text), EPERM -> kPermissionDenied, ENODEV -> kNotFound, others as ErrnoError.
+Status ClassifyMoveError(const Status& kernel, const StatusOr<RdmaNetnsMode>& mode);
+
 }  // namespace rdmak8s::rdma_nl

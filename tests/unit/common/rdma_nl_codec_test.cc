@@ -226,3 +226,42 @@ TEST(NetlinkCodecTest, NestedAttributesCarryTheNestedFlagAndTheirFullLength) {
 
 }  // namespace
 }  // namespace rdmak8s
+
+namespace rdmak8s {
+namespace {
+
+Status KernelSaid(int err, const std::string& extack = "") {
+  return nl::AckToStatus(nl::Ack{err, extack}, "move RDMA device siw0 to netns fd 5");
+}
+
+TEST(ClassifyMoveErrorTest, EopnotsuppInSharedModeIsFailedPrecondition) {
+  Status s = rdma_nl::ClassifyMoveError(KernelSaid(EOPNOTSUPP), RdmaNetnsMode::kShared);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("shared netns mode"));
+  EXPECT_EQ(s.sys_errno(), EOPNOTSUPP);
+}
+
+TEST(ClassifyMoveErrorTest, EopnotsuppInExclusiveModeIsUnimplementedWithExtack) {
+  Status s = rdma_nl::ClassifyMoveError(KernelSaid(EOPNOTSUPP, "siw0 cannot move"),
+                                        RdmaNetnsMode::kExclusive);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("kernel: siw0 cannot move"));
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("no disassociate support"));
+}
+
+TEST(ClassifyMoveErrorTest, EpermIsPermissionDeniedUnlessShared) {
+  EXPECT_EQ(rdma_nl::ClassifyMoveError(KernelSaid(EPERM), RdmaNetnsMode::kExclusive).code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(rdma_nl::ClassifyMoveError(KernelSaid(EPERM), RdmaNetnsMode::kShared).code(),
+            StatusCode::kFailedPrecondition);
+}
+
+TEST(ClassifyMoveErrorTest, UnknownModeKeepsTheKernelsAnswer) {
+  Status s = rdma_nl::ClassifyMoveError(KernelSaid(ENODEV), InternalError("mode unreadable"));
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_EQ(rdma_nl::ClassifyMoveError(KernelSaid(EOPNOTSUPP), InternalError("x")).code(),
+            StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace rdmak8s

@@ -1,0 +1,61 @@
+#include "device-plugin/health.h"
+
+#include <fstream>
+
+namespace rdmak8s::dp {
+
+namespace {
+// include/rdma/ib_verbs.h enum ib_port_phys_state: IB_PORT_PHYS_STATE_LINK_UP.
+constexpr uint32_t kPhysStateLinkUp = 5;
+
+std::string_view StateName(PortState s) {
+  switch (s) {
+    case PortState::kNop: return "NOP";
+    case PortState::kDown: return "DOWN";
+    case PortState::kInit: return "INIT";
+    case PortState::kArmed: return "ARMED";
+    case PortState::kActive: return "ACTIVE";
+    case PortState::kActiveDefer: return "ACTIVE_DEFER";
+  }
+  return "?";
+}
+}  // namespace
+
+DeviceHealth EvaluateHealth(const RdmaDevice& dev, const NetdevUpFn& netdev_up) {
+  if (dev.ports.empty()) return {false, "no ports"};
+  for (const auto& port : dev.ports) {
+    std::string p = "port " + std::to_string(port.port_num);
+    if (port.state != PortState::kActive) {
+      return {false, p + " state " + std::string(StateName(port.state))};
+    }
+    if (port.phys_state != kPhysStateLinkUp) {
+      std::string name = port.phys_state_name.empty() ? std::to_string(port.phys_state)
+                                                      : port.phys_state_name;
+      return {false, p + " phys_state " + name};
+    }
+  }
+  if ((dev.transport == Transport::kRoce || dev.transport == Transport::kIwarp) && netdev_up) {
+    for (const auto& port : dev.ports) {
+      // The port's first netdev is the one the RDMA port sits on; upper devices follow it.
+      if (port.netdevs.empty()) continue;
+      const std::string& n = port.netdevs.front();
+      std::optional<bool> up = netdev_up(n);
+      if (up.has_value() && !*up) return {false, "netdev " + n + " down"};
+    }
+  }
+  return {true, ""};
+}
+
+std::optional<bool> ReadNetdevUp(const std::string& sysfs_root, std::string_view netdev) {
+  std::ifstream in(sysfs_root + "/class/net/" + std::string(netdev) + "/operstate");
+  std::string state;
+  if (!in || !std::getline(in, state)) return std::nullopt;
+  if (state == "up" || state == "unknown") return true;
+  if (state == "down" || state == "lowerlayerdown" || state == "notpresent" ||
+      state == "dormant") {
+    return false;
+  }
+  return std::nullopt;
+}
+
+}  // namespace rdmak8s::dp

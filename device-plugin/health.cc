@@ -23,27 +23,28 @@ std::string_view StateName(PortState s) {
 
 DeviceHealth EvaluateHealth(const RdmaDevice& dev, const NetdevUpFn& netdev_up) {
   if (dev.ports.empty()) return {false, "no ports"};
+  const bool ethernet = dev.transport == Transport::kRoce || dev.transport == Transport::kIwarp;
+  std::string reasons;
   for (const auto& port : dev.ports) {
     std::string p = "port " + std::to_string(port.port_num);
+    std::string why;
     if (port.state != PortState::kActive) {
-      return {false, p + " state " + std::string(StateName(port.state))};
-    }
-    if (port.phys_state != kPhysStateLinkUp) {
-      std::string name = port.phys_state_name.empty() ? std::to_string(port.phys_state)
-                                                      : port.phys_state_name;
-      return {false, p + " phys_state " + name};
-    }
-  }
-  if ((dev.transport == Transport::kRoce || dev.transport == Transport::kIwarp) && netdev_up) {
-    for (const auto& port : dev.ports) {
+      why = p + " state " + std::string(StateName(port.state));
+    } else if (port.phys_state != kPhysStateLinkUp) {
+      why = p + " phys_state " +
+            (port.phys_state_name.empty() ? std::to_string(port.phys_state) : port.phys_state_name);
+    } else if (ethernet && netdev_up) {
       // The port's first netdev is the one the RDMA port sits on; upper devices follow it.
-      if (port.netdevs.empty()) continue;
-      const std::string& n = port.netdevs.front();
-      std::optional<bool> up = netdev_up(n);
-      if (up.has_value() && !*up) return {false, "netdev " + n + " down"};
+      const std::vector<std::string>& nds = port.netdevs.empty() ? dev.netdevs : port.netdevs;
+      if (!nds.empty()) {
+        std::optional<bool> up = netdev_up(nds.front());
+        if (up.has_value() && !*up) why = p + " netdev " + nds.front() + " down";
+      }
     }
+    if (why.empty()) return {true, ""};  // one usable port keeps the device usable
+    reasons += (reasons.empty() ? "" : "; ") + why;
   }
-  return {true, ""};
+  return {false, reasons};
 }
 
 std::optional<bool> ReadNetdevUp(const std::string& sysfs_root, std::string_view netdev) {

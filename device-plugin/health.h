@@ -1,7 +1,9 @@
 // Device health as kubelet sees it ("Healthy" | "Unhealthy"), decided from the device model.
 //
-// Unhealthy when: a port is not ACTIVE, a port's physical state is not LinkUp, a netdev of a
-// RoCE/iWARP device is down, or the device disappeared (decided by the caller). A netdev whose
+// A port is usable when it is ACTIVE, its physical state is LinkUp and, for RoCE/iWARP, its
+// netdev is up. A device is Healthy while at least one of its ports is usable (a dual-port HCA
+// with one cable out still serves pods on the other port); Unhealthy otherwise, with every
+// port's reason, or when it disappeared (decided by the caller). A netdev whose
 // state cannot be read counts as up: health must not flap on a missing attribute.
 // Pure except ReadNetdevUp, which reads sysfs.
 #pragma once

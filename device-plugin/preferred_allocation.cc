@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace rdmak8s::dp {
 
@@ -86,24 +87,18 @@ std::vector<std::string> PreferredAllocation(const std::vector<std::string>& ava
     for (int node : used) n += count.count(node) ? count[node] : 0;
     return n;
   };
-  // Order of preference among equally good nodes: lower number, unknown (-1) last.
-  auto node_before = [](int a, int b) {
-    if ((a < 0) != (b < 0)) return b < 0;
-    return a < b;
-  };
   while (in_used() < need) {
     size_t have = in_used();
     std::optional<int> best_fit, largest;
+    // Keys: unknown NUMA last, then best fit (fewest IDs) / largest, then lower node number.
+    auto fit_key = [&](int node) { return std::make_tuple(node < 0, count[node], node); };
+    auto big_key = [&](int node) {
+      return std::make_tuple(node < 0, -static_cast<long>(count[node]), node);
+    };
     for (const auto& [node, n] : count) {
       if (used.count(node)) continue;
-      if (have + n >= need) {
-        if (!best_fit || n < count[*best_fit] || (n == count[*best_fit] && node_before(node, *best_fit))) {
-          best_fit = node;
-        }
-      }
-      if (!largest || n > count[*largest] || (n == count[*largest] && node_before(node, *largest))) {
-        largest = node;
-      }
+      if (have + n >= need && (!best_fit || fit_key(node) < fit_key(*best_fit))) best_fit = node;
+      if (!largest || big_key(node) < big_key(*largest)) largest = node;
     }
     if (best_fit) {
       used.insert(*best_fit);

@@ -50,7 +50,8 @@ class PoolServer {
 
   // Removes a stale socket file, binds and serves. kInternal when gRPC cannot listen.
   Status Start();
-  // Ends streams, stops serving, removes the socket file when it is still the one we bound.
+  // Ends streams, stops serving, removes the socket file (gRPC itself unlinks the listening
+  // path at shutdown).
   void Stop();
   bool serving() const;
   // True when our socket file is still in place (kubelet removes it when it restarts).

@@ -118,6 +118,29 @@ class ManifestsTest(unittest.TestCase):
                 failures.append(str(e))
         self.assertEqual(failures, [])
 
+    def test_kustomizations_use_only_what_debian12_kubectl_understands(self):
+        # Debian 12's kubernetes-client is kubectl 1.20, whose kustomize (v2.0.3) rejects
+        # components, labels, patches and directories under resources. Checked statically so that
+        # a machine with a newer kubectl still catches a regression.
+        import yaml
+        allowed = {"apiVersion", "kind", "namespace", "namePrefix", "nameSuffix", "commonLabels",
+                   "commonAnnotations", "resources", "bases", "patchesStrategicMerge",
+                   "patchesJson6902", "configMapGenerator", "secretGenerator", "generatorOptions",
+                   "images", "vars", "crds"}
+        for rel in kustomizations():
+            with self.subTest(rel):
+                path = os.path.join(MANIFESTS, rel, "kustomization.yaml")
+                with open(path) as f:
+                    k = yaml.safe_load(f)
+                self.assertEqual(k.get("kind", "Kustomization"), "Kustomization")
+                self.assertLessEqual(set(k), allowed)
+                for r in k.get("resources", []):
+                    self.assertTrue(os.path.isfile(os.path.join(MANIFESTS, rel, r)),
+                                    f"{r}: kustomize v2 takes only files under resources")
+                for g in k.get("configMapGenerator", []):
+                    self.assertLessEqual(set(g), {"name", "namespace", "behavior", "files",
+                                                  "literals", "env"})
+
     def test_device_plugin_mounts_kubelet_dirs_sysfs_and_dev_infiniband(self):
         for rel in DEPLOYABLE:
             with self.subTest(rel):

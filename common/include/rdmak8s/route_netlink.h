@@ -28,6 +28,8 @@ struct LinkInfo {
   bool oper_up = false;     // IFF_RUNNING / operstate UP
   std::string kind;         // IFLA_INFO_KIND ("veth", "macvlan", "ipoib"); empty for hardware
   int link_ifindex = 0;     // IFLA_LINK (lower device of macvlan/ipvlan/vlan/ipoib child), 0 if none
+  // Linux 5.16+; read from the raw attributes (libnl 3.7 does not decode them). Empty on older
+  // kernels and for virtual links: use /sys/class/net/<if>/device then.
   std::string parent_bus;   // IFLA_PARENT_DEV_BUS_NAME ("pci"), when the kernel reports it
   std::string parent_dev;   // IFLA_PARENT_DEV_NAME ("0000:3b:00.2"), when the kernel reports it
   uint32_t mtu = 0;
@@ -49,6 +51,8 @@ class RouteNetlink {
   virtual StatusOr<LinkInfo> GetLinkByMac(std::string_view mac) = 0;
   virtual StatusOr<std::vector<LinkInfo>> ListLinks() = 0;
   // RTM_NEWLINK with IFLA_NET_NS_FD (and IFLA_IFNAME when new_name is non-empty).
+  // kAlreadyExists when new_name is taken in the target; the kernel has then already moved the
+  // link under its old name, and this moves it back, so a failed call leaves the link here.
   virtual Status MoveLinkToNetns(std::string_view name, int netns_fd,
                                  std::string_view new_name = {}) = 0;
   virtual Status SetLinkUp(std::string_view name, bool up) = 0;

@@ -91,6 +91,10 @@ struct Context {
   // class/net: the directory of the device a netdev sits on -> its netdevs.
   std::unordered_map<std::string, std::vector<std::string>> net_by_parent;
   std::vector<DeviceFailure> failures;  // char devices whose owner could not be read
+  // Unreadable char devices by the directory they hang off (the owner's bus parent, or
+  // devices/virtual): every RDMA device on that parent fails with it, since a device without
+  // its uverbs node is not usable and we cannot tell which of them lost it.
+  std::vector<std::pair<std::string, Status>> char_failures;
   // PF directory -> (VF address -> N of virtfnN), filled on first use: every VF of a PF would
   // otherwise list the PF and read all its virtfn links again.
   std::unordered_map<std::string, std::unordered_map<std::string, int>> vf_index_by_pf;
@@ -151,18 +155,22 @@ Status IndexCharClass(Context& ctx, const std::string& klass_rel) {
     } else {
       continue;  // abi_version
     }
-    if (!ctx.only_under.empty()) {
-      // ib_uverbs/ib_umad parent their char devices on the RDMA device's own parent:
-      // class/<x>/uverbsN -> ../../devices/<parent>/infiniband_verbs/uverbsN.
-      StatusOr<std::string> link = klass->ReadLink(name);
-      if (link.ok() && Dirname(Dirname(ResolveLink(klass->path(), *link))) != ctx.only_under) {
-        continue;
-      }
+    // ib_uverbs/ib_umad parent their char devices on the RDMA device's own parent:
+    // class/<x>/uverbsN -> ../../devices/<parent>/infiniband_verbs/uverbsN.
+    std::string parent;
+    if (StatusOr<std::string> link = klass->ReadLink(name); link.ok()) {
+      parent = Dirname(Dirname(ResolveLink(klass->path(), *link)));
     }
+    if (!ctx.only_under.empty() && !parent.empty() && parent != ctx.only_under) continue;
     std::string ibdev;
     StatusOr<CharDevice> c = ReadCharDevice(*klass, name, kind, &ibdev);
     if (!c.ok()) {
-      ctx.failures.push_back({"", c.status().Prepend("char device " + name)});
+      Status s = c.status().Prepend("char device " + name);
+      if (parent.empty()) {
+        ctx.failures.push_back({"", s});
+      } else {
+        ctx.char_failures.emplace_back(parent, s);
+      }
       continue;
     }
     ctx.chars[ibdev].push_back(std::move(c).value());
@@ -459,6 +467,12 @@ StatusOr<RdmaDevice> ReadDevice(Context& ctx, const std::string& name) {
     // link to that NIC: keep the PCI info for locality).
     d.parent.kind = ParentKind::kVirtual;
     d.driver = soft_rxe ? "rxe" : "siw";
+  }
+
+  // A char device on this device's parent could not be read: it may be ours.
+  const std::string char_parent = parent_dir.empty() ? ctx.root + "/devices/virtual" : parent_dir;
+  for (const auto& [dir_of, status] : ctx.char_failures) {
+    if (dir_of == char_parent) return status;
   }
 
   // Ports.

@@ -39,6 +39,9 @@ struct DiscoveryOptions {
 };
 
 struct DeviceFailure {
+  // The device that failed. Empty for a failure no device can be tied to (e.g. a char device
+  // whose class link and `ibdev` are both unreadable, or rdma_cm): still a reason not to trust
+  // the result fully. An unreadable uverbs/umad node fails every device on its bus parent.
   std::string rdma_dev;
   Status status;  // names the path that could not be read and why
 };

@@ -535,12 +535,28 @@ TEST_F(BrokenTreeTest, UnreadablePciAttributeFailsTheDeviceWithThePciPath) {
   EXPECT_THAT(r.failures[0].status.message(), HasSubstr("0000:10:00.0/vendor"));
 }
 
-TEST_F(BrokenTreeTest, UnreadableCharDeviceIsReportedWithoutLosingDevices) {
+TEST_F(BrokenTreeTest, UnreadableCharDeviceFailsTheDeviceOnItsParent) {
   fs::remove(tmp_.path() + "/class/infiniband_verbs/uverbs1/ibdev");
+  DiscoveryResult r = Discover();
+  // uverbs1 hangs off mlx5_1's VF: that device can't be trusted to have its node.
+  EXPECT_THAT(Names(r.devices), ElementsAre("mlx5_0", "mlx5_2"));
+  ASSERT_EQ(r.failures.size(), 1u);
+  EXPECT_EQ(r.failures[0].rdma_dev, "mlx5_1");
+  EXPECT_EQ(r.failures[0].status.code(), StatusCode::kNotFound);
+  EXPECT_THAT(r.failures[0].status.message(), HasSubstr("uverbs1/ibdev"));
+  SysfsDiscovery discovery({tmp_.path(), nullptr});
+  EXPECT_THAT(discovery.DiscoverOne("mlx5_1").status().message(), HasSubstr("uverbs1/ibdev"));
+  EXPECT_TRUE(discovery.DiscoverOne("mlx5_0").ok());
+}
+
+TEST_F(BrokenTreeTest, UnreadableRdmaCmIsAFailureOfNoDevice) {
+  fs::remove(tmp_.path() + "/devices/virtual/misc/rdma_cm/dev");
+  fs::create_directory(tmp_.path() + "/devices/virtual/misc/rdma_cm/dev");
   DiscoveryResult r = Discover();
   EXPECT_EQ(r.devices.size(), 3u);
   ASSERT_EQ(r.failures.size(), 1u);
-  EXPECT_THAT(r.failures[0].status.message(), HasSubstr("uverbs1/ibdev"));
+  EXPECT_EQ(r.failures[0].rdma_dev, "");
+  EXPECT_THAT(r.failures[0].status.message(), HasSubstr("rdma_cm/dev"));
 }
 
 TEST_F(BrokenTreeTest, UnreadableClassInfinibandFailsTheWholeCall) {

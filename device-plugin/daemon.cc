@@ -274,7 +274,8 @@ void Daemon::FullRescan() {
     } else if (it->second.health != h) {
       spdlog::info("{} is now {}", dev.name, h.healthy ? "healthy" : "unhealthy: " + h.reason);
     }
-    known_[dev.name] = TrackedDevice{std::move(dev), h};
+    const std::string name = dev.name;  // `a = b` evaluates b (the move) first
+    known_[name] = TrackedDevice{std::move(dev), h};
   }
   for (const auto& f : result->failures) {
     present.insert(f.rdma_dev);

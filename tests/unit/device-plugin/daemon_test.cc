@@ -55,6 +55,7 @@ class DaemonTest : public ::testing::Test {
     fs::create_directories(kubelet_dir_);
     fs::create_directories(root_ + "/cfg");
     kubelet_ = std::make_unique<FakeKubelet>(kubelet_dir_);
+    metrics_ = std::make_unique<Metrics>(root_ + "/sys");
   }
 
   void TearDown() override {
@@ -95,7 +96,7 @@ class DaemonTest : public ::testing::Test {
     auto events = std::make_unique<FakeDeviceEventSource>();
     events_ = events.get();
     deps.device_events = std::move(events);
-    deps.metrics = &metrics_;
+    deps.metrics = metrics_.get();
     daemon_ = std::make_unique<Daemon>(options_, std::move(deps));
     RDMAK8S_RETURN_IF_ERROR(daemon_->Start());
     thread_ = std::thread([this] { run_status_ = daemon_->Run(); });
@@ -121,7 +122,7 @@ class DaemonTest : public ::testing::Test {
   std::atomic<RdmaNetnsMode> netns_mode_{RdmaNetnsMode::kExclusive};
   FakeLinkMonitor* links_ = nullptr;
   FakeDeviceEventSource* events_ = nullptr;
-  Metrics metrics_{""};
+  std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Daemon> daemon_;
   std::thread thread_;
   Status run_status_;
@@ -387,7 +388,7 @@ TEST_F(DaemonTest, InvalidConfigChangeIsRejectedAndRunningConfigKept) {
   ASSERT_EQ(daemon_->rejected_reloads(), 1);
   EXPECT_EQ(daemon_->config(), before);
   EXPECT_EQ(daemon_->Resources(), (std::vector<std::string>{"rdma/pf", "rdma/vfs"}));
-  EXPECT_NE(metrics_.Scrape().find("rdmak8s_config_reloads_total{result=\"error\"} 1"), std::string::npos);
+  EXPECT_NE(metrics_->Scrape().find("rdmak8s_config_reloads_total{result=\"error\"} 1"), std::string::npos);
 }
 
 TEST_F(DaemonTest, ConfigMapSymlinkSwapIsPickedUp) {
@@ -490,7 +491,7 @@ TEST_F(DaemonTest, MetricsCountDevicesAllocationsAndPortCounters) {
   ASSERT_TRUE(StartDaemon().ok());
   ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
   ASSERT_TRUE(kubelet_->Allocate("rdma/p", {{"mlx5_0"}}).ok());
-  std::string text = metrics_.Scrape();
+  std::string text = metrics_->Scrape();
   EXPECT_NE(text.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"} 1"), std::string::npos) << text;
   EXPECT_NE(text.find("rdmak8s_allocations_total{resource=\"rdma/p\",result=\"ok\"} 1"), std::string::npos);
   EXPECT_NE(text.find("rdmak8s_registrations_total{resource=\"rdma/p\",result=\"ok\"} 1"), std::string::npos);

@@ -362,10 +362,9 @@ void Daemon::RebuildPools() {
   all.reserve(known_.size());
   for (const auto& [name, t] : known_) all.push_back(t.dev);
   PoolMatch match = MatchPools(config_, all);
-  static thread_local std::vector<std::string> last_warnings;
-  if (match.warnings != last_warnings) {
+  if (match.warnings != overlap_warnings_) {
     for (const auto& w : match.warnings) spdlog::warn("{}", w);
-    last_warnings = match.warnings;
+    overlap_warnings_ = match.warnings;
   }
   std::vector<std::pair<std::string, std::vector<uint32_t>>> counter_devs;
   std::lock_guard<std::mutex> lock(pools_mu_);

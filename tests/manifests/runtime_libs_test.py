@@ -54,20 +54,25 @@ def ldd(binary):
     return libs
 
 
-def package_of(path):
-    """The Debian package that ships `path`, trying the usrmerge aliases dpkg may know it by."""
-    candidates = [path, os.path.realpath(path)]
-    for p in list(candidates):
-        if p.startswith("/usr/"):
-            candidates.append(p[len("/usr"):])
-        else:
-            candidates.append("/usr" + p)
-    for p in candidates:
-        proc = subprocess.run(["dpkg", "-S", p], capture_output=True, text=True)
-        if proc.returncode == 0:
-            # "libgrpc29:amd64: /usr/lib/..." -- drop the architecture qualifier.
-            return proc.stdout.split(":", 1)[0].split(",")[0].strip()
-    return None
+def aliases(path):
+    """The names dpkg may know a library by: as given, resolved, and across the usrmerge."""
+    out = []
+    for p in (path, os.path.realpath(path)):
+        out += [p, p[len("/usr"):] if p.startswith("/usr/") else "/usr" + p]
+    return list(dict.fromkeys(out))
+
+
+def packages_of(paths):
+    """{path: Debian package or None}, with one `dpkg -S` for all of them (it is slow per call)."""
+    candidates = sorted({a for p in paths for a in aliases(p)})
+    proc = subprocess.run(["dpkg", "-S"] + candidates, capture_output=True, text=True)
+    owner = {}
+    for line in proc.stdout.splitlines():
+        # "libgrpc29:amd64: /usr/lib/x86_64-linux-gnu/libgrpc.so.29" (several: "a, b: path")
+        pkgs, sep, path = line.rpartition(": ")
+        if sep and not line.startswith("diversion"):
+            owner[path] = pkgs.split(",")[0].strip().split(":")[0]
+    return {p: next((owner[a] for a in aliases(p) if a in owner), None) for p in paths}
 
 
 def listed_packages():
@@ -80,15 +85,16 @@ IGNORED = set()
 
 def needed_packages(binaries):
     needed, unowned = {}, []
-    for b in binaries:
-        for soname, path in ldd(b).items():
-            pkg = package_of(path)
-            if pkg in IGNORED:
-                continue
-            if pkg is None:
-                unowned.append(f"{soname} ({path}, loaded by {b})")
-            else:
-                needed.setdefault(pkg, set()).add(soname)
+    loaded = [(b, soname, path) for b in binaries for soname, path in ldd(b).items()]
+    owners = packages_of({path for _, _, path in loaded})
+    for b, soname, path in loaded:
+        pkg = owners[path]
+        if pkg in IGNORED:
+            continue
+        if pkg is None:
+            unowned.append(f"{soname} ({path}, loaded by {b})")
+        else:
+            needed.setdefault(pkg, set()).add(soname)
     if unowned:
         sys.exit("no Debian package owns: " + "; ".join(unowned) +
                  " -- the image cannot get them from apt")

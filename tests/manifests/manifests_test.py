@@ -44,6 +44,11 @@ PLUGIN_FLAGS = {"--config", "--kubelet-dir", "--plugins-registry-dir", "--regist
 BOOL_FLAGS = {"--cdi", "--no-verbs"}  # CLI11 flags: given bare, never as --flag=value
 SELECTOR_KEYS = {"vendors", "deviceIDs", "drivers", "pciAddresses", "rdmaDevices", "netdevs",
                  "linkTypes", "transports", "numaNodes", "isVF", "pfNames"}
+# rdmak8s netconf fields (docs/cni.md, "Netconf reference").
+RDMAK8S_NETCONF_KEYS = {"type", "deviceID", "port", "gidTimeoutMs", "ensureIPv6Gid", "pkey",
+                        "netnsMode", "qos", "sysfsRoot", "configfsRoot", "stateDir", "logFile",
+                        "logLevel"}
+RDMAK8S_QOS_KEYS = {"trust", "pfc", "dscpToPriority", "ecn", "roceTos", "trafficClass", "strict"}
 OUR_REPO = "ghcr.io/rdmak8s/"
 METRICS_PORT = 9470
 
@@ -314,6 +319,17 @@ class ManifestsTest(unittest.TestCase):
                     # Multus uses the resourceName to hand the allocated device to the chain.
                     self.assertIn(nad["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"],
                                   resources)
+
+    def test_attachments_require_the_rdma_netns_mode_their_pools_need(self):
+        # Shared HCAs are only visible in pods in shared mode; moving a device into a pod needs
+        # exclusive mode. With netnsMode the CNI fails ADD clearly on a misconfigured node.
+        for rel, want in OVERLAY_PURPOSE.items():
+            for nad, conf in nad_configs(render(rel)):
+                with self.subTest(f"{rel} {nad['metadata']['name']}"):
+                    rdma = conf["plugins"][-1]
+                    self.assertEqual(rdma["netnsMode"], want["mode"])
+                    self.assertLessEqual(set(rdma), RDMAK8S_NETCONF_KEYS)
+                    self.assertLessEqual(set(rdma.get("qos", {})), RDMAK8S_QOS_KEYS)
 
     def test_roce_attachments_carry_a_consistent_qos_block(self):
         for rel, want in OVERLAY_PURPOSE.items():

@@ -133,6 +133,12 @@ def cni_glibc_only(binary):
     extra = {p: s for p, s in needed.items() if p not in GLIBC_PACKAGES}
     print(f"{binary} loads: " + (", ".join(sorted(s for ss in needed.values() for s in ss))
                                  or "nothing (fully static)"))
+    # The newest glibc symbol version it binds to: the oldest glibc a node may have.
+    dyn = subprocess.run(["objdump", "-T", binary], capture_output=True, text=True).stdout
+    versions = sorted({tuple(int(x) for x in v.split(".")) for v in
+                       re.findall(r"GLIBC_([0-9]+(?:\.[0-9]+)+)", dyn)})
+    if versions:
+        print("needs glibc >= " + ".".join(str(x) for x in versions[-1]) + " on the node")
     if extra:
         print("FAIL: the CNI binary needs more than glibc: " + ", ".join(
             f"{p} ({' '.join(sorted(s))})" for p, s in sorted(extra.items())))

@@ -433,6 +433,12 @@ Status Invocation::Add(json* result) {
     return Fail(pod.status().code() == StatusCode::kNotFound ? kErrUnknownContainer : kErrInvalidEnv,
                 pod.status().Prepend("CNI_NETNS"));
   }
+  // Checked before the state dir is touched: a node without RDMA is left exactly as it was.
+  const std::string ib = sysfs_root_ + "/class/infiniband";
+  if (access(ib.c_str(), F_OK) != 0) {
+    return Fail(kErrDeviceNotFound,
+                ErrnoError(errno, "no RDMA on this node (no RDMA core loaded: " + ib + ")"));
+  }
   auto lock = store_.Acquire();
   if (!lock.ok()) return Fail(kErrState, lock.status());
 
@@ -553,6 +559,10 @@ Status Invocation::Add(json* result) {
 }
 
 Status Invocation::Del() {
+  if (access(store_.dir().c_str(), F_OK) != 0 && errno == ENOENT) {
+    log_.Info("no state dir " + store_.dir() + ": nothing was attached here");
+    return Status::Ok();  // and don't create one: a DEL after a failed ADD leaves no trace
+  }
   auto lock = store_.Acquire();
   if (!lock.ok()) return Fail(kErrState, lock.status());
   auto rec = store_.Load(conf_.name, env_.container_id, env_.ifname);
@@ -626,6 +636,7 @@ Status Invocation::Check() {
 }
 
 Status Invocation::Gc() {
+  if (access(store_.dir().c_str(), F_OK) != 0 && errno == ENOENT) return Status::Ok();
   auto lock = store_.Acquire();
   if (!lock.ok()) return Fail(kErrState, lock.status());
   auto recs = store_.List(conf_.name);

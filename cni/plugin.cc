@@ -518,8 +518,12 @@ Status Invocation::Add(json* result) {
     return cause;
   };
 
+  const size_t planned_knobs = rec.knobs.size();
   if (Status s = ApplyKnobs(&rec, dcb.get()); !s.ok()) return rollback(s);
-  if (Status s = store_.Save(rec); !s.ok()) return rollback(Fail(kErrState, s));
+  // Unsupported knobs were dropped: record that (each save costs an fsync, so only then).
+  if (rec.knobs.size() != planned_knobs) {
+    if (Status s = store_.Save(rec); !s.ok()) return rollback(Fail(kErrState, s));
+  }
 
   if (need_move) {
     if (Status s = (*host_nl)->MoveToNetns(dev_name, pod->fd()); !s.ok()) {
@@ -542,7 +546,6 @@ Status Invocation::Add(json* result) {
   if (dev->transport == Transport::kRoce) {
     if (Status s = CheckGids(rec, *pod, ports, conf_.gid_timeout_ms); !s.ok()) return rollback(s);
   }
-  if (Status s = store_.Save(rec); !s.ok()) return rollback(Fail(kErrState, s));
 
   // SPEC.md 1.1.0 lets a plugin fill in pciID of the interface it wired.
   if (CompareVersions(conf_.cni_version, "1.1.0") >= 0 && dev->parent.find(':') != std::string::npos &&

@@ -270,6 +270,7 @@ Status Invocation::ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb) {
   }
   KnobContext ctx{dcb, sysfs_root_, sysfs_root_, configfs_root_};
   std::map<std::string, std::string> keep;
+  std::map<std::string, std::string> to_change;  // id -> current value
   for (const auto& [id, value] : rec->knobs) {
     auto cur = ReadKnob(ctx, id);
     if (!cur.ok() && cur.status().code() == StatusCode::kUnimplemented) {
@@ -283,17 +284,24 @@ Status Invocation::ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb) {
     keep[id] = value;
     if (*cur == value) {
       log_.Info("qos: " + id + " = " + value + " already in place");
-      continue;
+    } else {
+      to_change[id] = *cur;
     }
-    // Write-ahead: the original is on disk before the knob changes, so a crash can restore it.
+  }
+  if (!to_change.empty()) {
+    // Write-ahead, once for all knobs: the originals are on disk before any knob changes, so a
+    // crash can restore them.
     auto originals = store_.LoadKnobs();
     if (!originals.ok()) return Fail(kErrState, originals.status());
-    if (!originals->count(id)) {
-      (*originals)[id] = *cur;
+    bool added = false;
+    for (const auto& [id, cur] : to_change) added |= originals->emplace(id, cur).second;
+    if (added) {
       if (Status s = store_.SaveKnobs(*originals); !s.ok()) return Fail(kErrState, s);
     }
-    if (Status s = WriteKnob(ctx, id, value); !s.ok()) return Fail(kErrQos, s.Prepend("qos"));
-    log_.Info("qos: " + id + " = " + value + " applied (was " + *cur + ")");
+    for (const auto& [id, cur] : to_change) {
+      if (Status s = WriteKnob(ctx, id, keep[id]); !s.ok()) return Fail(kErrQos, s.Prepend("qos"));
+      log_.Info("qos: " + id + " = " + keep[id] + " applied (was " + cur + ")");
+    }
   }
   rec->knobs = std::move(keep);
   return Status::Ok();

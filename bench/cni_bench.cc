@@ -230,21 +230,22 @@ int RunBinary(int n, const std::string& tmp) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const int n = argc > 1 ? std::atoi(argv[1]) : 200;  // attachments / runs
   char tmpl[] = "/tmp/rdmak8s-cni-bench-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return 1;
   const std::string tmp = tmpl;
   // The state store fsyncs every write: show the disk's share apart from the plugin's own.
-  int rc = RunLibrary(200, tmp, tmp + "/state", "on disk (fsync)");
+  int rc = RunLibrary(n, tmp, tmp + "/state", "on disk (fsync)");
   if (rc == 0) {
     char shm[] = "/dev/shm/rdmak8s-cni-bench-XXXXXX";
     if (mkdtemp(shm) == nullptr) return 1;
     const std::string tmp2 = tmp + "/second";
     std::system(("mkdir -p " + tmp2).c_str());
-    rc = RunLibrary(200, tmp2, std::string(shm) + "/state", "on tmpfs (fsync is free)");
+    rc = RunLibrary(n, tmp2, std::string(shm) + "/state", "on tmpfs (fsync is free)");
     std::system((std::string("rm -rf ") + shm).c_str());
   }
-  if (rc == 0) rc = RunBinary(200, tmp);
+  if (rc == 0) rc = RunBinary(n, tmp);
   std::system(("rm -rf " + tmp).c_str());
   return rc;
 }

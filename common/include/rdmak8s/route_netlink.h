@@ -49,6 +49,8 @@ class RouteNetlink {
   virtual StatusOr<LinkInfo> GetLinkByMac(std::string_view mac) = 0;
   virtual StatusOr<std::vector<LinkInfo>> ListLinks() = 0;
   // RTM_NEWLINK with IFLA_NET_NS_FD (and IFLA_IFNAME when new_name is non-empty).
+  // kAlreadyExists when new_name is taken in the target; the kernel has then already moved the
+  // link under its old name, and this moves it back, so a failed call leaves the link here.
   virtual Status MoveLinkToNetns(std::string_view name, int netns_fd,
                                  std::string_view new_name = {}) = 0;
   virtual Status SetLinkUp(std::string_view name, bool up) = 0;

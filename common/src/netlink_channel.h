@@ -1,0 +1,56 @@
+// NetlinkChannel: the one place that does netlink socket I/O for rdmak8s (RDMA nldev, DCB,
+// rtnetlink requests and the link event stream). It carries bytes built by the pure codecs
+// (netlink_codec.h and friends) over a libnl nl_sock and hands back reply messages.
+//
+// Thread safety: one instance per thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rdmak8s/netlink_codec.h"
+#include "rdmak8s/status.h"
+
+struct nl_sock;
+
+namespace rdmak8s::internal {
+
+class NetlinkChannel {
+ public:
+  // Opens a netlink socket of `protocol` in the calling thread's netns, with extended ACKs on.
+  // `name` ("rtnetlink", "RDMA netlink") goes into error messages. When the kernel lacks the
+  // protocol (EPROTONOSUPPORT) the Status is kUnavailable "<name> not available: ...".
+  static StatusOr<std::unique_ptr<NetlinkChannel>> Open(int protocol, std::string_view name);
+  ~NetlinkChannel();
+
+  int fd() const;
+  // Joins a multicast group and makes reads non-blocking (for event streams).
+  Status Subscribe(uint32_t group);
+
+  // Sends `request` (its nlmsg_seq and nlmsg_pid are overwritten) and calls on_reply for every
+  // reply message with the same sequence number until NLMSG_DONE (dumps) or the ACK (requests
+  // must carry NLM_F_ACK or NLM_F_DUMP). A kernel error becomes nl::AckToStatus(ack, what).
+  // If on_reply fails, the rest of the answer is still drained and its Status is returned.
+  Status Transact(std::vector<uint8_t> request,
+                  const std::function<Status(const nl::Message&)>& on_reply,
+                  std::string_view what);
+
+  // Non-blocking: every message already queued, then OK. kUnavailable on ENOBUFS (the kernel
+  // dropped messages: re-read state).
+  Status Drain(const std::function<void(const nl::Message&)>& on_message);
+
+ private:
+  NetlinkChannel(nl_sock* sk, std::string name) : sk_(sk), name_(std::move(name)) {}
+  // One datagram; 0 bytes with OK when non-blocking and nothing is queued.
+  Status Receive(std::vector<uint8_t>& buf, bool nonblocking, size_t& len);
+
+  nl_sock* sk_;
+  std::string name_;
+};
+
+}  // namespace rdmak8s::internal

@@ -1,0 +1,364 @@
+#include "support/fake_kubelet.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <grpcpp/grpcpp.h>
+
+namespace rdmak8s::fake {
+
+namespace fs = std::filesystem;
+
+Status FromGrpc(const grpc::Status& s, const std::string& what) {
+  if (s.ok()) return Status::Ok();
+  StatusCode code = StatusCode::kInternal;
+  switch (s.error_code()) {
+    case grpc::StatusCode::NOT_FOUND: code = StatusCode::kNotFound; break;
+    case grpc::StatusCode::INVALID_ARGUMENT: code = StatusCode::kInvalidArgument; break;
+    case grpc::StatusCode::UNAVAILABLE: code = StatusCode::kUnavailable; break;
+    case grpc::StatusCode::FAILED_PRECONDITION: code = StatusCode::kFailedPrecondition; break;
+    case grpc::StatusCode::DEADLINE_EXCEEDED: code = StatusCode::kDeadlineExceeded; break;
+    case grpc::StatusCode::UNIMPLEMENTED: code = StatusCode::kUnimplemented; break;
+    default: break;
+  }
+  return Status(code, what + ": " + s.error_message());
+}
+
+namespace {
+
+// kubelet dials with a blocking connect; a plain connect(2) gives the same verdict at once:
+// refused or missing means "not serving".
+Status ProbeUnixSocket(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) {
+    return InvalidArgumentError("dial " + path + ": path too long for a unix socket");
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return ErrnoError(errno, "socket");
+  int rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  int err = errno;
+  close(fd);
+  if (rc != 0) return ErrnoError(err, "dial " + path);
+  return Status::Ok();
+}
+
+}  // namespace
+
+struct FakeKubelet::Plugin {
+  std::string resource;
+  std::string endpoint_path;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1beta1::DevicePlugin::Stub> stub;
+  v1beta1::DevicePluginOptions options;
+  grpc::ClientContext stream_ctx;
+  std::thread stream_thread;
+};
+
+class FakeKubelet::RegistrationService final : public v1beta1::Registration::Service {
+ public:
+  explicit RegistrationService(FakeKubelet* k) : k_(k) {}
+  grpc::Status Register(grpc::ServerContext*, const v1beta1::RegisterRequest* req,
+                        v1beta1::Empty*) override {
+    {
+      std::lock_guard<std::mutex> lock(k_->mu_);
+      k_->registrations_.push_back(*req);
+    }
+    if (req->version() != "v1beta1") {
+      k_->AddEvent("register " + req->resource_name() + " failed: unsupported version " +
+                   req->version());
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "unsupported device plugin API version " + req->version());
+    }
+    Status s = k_->ConnectPlugin(req->resource_name(), k_->dir_ + "/" + req->endpoint());
+    if (!s.ok()) {
+      k_->AddEvent("register " + req->resource_name() + " failed: " + s.message());
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, s.message());
+    }
+    {
+      std::lock_guard<std::mutex> lock(k_->mu_);
+      k_->accepted_[req->resource_name()]++;
+    }
+    k_->AddEvent("register " + req->resource_name() + " ok");
+    return grpc::Status::OK;
+  }
+
+ private:
+  FakeKubelet* k_;
+};
+
+FakeKubelet::FakeKubelet(std::string dir) : dir_(std::move(dir)) {}
+
+FakeKubelet::~FakeKubelet() { Stop(); }
+
+Status FakeKubelet::Start() {
+  if (server_) return Status::Ok();
+  std::error_code ec;
+  fs::remove(socket_path(), ec);
+  service_ = std::make_unique<RegistrationService>(this);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix://" + socket_path(), grpc::InsecureServerCredentials());
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (!server_) return InternalError("serve " + socket_path() + ": gRPC server did not start");
+  return Status::Ok();
+}
+
+void FakeKubelet::Stop() {
+  if (server_) {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    server_->Wait();
+    server_.reset();
+  }
+  CloseAllPlugins();
+}
+
+Status FakeKubelet::Restart() {
+  Stop();
+  // kubelet's device manager removes every socket it finds in its directory when it starts.
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    if (entry.is_socket(ec)) fs::remove(entry.path(), ec);
+  }
+  return Start();
+}
+
+void FakeKubelet::AddEvent(std::string event) {
+  std::lock_guard<std::mutex> lock(mu_);
+  events_.push_back(std::move(event));
+  cv_.notify_all();
+}
+
+void FakeKubelet::CloseAllPlugins() {
+  std::map<std::string, std::shared_ptr<Plugin>> plugins;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    plugins.swap(plugins_);
+  }
+  for (auto& [name, p] : plugins) {
+    p->stream_ctx.TryCancel();
+    if (p->stream_thread.joinable()) p->stream_thread.join();
+  }
+}
+
+Status FakeKubelet::ConnectPlugin(const std::string& resource, const std::string& endpoint_path) {
+  RDMAK8S_RETURN_IF_ERROR(ProbeUnixSocket(endpoint_path));
+  auto plugin = std::make_shared<Plugin>();
+  plugin->resource = resource;
+  plugin->endpoint_path = endpoint_path;
+  plugin->channel = grpc::CreateChannel("unix://" + endpoint_path, grpc::InsecureChannelCredentials());
+  plugin->stub = v1beta1::DevicePlugin::NewStub(plugin->channel);
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1beta1::Empty empty;
+    grpc::Status s = plugin->stub->GetDevicePluginOptions(&ctx, empty, &plugin->options);
+    if (!s.ok()) return FromGrpc(s, "GetDevicePluginOptions " + endpoint_path);
+  }
+  std::shared_ptr<Plugin> old;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = plugins_.find(resource);
+    if (it != plugins_.end()) old = it->second;
+    plugins_[resource] = plugin;
+    latest_.erase(resource);
+  }
+  if (old) {
+    old->stream_ctx.TryCancel();
+    if (old->stream_thread.joinable()) old->stream_thread.join();
+  }
+  plugin->stream_thread = std::thread([this, plugin] { StreamLoop(plugin); });
+  return Status::Ok();
+}
+
+void FakeKubelet::StreamLoop(std::shared_ptr<Plugin> plugin) {
+  v1beta1::Empty empty;
+  auto reader = plugin->stub->ListAndWatch(&plugin->stream_ctx, empty);
+  AddEvent("stream " + plugin->resource + " open");
+  v1beta1::ListAndWatchResponse resp;
+  while (reader->Read(&resp)) {
+    std::function<void(const std::string&, const v1beta1::ListAndWatchResponse&)> cb;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      // A stream replaced by a newer registration no longer speaks for the resource.
+      auto it = plugins_.find(plugin->resource);
+      if (it == plugins_.end() || it->second != plugin) continue;
+      latest_[plugin->resource] = resp;
+      update_count_[plugin->resource]++;
+      cb = on_update_;
+      cv_.notify_all();
+    }
+    if (cb) cb(plugin->resource, resp);
+  }
+  reader->Finish().IgnoreError();
+  AddEvent("stream " + plugin->resource + " closed");
+}
+
+std::vector<v1beta1::RegisterRequest> FakeKubelet::Registrations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return registrations_;
+}
+
+std::vector<std::string> FakeKubelet::Events() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_;
+}
+
+bool FakeKubelet::WaitForRegistrations(const std::string& resource, size_t count,
+                                       Clock::duration timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] {
+    auto it = accepted_.find(resource);
+    return it != accepted_.end() && it->second >= count;
+  });
+}
+
+std::optional<v1beta1::DevicePluginOptions> FakeKubelet::Options(const std::string& resource) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = plugins_.find(resource);
+  if (it == plugins_.end()) return std::nullopt;
+  return it->second->options;
+}
+
+std::optional<v1beta1::ListAndWatchResponse> FakeKubelet::LatestDevices(
+    const std::string& resource) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = latest_.find(resource);
+  if (it == latest_.end()) return std::nullopt;
+  return it->second;
+}
+
+size_t FakeKubelet::UpdateCount(const std::string& resource) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = update_count_.find(resource);
+  return it == update_count_.end() ? 0 : it->second;
+}
+
+std::optional<v1beta1::ListAndWatchResponse> FakeKubelet::WaitForDevices(
+    const std::string& resource,
+    const std::function<bool(const v1beta1::ListAndWatchResponse&)>& pred,
+    Clock::duration timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  std::optional<v1beta1::ListAndWatchResponse> out;
+  cv_.wait_for(lock, timeout, [&] {
+    auto it = latest_.find(resource);
+    if (it == latest_.end() || !pred(it->second)) return false;
+    out = it->second;
+    return true;
+  });
+  return out;
+}
+
+void FakeKubelet::SetUpdateCallback(
+    std::function<void(const std::string&, const v1beta1::ListAndWatchResponse&)> cb) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_update_ = std::move(cb);
+}
+
+std::shared_ptr<FakeKubelet::Plugin> FakeKubelet::FindPlugin(const std::string& resource) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = plugins_.find(resource);
+  return it == plugins_.end() ? nullptr : it->second;
+}
+
+StatusOr<v1beta1::AllocateResponse> FakeKubelet::Allocate(
+    const std::string& resource, const std::vector<std::vector<std::string>>& ids_per_container) {
+  auto plugin = FindPlugin(resource);
+  if (!plugin) return NotFoundError("allocate " + resource + ": no plugin registered");
+  v1beta1::AllocateRequest req;
+  for (const auto& ids : ids_per_container) {
+    auto* c = req.add_container_requests();
+    for (const auto& id : ids) c->add_devices_ids(id);
+  }
+  v1beta1::AllocateResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::Status s = plugin->stub->Allocate(&ctx, req, &resp);
+  if (!s.ok()) return FromGrpc(s, "allocate " + resource);
+  return resp;
+}
+
+StatusOr<v1beta1::PreferredAllocationResponse> FakeKubelet::GetPreferredAllocation(
+    const std::string& resource, const std::vector<std::string>& available,
+    const std::vector<std::string>& must_include, int size) {
+  auto plugin = FindPlugin(resource);
+  if (!plugin) return NotFoundError("preferred allocation " + resource + ": no plugin registered");
+  v1beta1::PreferredAllocationRequest req;
+  auto* c = req.add_container_requests();
+  for (const auto& id : available) c->add_available_deviceids(id);
+  for (const auto& id : must_include) c->add_must_include_deviceids(id);
+  c->set_allocation_size(size);
+  v1beta1::PreferredAllocationResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::Status s = plugin->stub->GetPreferredAllocation(&ctx, req, &resp);
+  if (!s.ok()) return FromGrpc(s, "preferred allocation " + resource);
+  return resp;
+}
+
+StatusOr<v1beta1::PreStartContainerResponse> FakeKubelet::PreStartContainer(
+    const std::string& resource, const std::vector<std::string>& ids) {
+  auto plugin = FindPlugin(resource);
+  if (!plugin) return NotFoundError("pre-start " + resource + ": no plugin registered");
+  v1beta1::PreStartContainerRequest req;
+  for (const auto& id : ids) req.add_devices_ids(id);
+  v1beta1::PreStartContainerResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::Status s = plugin->stub->PreStartContainer(&ctx, req, &resp);
+  if (!s.ok()) return FromGrpc(s, "pre-start " + resource);
+  return resp;
+}
+
+StatusOr<pluginregistration::PluginInfo> FakeKubelet::RegisterViaPluginWatcher(
+    const std::string& socket_path) {
+  RDMAK8S_RETURN_IF_ERROR(ProbeUnixSocket(socket_path));
+  auto channel = grpc::CreateChannel("unix://" + socket_path, grpc::InsecureChannelCredentials());
+  auto stub = pluginregistration::Registration::NewStub(channel);
+  pluginregistration::PluginInfo info;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    grpc::Status s = stub->GetInfo(&ctx, pluginregistration::InfoRequest(), &info);
+    if (!s.ok()) return FromGrpc(s, "GetInfo " + socket_path);
+  }
+  Status result;
+  if (info.type() != "DevicePlugin") {
+    result = InvalidArgumentError("plugin type " + info.type() + " is not DevicePlugin");
+  } else {
+    bool v1beta1 = false;
+    for (const auto& v : info.supported_versions()) v1beta1 |= (v == "v1beta1");
+    if (!v1beta1) result = InvalidArgumentError("plugin supports no device plugin version we speak");
+  }
+  if (result.ok()) {
+    // kubelet uses the endpoint when given, else the registration socket itself.
+    std::string endpoint = info.endpoint().empty() ? socket_path : info.endpoint();
+    result = ConnectPlugin(info.name(), endpoint);
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    pluginregistration::RegistrationStatus st;
+    st.set_plugin_registered(result.ok());
+    st.set_error(result.ok() ? "" : result.message());
+    pluginregistration::RegistrationStatusResponse resp;
+    grpc::Status s = stub->NotifyRegistrationStatus(&ctx, st, &resp);
+    if (!s.ok()) return FromGrpc(s, "NotifyRegistrationStatus " + socket_path);
+  }
+  if (!result.ok()) return result.Prepend("plugin-watcher registration " + socket_path);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    accepted_[info.name()]++;
+  }
+  AddEvent("register " + info.name() + " ok");
+  return info;
+}
+
+}  // namespace rdmak8s::fake

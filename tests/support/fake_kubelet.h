@@ -1,0 +1,119 @@
+// FakeKubelet: the kubelet side of the device plugin API, for tests and the e2e suite.
+//
+// Behaves like kubelet's device manager where a plugin can notice the difference:
+//   - serves v1beta1 Registration on <dir>/kubelet.sock;
+//   - on Register, checks the version, then dials the plugin's endpoint (<dir>/<endpoint>) at
+//     once and fails the Register if nothing is serving there (kubelet does the same, which is
+//     why a plugin must serve before it registers);
+//   - calls GetDevicePluginOptions, then keeps a ListAndWatch stream open per resource and
+//     records every update;
+//   - Restart() removes every socket in <dir> (kubelet's start-up cleanup) and serves again.
+// It can also play kubelet's plugin watcher: RegisterViaPluginWatcher() calls GetInfo on a
+// socket in plugins_registry, dials the endpoint it names and reports NotifyRegistrationStatus.
+//
+// Thread safety: all methods may be called from any thread; waits are bounded by a deadline.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "pluginregistration/v1/api.grpc.pb.h"
+#include "rdmak8s/status.h"
+
+namespace rdmak8s::fake {
+
+using Clock = std::chrono::steady_clock;
+
+class FakeKubelet {
+ public:
+  // `dir` plays /var/lib/kubelet/device-plugins. Nothing happens until Start().
+  explicit FakeKubelet(std::string dir);
+  ~FakeKubelet();
+  FakeKubelet(const FakeKubelet&) = delete;
+  FakeKubelet& operator=(const FakeKubelet&) = delete;
+
+  // Serves Registration on <dir>/kubelet.sock (replacing a stale socket file).
+  Status Start();
+  // Stops serving and closes every plugin connection; sockets stay where they are.
+  void Stop();
+  // Stop, delete every socket in <dir> as kubelet does at start-up, Start again.
+  Status Restart();
+
+  std::string socket_path() const { return dir_ + "/kubelet.sock"; }
+
+  // Every Register request received (accepted or not), in order.
+  std::vector<v1beta1::RegisterRequest> Registrations() const;
+  // A log of what happened, in order: "register <resource> ok", "register <resource> failed:
+  // <why>", "stream <resource> open", "stream <resource> closed".
+  std::vector<std::string> Events() const;
+  // True once at least `count` accepted registrations of `resource` were seen before `timeout`.
+  bool WaitForRegistrations(const std::string& resource, size_t count,
+                            Clock::duration timeout) const;
+
+  // The options the plugin answered after its last registration.
+  std::optional<v1beta1::DevicePluginOptions> Options(const std::string& resource) const;
+  // The latest ListAndWatch update of `resource` on the current stream; nullopt if none yet.
+  std::optional<v1beta1::ListAndWatchResponse> LatestDevices(const std::string& resource) const;
+  // Number of updates received for `resource` since the fake started.
+  size_t UpdateCount(const std::string& resource) const;
+  // Waits until the latest update of `resource` satisfies `pred`; returns it, or nullopt after
+  // `timeout`.
+  std::optional<v1beta1::ListAndWatchResponse> WaitForDevices(
+      const std::string& resource,
+      const std::function<bool(const v1beta1::ListAndWatchResponse&)>& pred,
+      Clock::duration timeout) const;
+  // Called for each update as it arrives (from the stream thread). Set before Start().
+  void SetUpdateCallback(
+      std::function<void(const std::string&, const v1beta1::ListAndWatchResponse&)> cb);
+
+  // RPCs on the registered plugin of `resource`. kNotFound when it never registered.
+  StatusOr<v1beta1::AllocateResponse> Allocate(
+      const std::string& resource, const std::vector<std::vector<std::string>>& ids_per_container);
+  StatusOr<v1beta1::PreferredAllocationResponse> GetPreferredAllocation(
+      const std::string& resource, const std::vector<std::string>& available,
+      const std::vector<std::string>& must_include, int size);
+  StatusOr<v1beta1::PreStartContainerResponse> PreStartContainer(
+      const std::string& resource, const std::vector<std::string>& ids);
+
+  // Plugin-watcher registration of the plugin whose registration socket is `socket_path`.
+  StatusOr<pluginregistration::PluginInfo> RegisterViaPluginWatcher(const std::string& socket_path);
+
+ private:
+  class RegistrationService;
+  struct Plugin;
+
+  // Connects to a plugin endpoint (absolute path) for `resource`, as kubelet does on Register.
+  Status ConnectPlugin(const std::string& resource, const std::string& endpoint_path);
+  void StreamLoop(std::shared_ptr<Plugin> plugin);
+  void AddEvent(std::string event);
+  void CloseAllPlugins();
+  std::shared_ptr<Plugin> FindPlugin(const std::string& resource) const;
+
+  const std::string dir_;
+  std::unique_ptr<RegistrationService> service_;
+  std::unique_ptr<grpc::Server> server_;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::vector<v1beta1::RegisterRequest> registrations_;
+  std::vector<std::string> events_;
+  std::map<std::string, size_t> accepted_;
+  std::map<std::string, std::shared_ptr<Plugin>> plugins_;
+  std::map<std::string, v1beta1::ListAndWatchResponse> latest_;
+  std::map<std::string, size_t> update_count_;
+  std::function<void(const std::string&, const v1beta1::ListAndWatchResponse&)> on_update_;
+};
+
+// Converts a gRPC status into ours ("<what>: <grpc message>").
+Status FromGrpc(const grpc::Status& s, const std::string& what);
+
+}  // namespace rdmak8s::fake

@@ -1,0 +1,249 @@
+// rdmak8s-fake-kubelet: a kubelet stand-in for the e2e suite and for poking a plugin by hand.
+// See --help. Exit status: 0 when every wait and RPC succeeded, 1 otherwise, 2 on bad usage.
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "support/fake_kubelet.h"
+
+namespace {
+
+using nlohmann::json;
+using rdmak8s::fake::FakeKubelet;
+
+json DevicesJson(const v1beta1::ListAndWatchResponse& r) {
+  json out = json::array();
+  for (const auto& d : r.devices()) {
+    json numa = json::array();
+    if (d.has_topology()) {
+      for (const auto& n : d.topology().nodes()) numa.push_back(n.id());
+    }
+    out.push_back({{"id", d.id()}, {"health", d.health()}, {"numa", numa}});
+  }
+  return out;
+}
+
+json AllocateJson(const v1beta1::AllocateResponse& r) {
+  json containers = json::array();
+  for (const auto& c : r.container_responses()) {
+    json envs = json::object();
+    for (const auto& [k, v] : c.envs()) envs[k] = v;
+    json annotations = json::object();
+    for (const auto& [k, v] : c.annotations()) annotations[k] = v;
+    json devices = json::array();
+    for (const auto& d : c.devices()) {
+      devices.push_back({{"container_path", d.container_path()},
+                         {"host_path", d.host_path()},
+                         {"permissions", d.permissions()}});
+    }
+    json mounts = json::array();
+    for (const auto& m : c.mounts()) {
+      mounts.push_back({{"container_path", m.container_path()},
+                        {"host_path", m.host_path()},
+                        {"read_only", m.read_only()}});
+    }
+    json cdi = json::array();
+    for (const auto& d : c.cdi_devices()) cdi.push_back(d.name());
+    containers.push_back({{"envs", envs}, {"devices", devices}, {"mounts", mounts},
+                          {"annotations", annotations}, {"cdi_devices", cdi}});
+  }
+  return containers;
+}
+
+volatile std::sig_atomic_t g_stop = 0;
+void OnSignal(int) { g_stop = 1; }
+
+void Fail(json& out, bool as_json, const std::string& msg) {
+  out["errors"].push_back(msg);
+  if (!as_json) std::cerr << "rdmak8s-fake-kubelet: " << msg << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "rdmak8s-fake-kubelet: serves the kubelet device plugin Registration API (v1beta1) on "
+      "<dir>/kubelet.sock, dials back each plugin that registers, keeps its ListAndWatch "
+      "stream, and optionally allocates.\n\n"
+      "Examples:\n"
+      "  rdmak8s-fake-kubelet --dir /var/lib/kubelet/device-plugins --wait-resource rdma/ib "
+      "--allocate rdma/ib:2 --json\n"
+      "  rdmak8s-fake-kubelet --dir D --watch            # one JSON line per ListAndWatch update\n"
+      "  rdmak8s-fake-kubelet --dir D --plugin-watcher /var/lib/kubelet/plugins_registry/x.sock"};
+  std::string dir;
+  std::vector<std::string> wait_resources;
+  std::vector<std::string> allocations;
+  std::vector<std::string> plugin_watcher_sockets;
+  double timeout_s = 30;
+  bool as_json = false;
+  bool watch = false;
+  bool restart = false;
+  app.add_option("--dir", dir, "kubelet device-plugins directory (kubelet.sock is created here)")
+      ->required();
+  app.add_option("--wait-resource", wait_resources,
+                 "wait until this resource registered and sent its first device list "
+                 "(repeatable)");
+  app.add_option("--allocate", allocations,
+                 "RESOURCE:N allocates N healthy devices (asking GetPreferredAllocation first when "
+                 "the plugin offers it); RESOURCE=ID1,ID2 allocates those IDs (repeatable; implies "
+                 "--wait-resource)");
+  app.add_option("--plugin-watcher", plugin_watcher_sockets,
+                 "register through the plugin-watcher API: call GetInfo and "
+                 "NotifyRegistrationStatus on this socket (repeatable)");
+  app.add_option("--timeout", timeout_s, "seconds to wait for each registration (default 30)");
+  app.add_flag("--restart", restart,
+               "before serving, delete every socket in --dir as a restarting kubelet does");
+  app.add_flag("--json", as_json, "print one JSON document with registrations, devices and "
+                                  "allocations");
+  app.add_flag("--watch", watch, "keep running until SIGINT/SIGTERM, printing each ListAndWatch "
+                                 "update as a JSON line {\"resource\",\"devices\"}");
+  CLI11_PARSE(app, argc, argv);
+
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  FakeKubelet kubelet(dir);
+  if (watch) {
+    kubelet.SetUpdateCallback([](const std::string& res, const v1beta1::ListAndWatchResponse& r) {
+      json line = {{"resource", res}, {"devices", DevicesJson(r)}};
+      std::printf("%s\n", line.dump().c_str());
+      std::fflush(stdout);
+    });
+  }
+  rdmak8s::Status st = restart ? kubelet.Restart() : kubelet.Start();
+  if (!st.ok()) {
+    std::cerr << "rdmak8s-fake-kubelet: " << st.message() << "\n";
+    return 1;
+  }
+  const auto timeout = std::chrono::duration_cast<rdmak8s::fake::Clock::duration>(
+      std::chrono::duration<double>(timeout_s));
+  json out = {{"errors", json::array()}, {"resources", json::object()},
+              {"allocations", json::array()}};
+
+  for (const auto& sock : plugin_watcher_sockets) {
+    auto info = kubelet.RegisterViaPluginWatcher(sock);
+    if (!info.ok()) {
+      Fail(out, as_json, info.status().message());
+    } else {
+      wait_resources.push_back(info->name());
+    }
+  }
+  // Parse allocations up front: each names a resource to wait for.
+  struct Alloc {
+    std::string resource;
+    int count = 0;
+    std::vector<std::string> ids;
+  };
+  std::vector<Alloc> allocs;
+  for (const auto& a : allocations) {
+    Alloc alloc;
+    auto eq = a.find('=');
+    auto colon = a.rfind(':');
+    if (eq != std::string::npos) {
+      alloc.resource = a.substr(0, eq);
+      std::string rest = a.substr(eq + 1);
+      size_t pos = 0;
+      while (pos <= rest.size()) {
+        size_t comma = rest.find(',', pos);
+        if (comma == std::string::npos) comma = rest.size();
+        if (comma > pos) alloc.ids.push_back(rest.substr(pos, comma - pos));
+        pos = comma + 1;
+      }
+    } else if (colon != std::string::npos) {
+      alloc.resource = a.substr(0, colon);
+      try {
+        alloc.count = std::stoi(a.substr(colon + 1));
+      } catch (...) {
+        alloc.count = -1;
+      }
+    }
+    if (alloc.resource.empty() || (alloc.ids.empty() && alloc.count <= 0)) {
+      std::cerr << "rdmak8s-fake-kubelet: --allocate " << a
+                << ": want RESOURCE:N (N > 0) or RESOURCE=ID1,ID2\n";
+      return 2;
+    }
+    wait_resources.push_back(alloc.resource);
+    allocs.push_back(std::move(alloc));
+  }
+
+  for (const auto& res : wait_resources) {
+    if (out["resources"].contains(res)) continue;
+    if (!kubelet.WaitForRegistrations(res, 1, timeout)) {
+      Fail(out, as_json, "resource " + res + " did not register within the timeout");
+      continue;
+    }
+    auto devs = kubelet.WaitForDevices(
+        res, [](const v1beta1::ListAndWatchResponse&) { return true; }, timeout);
+    if (!devs) {
+      Fail(out, as_json, "resource " + res + " sent no device list within the timeout");
+      continue;
+    }
+    json entry = {{"devices", DevicesJson(*devs)}};
+    for (const auto& r : kubelet.Registrations()) {
+      if (r.resource_name() != res) continue;
+      entry["registration"] = {
+          {"version", r.version()},
+          {"endpoint", r.endpoint()},
+          {"pre_start_required", r.options().pre_start_required()},
+          {"get_preferred_allocation_available",
+           r.options().get_preferred_allocation_available()}};
+    }
+    out["resources"][res] = entry;
+  }
+
+  for (const auto& alloc : allocs) {
+    std::vector<std::string> ids = alloc.ids;
+    if (ids.empty()) {
+      auto devs = kubelet.LatestDevices(alloc.resource);
+      std::vector<std::string> healthy;
+      if (devs) {
+        for (const auto& d : devs->devices()) {
+          if (d.health() == "Healthy") healthy.push_back(d.id());
+        }
+      }
+      if (static_cast<int>(healthy.size()) < alloc.count) {
+        Fail(out, as_json, "resource " + alloc.resource + " has " +
+                               std::to_string(healthy.size()) + " healthy devices, wanted " +
+                               std::to_string(alloc.count));
+        continue;
+      }
+      auto opts = kubelet.Options(alloc.resource);
+      if (opts && opts->get_preferred_allocation_available()) {
+        auto pref = kubelet.GetPreferredAllocation(alloc.resource, healthy, {}, alloc.count);
+        if (pref.ok() && pref->container_responses_size() == 1) {
+          for (const auto& id : pref->container_responses(0).deviceids()) ids.push_back(id);
+        } else if (!pref.ok()) {
+          Fail(out, as_json, pref.status().message());
+        }
+      }
+      if (ids.empty()) ids.assign(healthy.begin(), healthy.begin() + alloc.count);
+    }
+    auto resp = kubelet.Allocate(alloc.resource, {ids});
+    if (!resp.ok()) {
+      Fail(out, as_json, resp.status().message());
+      continue;
+    }
+    out["allocations"].push_back(
+        {{"resource", alloc.resource}, {"ids", ids}, {"containers", AllocateJson(*resp)}});
+    if (!as_json) {
+      std::printf("allocated %s:", alloc.resource.c_str());
+      for (const auto& id : ids) std::printf(" %s", id.c_str());
+      std::printf("\n");
+    }
+  }
+
+  if (as_json) std::printf("%s\n", out.dump(2).c_str());
+  if (watch) {
+    while (!g_stop) pause();
+  }
+  kubelet.Stop();
+  return out["errors"].empty() ? 0 : 1;
+}

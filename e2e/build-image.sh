@@ -217,10 +217,10 @@ done
 
 # ---------------------------------------------------------------------------------------------
 # Userspace from this machine's Debian 12 packages (installed by scripts/install-deps.sh).
-USER_PACKAGES=(libgcc-s1 busybox-static iproute2 rdma-core ibverbs-providers libibverbs1 librdmacm1
+USER_PACKAGES=(libgcc-s1 jq busybox-static iproute2 rdma-core ibverbs-providers libibverbs1 librdmacm1
                ibverbs-utils rdmacm-utils perftest containernetworking-plugins)
 USER_FILES=(
-  /bin/ip /usr/bin/rdma /sbin/bridge
+  /bin/ip /usr/bin/rdma /sbin/bridge /usr/bin/jq
   /usr/bin/ibv_devinfo /usr/bin/ibv_devices /usr/bin/ibv_rc_pingpong
   /usr/bin/rping /usr/bin/ucmatose
   /usr/bin/ib_write_bw /usr/bin/ib_send_lat /usr/bin/ib_send_bw /usr/bin/ib_write_lat /usr/bin/ib_read_bw

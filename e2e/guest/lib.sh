@@ -80,6 +80,10 @@ slot_dev() { ls /sys/class/infiniband 2>/dev/null | grep "_$1\$" | head -1; }
 gid_index() {  # gid_index DEV IP4
   _gid_index_here "$@"
 }
+# The same, read from inside a pod (in exclusive mode only the pod's sysfs shows its device).
+pod_gid_index() {  # pod_gid_index POD DEV IP4
+  pod_run "$1" sh -c ". /e2e/lib.sh; _gid_index_here $2 $3"
+}
 _gid_index_here() {
   local d=/sys/class/infiniband/$1/ports/1 want
   want=$(echo "$2" | awk -F. '{printf "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x", $1, $2, $3, $4}')
@@ -283,8 +287,8 @@ RPING_COUNT=10
 # Raw verbs (RoCE only: iWARP connects through rdma_cm alone) with each pod's RoCE v2 GID index.
 battery_raw_verbs() {  # battery_raw_verbs PREFIX SPOD SDEV SIP CPOD CDEV CIP
   local p=$1 spod=$2 sdev=$3 sip=$4 cpod=$5 cdev=$6 cip=$7 sg cg
-  sg=$(gid_index "$sdev" "$sip")
-  cg=$(gid_index "$cdev" "$cip")
+  sg=$(pod_gid_index "$spod" "$sdev" "$sip")
+  cg=$(pod_gid_index "$cpod" "$cdev" "$cip")
   if [ -z "$sg" ] || [ -z "$cg" ]; then
     result "$p-gid-index" FAIL "no RoCE v2 GID for $sip on $sdev ('$sg') or $cip on $cdev ('$cg')"
     return 1
@@ -508,3 +512,156 @@ cni() {
 
 # The pod's IPv4 address from its CNI ADD result.
 pod_ip() { jq -r '.ips[0].address' "$POD_DIR/$1/cni.ADD" 2>/dev/null | cut -d/ -f1; }
+
+# ---------------------------------------------------------------------------------------------
+# The whole stack, as a node runs it: slots, device plugin + kubelet, pods from Allocate, networks
+# from CNI ADD. Used by the pods-* scenarios.
+
+# kubelet_wait_registered RESOURCE SECONDS: until the first ListAndWatch update of RESOURCE.
+kubelet_wait_registered() {
+  local end
+  end=$(($(now_ms) + $2 * 1000))
+  while [ "$(now_ms)" -lt $end ]; do
+    jq -e --arg r "$1" 'select(.resource? == $r)' "$KUBELET_OUT" >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+# stack_up KIND NETNS_MODE: two slots carrying KIND devices; the device plugin with one pool per
+# slot (rdma/slot1, rdma/slot2; pool mode exclusive when the RDMA netns mode is: the device then
+# moves into its one pod); the fake kubelet allocating one of each; pods podA and podB built from
+# the Allocate answers; their networks attached by CNI ADD and verified by CHECK.
+# Sets A_IP and B_IP. Returns non-zero when the pods could not be built (traffic is then pointless).
+stack_up() {
+  local kind=$1 mode=$2 pool_mode=shared s pod slot t0 t1 doc alloc dev env want got uv
+  [ "$mode" = exclusive ] && pool_mode=exclusive
+  need_binaries rdmak8s-device-plugin rdmak8s-fake-kubelet cni-driver rdmak8s || return 1
+  for s in slot1 slot2; do
+    if err=$(slot_add $s "$kind" 2>&1); then
+      result "slot-$s" PASS "netns $s, net1 on $FABRIC, ${kind}_$s (no address until CNI ADD)"
+    else
+      result "slot-$s" FAIL "$err"
+      return 1
+    fi
+  done
+
+  dp_start "$(jq -nc --arg k "$kind" --arg m "$pool_mode" '{resourcePrefix: "rdma", pools: [
+      {name: "slot1", mode: $m, selectors: {rdmaDevices: [($k + "_slot1")]}},
+      {name: "slot2", mode: $m, selectors: {rdmaDevices: [($k + "_slot2")]}}]}')"
+  t0=$(now_ms)
+  kubelet_start --allocate rdma/slot1:1 --allocate rdma/slot2:1
+  for s in slot1 slot2; do
+    if kubelet_wait_registered "rdma/$s" 90; then
+      t1=$(now_ms)
+      figure "registration-rdma/$s" $((t1 - t0)) ms
+      got=$(jq -c --arg r "rdma/$s" 'select(.resource? == $r) | [.devices[] | .health] | group_by(.) | map({(.[0]): length}) | add' "$KUBELET_OUT" | tail -1)
+      result "register-rdma/$s" PASS "registered with the fake kubelet; ListAndWatch: $got"
+    else
+      result "register-rdma/$s" FAIL "no ListAndWatch update for rdma/$s within 90 s"
+      show "$DP_LOG" 30
+      show /tmp/kubelet.err
+      return 1
+    fi
+  done
+  if ! doc=$(kubelet_allocations 90); then
+    result allocate FAIL "the fake kubelet printed no allocation: $(tail -3 /tmp/kubelet.err) $doc"
+    show "$DP_LOG" 30
+    return 1
+  fi
+  if [ "$(echo "$doc" | jq '.errors | length')" != 0 ]; then
+    result allocate FAIL "fake kubelet errors: $(echo "$doc" | jq -c .errors)"
+    return 1
+  fi
+  result allocate PASS "$(echo "$doc" | jq -c '[.allocations[] | {resource, ids}]')"
+  echo "$doc" > /run/e2e/allocations.json
+
+  for s in "podA slot1" "podB slot2"; do
+    set -- $s
+    pod=$1 slot=$2 dev=${kind}_$2
+    alloc=$(echo "$doc" | jq -c --arg r "rdma/$slot" '.allocations[] | select(.resource == $r) | .containers[0]')
+    if ! err=$(pod_create "$pod" "$slot" "$alloc" 2>&1); then
+      result "$pod-create" FAIL "$err"
+      return 1
+    fi
+    # What the pod holds: exactly Allocate's nodes, one of them the uverbs node of its device.
+    got=$(pod_run "$pod" ls /dev/infiniband | sort | tr '\n' ' ')
+    want=$(echo "$alloc" | jq -r '.devices[].container_path' | sed 's|.*/||' | sort | tr '\n' ' ')
+    uv=""
+    for u in $(echo "$alloc" | jq -r '.devices[].host_path' | grep uverbs); do
+      [ "$(cat /sys/class/infiniband_verbs/$(basename "$u")/ibdev 2>/dev/null)" = "$dev" ] && uv=$(basename "$u")
+    done
+    env=$(grep "^RDMAK8S_$(echo "$slot" | tr 'a-z' 'A-Z')_DEVICES=" "$POD_DIR/$pod/env")
+    if [ "$got" = "$want" ] && [ -n "$uv" ] && [ "$env" = "RDMAK8S_$(echo "$slot" | tr 'a-z' 'A-Z')_DEVICES=$dev" ]; then
+      result "$pod-devices" PASS "/dev/infiniband holds only [$got] ($uv is $dev); $env"
+    else
+      result "$pod-devices" FAIL "pod has [$got], Allocate gave [$want], uverbs of $dev: '${uv}', env '$env'"
+    fi
+
+    pod_conflist "$pod" "$dev" "$mode"
+    t0=$(now_ms)
+    if cni "$pod" ADD; then
+      t1=$(now_ms)
+      figure "cni-add-$pod" $((t1 - t0)) ms
+      result "$pod-cni-add" PASS "$(jq -c '{ips: [.ips[].address], interfaces: [.interfaces[].name]}' "$POD_DIR/$pod/cni.ADD" 2>/dev/null)"
+    else
+      result "$pod-cni-add" FAIL "cni-driver add: $(tail -5 "$POD_DIR/$pod/cni.ADD" | tr '\n' ' ')"
+      show /tmp/rdmak8s-cni.log 20
+      return 1
+    fi
+    if cni "$pod" CHECK; then
+      result "$pod-cni-check" PASS "CHECK of the whole chain passed"
+    else
+      result "$pod-cni-check" FAIL "cni-driver check: $(tail -5 "$POD_DIR/$pod/cni.CHECK" | tr '\n' ' ')"
+    fi
+  done
+  A_IP=$(pod_ip podA)
+  B_IP=$(pod_ip podB)
+  [ -n "$A_IP" ] && [ -n "$B_IP" ] || { result pod-ips FAIL "no IPv4 in the CNI results ('$A_IP', '$B_IP')"; return 1; }
+  check_ping fabric-ping podB "$A_IP"
+}
+
+# stack_down KIND NETNS_MODE: CNI DEL for both pods (twice: DEL must be idempotent), then checks
+# the node is clean: no rdmak8s state left, addresses released, and (exclusive) every device home.
+stack_down() {
+  local kind=$1 mode=$2 pod t0 t1 left
+  for pod in podA podB; do
+    [ -f "$POD_DIR/$pod/net.conflist" ] || continue
+    t0=$(now_ms)
+    if cni "$pod" DEL; then
+      t1=$(now_ms)
+      figure "cni-del-$pod" $((t1 - t0)) ms
+      result "$pod-cni-del" PASS "DEL of the whole chain"
+    else
+      result "$pod-cni-del" FAIL "cni-driver del: $(tail -5 "$POD_DIR/$pod/cni.DEL" | tr '\n' ' ')"
+    fi
+    if cni "$pod" DEL; then
+      result "$pod-cni-del-twice" PASS "a second DEL succeeds"
+    else
+      result "$pod-cni-del-twice" FAIL "second DEL: $(tail -5 "$POD_DIR/$pod/cni.DEL" | tr '\n' ' ')"
+    fi
+    left=$($IP -n "$(pod_slot $pod)" -4 -o addr show dev net1 2>/dev/null | awk '{print $4}' | tr '\n' ' ')
+    if [ -z "$left" ]; then
+      result "$pod-address-released" PASS "net1 has no IPv4 address after DEL"
+    else
+      result "$pod-address-released" FAIL "net1 still has $left after DEL"
+    fi
+  done
+  left=$(find /var/lib/cni/rdmak8s -type f 2>/dev/null | tr '\n' ' ')
+  if [ -z "$left" ]; then
+    result state-clean PASS "no rdmak8s state file left under /var/lib/cni/rdmak8s"
+  else
+    result state-clean FAIL "state left after DEL: $left"
+  fi
+  if [ "$mode" = exclusive ]; then
+    left=""
+    for s in slot1 slot2; do
+      [ -d "/sys/class/infiniband/${kind}_$s" ] || left="$left ${kind}_$s"
+    done
+    if [ -z "$left" ]; then
+      result devices-home PASS "${kind}_slot1 and ${kind}_slot2 are back in the root namespace"
+    else
+      result devices-home FAIL "not back in the root namespace after DEL:$left"
+    fi
+  fi
+}

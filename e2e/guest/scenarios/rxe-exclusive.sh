@@ -40,12 +40,6 @@ fi
 pod_register_netns podA slot1
 pod_register_netns podB slot2
 check_ping fabric-ping podB $A_IP
-# gid_index reads sysfs: inside the pod's namespace in exclusive mode.
-gid_index() {  # gid_index DEV IP4, evaluated in whichever pod owns DEV
-  local slot
-  slot=${1#rxe_}
-  $IP netns exec "$slot" sh -c ". /e2e/lib.sh; E2E_SCENARIO=$E2E_SCENARIO; _gid_index_here $1 $2"
-}
 battery_raw_verbs rxe podA rxe_slot1 $A_IP podB rxe_slot2 $B_IP
 # rdma_cm on a moved rxe: recorded, not asserted.
 # (the rping client hangs after its rdma_connect fails: a short timeout)

@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 DEPS := scripts/install-deps.sh
 
-.PHONY: deps build test test-unit test-sanitize demo bench clean e2e
+.PHONY: deps build test test-unit test-sanitize demo bench images clean e2e
 
 deps:
 	@bash $(DEPS)
@@ -34,6 +34,12 @@ bench: deps
 	@cmake --preset release >/dev/null
 	@cmake --build --preset release -j $(JOBS)
 	@bash scripts/bench.sh build/release
+
+# Container images (images/*/Dockerfile) with docker, podman or buildah, whichever works. Exits 2
+# with a clear message when no container engine works: nothing built is not success.
+# IMAGE_REPO / IMAGE_TAG / CONTAINER_ENGINE override the defaults (see images/build.sh).
+images:
+	@bash images/build.sh
 
 clean:
 	rm -rf build

@@ -118,6 +118,10 @@ StatusOr<std::vector<Message>> SplitMessages(std::span<const uint8_t> datagram) 
                           datagram.subspan(off + NLMSG_HDRLEN, h.nlmsg_len - NLMSG_HDRLEN)});
     off += NLMSG_ALIGN(h.nlmsg_len);
   }
+  if (off < datagram.size()) {
+    return InvalidArgumentError("netlink datagram has " + std::to_string(datagram.size() - off) +
+                                " trailing bytes that are not a whole message");
+  }
   return out;
 }
 

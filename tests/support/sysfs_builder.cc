@@ -329,4 +329,65 @@ Status SysfsBuilder::RemoveDevice(const std::string& rdma_dev) {
   return Status::Ok();
 }
 
+Status BuildScaleTree(SysfsBuilder& b, int num_devices, int vfs_per_pf, uint32_t gid_table_len) {
+  if (num_devices < 0 || vfs_per_pf < 0 || vfs_per_pf > 7 || gid_table_len < 4) {
+    return InvalidArgumentError("BuildScaleTree: bad sizes");
+  }
+  char buf[64];
+  int n = 0;
+  for (int pf = 0; n < num_devices; ++pf) {
+    if (0x10 + pf > 0xff) return InvalidArgumentError("BuildScaleTree: too many PFs");
+    PciFunctionSpec spec;
+    std::snprintf(buf, sizeof(buf), "0000:%02x:00.0", 0x10 + pf);
+    spec.address = buf;
+    std::snprintf(buf, sizeof(buf), "0000:00:%02x.0", pf / 4);
+    spec.root_port = buf;
+    spec.numa_node = pf % 2;
+    spec.sriov_totalvfs = vfs_per_pf > 0 ? 8 : -1;
+    RDMAK8S_RETURN_IF_ERROR(b.AddPciFunction(spec));
+    const std::string pf_address = spec.address;
+    for (int f = 0; f <= vfs_per_pf && n < num_devices; ++f, ++n) {
+      std::string address = pf_address;
+      if (f > 0) {
+        PciFunctionSpec vf = spec;
+        std::snprintf(buf, sizeof(buf), "0000:%02x:00.%d", 0x10 + pf, f);
+        vf.address = buf;
+        vf.device = 0x101e;
+        address = vf.address;
+        RDMAK8S_RETURN_IF_ERROR(b.AddVf(pf_address, f - 1, vf));
+      }
+      const std::string netdev = "eth" + std::to_string(n);
+      std::snprintf(buf, sizeof(buf), "02:00:00:00:%02x:%02x", (n >> 8) & 0xff, n & 0xff);
+      RDMAK8S_RETURN_IF_ERROR(b.AddNetdev({netdev, address, 0, buf, "up", 1, {}}));
+      RdmaDeviceSpec d;
+      d.name = "mlx5_" + std::to_string(n);
+      d.parent_name = address;
+      std::snprintf(buf, sizeof(buf), "0200:00ff:fe00:%04x", n & 0xffff);
+      d.node_guid = buf;
+      d.sys_image_guid = buf;
+      d.fw_ver = "22.36.1010";
+      d.hca_type = f == 0 ? "MT4125" : "MT4126";
+      d.board_id = "MT_0000000359";
+      d.umad = true;
+      PortSpec p;
+      p.link_layer = "Ethernet";
+      p.pkey_table_len = 1;
+      p.pkeys = {"0xffff"};
+      p.gid_table_len = gid_table_len;
+      std::snprintf(buf, sizeof(buf), "fe80:0000:0000:0000:0000:00ff:fe00:%04x", n & 0xffff);
+      std::string ll = buf;
+      std::snprintf(buf, sizeof(buf), "0000:0000:0000:0000:0000:ffff:0a%02x:%04x", (n >> 16) & 0xff,
+                    n & 0xffff);
+      std::string v4 = buf;
+      p.gids = {{0, ll, "IB/RoCE v1", netdev},
+                {1, ll, "RoCE v2", netdev},
+                {2, v4, "IB/RoCE v1", netdev},
+                {3, v4, "RoCE v2", netdev}};
+      d.ports = {p};
+      RDMAK8S_RETURN_IF_ERROR(b.AddRdmaDevice(d));
+    }
+  }
+  return b.AddRdmaCm();
+}
+
 }  // namespace rdmak8s::testing

@@ -151,4 +151,11 @@ class SysfsBuilder {
   int next_ifindex_ = 2;
 };
 
+// A large RoCE host for scale tests and benchmarks: `num_devices` RDMA devices as mlx5-like PFs
+// each followed by `vfs_per_pf` VFs (every function on its own netdev, umad/issm, rdma_cm), PF
+// i on PCI bus 0x10+i behind root port 0000:00:<i/4>.0 on NUMA node i%2; a `gid_table_len`
+// GID table per port of which 4 entries are valid (link-local and IPv4, RoCE v1 and v2).
+// Devices are named mlx5_<n>, netdevs eth<n>, n in creation order.
+Status BuildScaleTree(SysfsBuilder& b, int num_devices, int vfs_per_pf, uint32_t gid_table_len);
+
 }  // namespace rdmak8s::testing

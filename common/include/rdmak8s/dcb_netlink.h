@@ -36,6 +36,8 @@ struct DcbAppEntry {
 };
 
 // What the device trusts for classifying ingress traffic, in order (selectors).
+// kDscp is the trust table [DSCP, PCP] (`dcb apptrust set dev X order dscp pcp`), kPcp is [PCP];
+// a table read back is classified by its first selector (dcb_codec.h TrustFromSelectors).
 enum class DcbTrust { kPcp, kDscp };
 
 class DcbNetlink {

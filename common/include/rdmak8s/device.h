@@ -46,7 +46,8 @@ enum class PortState { kNop = 0, kDown = 1, kInit = 2, kArmed = 3, kActive = 4, 
 
 // GID type as in sysfs `ports/N/gid_attrs/types/<i>` ("IB/RoCE v1" or "RoCE v2").
 // The kernel prints "IB/RoCE v1" for both; we resolve it by link layer: kIb on InfiniBand ports,
-// kRoceV1 on Ethernet ports.
+// kRoceV1 on Ethernet ports of a CA; kUnknown on iWARP (RNIC) and unknown link layers, where the
+// kernel prints it too but it means neither.
 enum class GidType { kIb, kRoceV1, kRoceV2, kUnknown };
 
 enum class CharDeviceKind { kUverbs, kUmad, kIssm, kRdmaCm };

@@ -41,7 +41,9 @@ class RdmaNetlink {
   virtual Status SetNetnsMode(RdmaNetnsMode mode) = 0;
   // RDMA_NLDEV_CMD_SET with RDMA_NLDEV_NET_NS_FD. kNotFound when the device is not visible here;
   // kFailedPrecondition in shared mode; kUnimplemented when the device has no netns support
-  // (siw: "no disassociate support"). The message carries the kernel's extack text when given.
+  // (siw: "no disassociate support"); kPermissionDenied without CAP_NET_ADMIN over the target.
+  // The message carries the kernel's extack text when given. (The kernel answers EOPNOTSUPP in
+  // shared mode too; the real implementation re-reads the mode to tell the two apart.)
   virtual Status MoveToNetns(std::string_view rdma_dev, int netns_fd) = 0;
   // RDMA_NLDEV_CMD_SET with RDMA_NLDEV_ATTR_DEV_NAME.
   virtual Status Rename(std::string_view rdma_dev, std::string_view new_name) = 0;

@@ -28,6 +28,8 @@ struct LinkInfo {
   bool oper_up = false;     // IFF_RUNNING / operstate UP
   std::string kind;         // IFLA_INFO_KIND ("veth", "macvlan", "ipoib"); empty for hardware
   int link_ifindex = 0;     // IFLA_LINK (lower device of macvlan/ipvlan/vlan/ipoib child), 0 if none
+  // Linux 5.16+; read from the raw attributes (libnl 3.7 does not decode them). Empty on older
+  // kernels and for virtual links: use /sys/class/net/<if>/device then.
   std::string parent_bus;   // IFLA_PARENT_DEV_BUS_NAME ("pci"), when the kernel reports it
   std::string parent_dev;   // IFLA_PARENT_DEV_NAME ("0000:3b:00.2"), when the kernel reports it
   uint32_t mtu = 0;

@@ -1,5 +1,9 @@
 #include "rdmak8s/netns.h"
 
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -92,6 +96,29 @@ TEST(RunInNetnsTest, InvalidNetnsIsRejectedWithoutRunning) {
   });
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_FALSE(ran);
+}
+
+// Drops CAP_SYS_ADMIN from this thread's effective set, so setns(2) fails with EPERM.
+bool DropSysAdmin() {
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (syscall(SYS_capget, &hdr, data) != 0) return false;
+  data[CAP_SYS_ADMIN / 32].effective &= ~(1u << (CAP_SYS_ADMIN % 32));
+  return syscall(SYS_capset, &hdr, data) == 0;
+}
+
+TEST(RunInNetnsDeathTest, AbortsWhenItCannotReturnToTheOriginalNetns) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto target = NewThrowawayNetns();
+  ASSERT_TRUE(target.ok());
+  EXPECT_DEATH(
+      {
+        Status s = RunInNetns(*target, [] {
+          return DropSysAdmin() ? Status::Ok() : InternalError("capset");
+        });
+        s.IgnoreError();  // not reached: RunInNetns aborts
+      },
+      "FATAL: setns back");
 }
 
 }  // namespace

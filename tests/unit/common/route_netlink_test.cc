@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -202,6 +203,48 @@ TEST_F(RouteNetlinkTest, MovingAMissingLinkIsNotFound) {
     return Status::Ok();
   });
   ASSERT_TRUE(s.ok()) << s.ToString();
+}
+
+size_t OpenFds() {
+  size_t n = 0;
+  for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+TEST(RouteNetlinkHostTest, ClosingInstancesReleasesTheirFds) {
+  size_t before = OpenFds();
+  for (int i = 0; i < 50; ++i) {
+    auto rt = NewRouteNetlink();
+    ASSERT_TRUE(rt.ok()) << rt.status().ToString();
+    auto mon = NewLinkMonitor();
+    ASSERT_TRUE(mon.ok()) << mon.status().ToString();
+  }
+  EXPECT_EQ(OpenFds(), before);
+}
+
+// Read-only, in the host netns: every link the kernel ties to a device (/sys/class/net/<if>/device)
+// must report that device and its bus as IFLA_PARENT_DEV_NAME / _BUS_NAME (eth0 on virtio here:
+// "virtio2" on "virtio"; a PCI NIC: "0000:3b:00.0" on "pci").
+TEST(RouteNetlinkHostTest, ParentDeviceMatchesSysfsForLinksWithADevice) {
+  namespace fs = std::filesystem;
+  auto rt = NewRouteNetlink();
+  ASSERT_TRUE(rt.ok()) << rt.status().ToString();
+  auto links = (*rt)->ListLinks();
+  ASSERT_TRUE(links.ok()) << links.status().ToString();
+  int checked = 0;
+  for (const auto& l : *links) {
+    fs::path dev = fs::path("/sys/class/net") / l.name / "device";
+    std::error_code ec;
+    if (!fs::exists(dev, ec)) {
+      EXPECT_EQ(l.parent_dev, "") << l.name;
+      continue;
+    }
+    EXPECT_EQ(l.parent_dev, fs::read_symlink(dev, ec).filename().string()) << l.name;
+    EXPECT_EQ(l.parent_bus, fs::read_symlink(dev / "subsystem", ec).filename().string())
+        << l.name;
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << "no link with a parent device in this netns";
 }
 
 }  // namespace

@@ -1,0 +1,179 @@
+#include "sysfs.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+namespace rdmak8s::internal {
+
+StatusOr<SysfsDir> SysfsDir::Open(std::string path) {
+  int fd = ::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, "open " + path);
+  return SysfsDir(fd, std::move(path));
+}
+
+SysfsDir::SysfsDir(SysfsDir&& other) noexcept : fd_(other.fd_), path_(std::move(other.path_)) {
+  other.fd_ = -1;
+}
+
+SysfsDir& SysfsDir::operator=(SysfsDir&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    path_ = std::move(other.path_);
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+SysfsDir::~SysfsDir() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string SysfsDir::PathOf(std::string_view rel) const {
+  if (rel.empty()) return path_;
+  std::string p = path_;
+  p += '/';
+  p += rel;
+  return p;
+}
+
+Status SysfsDir::ErrorFor(int err, std::string_view op, std::string_view rel) const {
+  std::string what = std::string(op) + " " + PathOf(rel);
+  if (err == ENOENT && !rel.empty()) {
+    // A name that exists but resolves nowhere is broken, not missing.
+    struct stat st;
+    if (::fstatat(fd_, std::string(rel).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      return InternalError(what + ": dangling symlink").WithErrno(err);
+    }
+  }
+  return ErrnoError(err, what).WithErrno(err);
+}
+
+StatusOr<std::string> SysfsDir::Read(std::string_view rel) const {
+  std::string rel_s(rel);
+  int fd = ::openat(fd_, rel_s.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrorFor(errno, "read", rel);
+  // sysfs attributes are at most a page; regular files (fixtures) are read to the end.
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return ErrorFor(err, "read", rel);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > (1u << 20)) break;  // not a sysfs attribute; don't read forever
+  }
+  ::close(fd);
+  while (!out.empty() && std::isspace(static_cast<unsigned char>(out.back()))) out.pop_back();
+  return out;
+}
+
+StatusOr<std::optional<std::string>> SysfsDir::ReadOptional(std::string_view rel) const {
+  StatusOr<std::string> r = Read(rel);
+  if (r.ok()) return std::optional<std::string>(std::move(r).value());
+  if (r.status().code() == StatusCode::kNotFound) return std::optional<std::string>();
+  return r.status();
+}
+
+StatusOr<std::string> SysfsDir::ReadLink(std::string_view rel) const {
+  std::string rel_s(rel);
+  char buf[4096];
+  ssize_t n = ::readlinkat(fd_, rel_s.c_str(), buf, sizeof(buf) - 1);
+  if (n < 0) return ErrnoError(errno, "readlink " + PathOf(rel)).WithErrno(errno);
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+StatusOr<std::string> ReadLinkPath(const std::string& path) {
+  char buf[4096];
+  ssize_t n = ::readlink(path.c_str(), buf, sizeof(buf) - 1);
+  if (n < 0) return ErrnoError(errno, "readlink " + path).WithErrno(errno);
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+StatusOr<std::vector<std::string>> SysfsDir::List(std::string_view rel) const {
+  std::string rel_s = rel.empty() ? std::string(".") : std::string(rel);
+  int fd = ::openat(fd_, rel_s.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrorFor(errno, "list", rel);
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    int err = errno;
+    ::close(fd);
+    return ErrorFor(err, "list", rel);
+  }
+  std::vector<std::string> names;
+  errno = 0;
+  while (struct dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    names.emplace_back(e->d_name);
+  }
+  int err = errno;
+  ::closedir(d);
+  if (err != 0) return ErrorFor(err, "list", rel);
+  return names;
+}
+
+StatusOr<SysfsDir> SysfsDir::Sub(std::string_view rel) const {
+  std::string rel_s(rel);
+  int fd = ::openat(fd_, rel_s.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrorFor(errno, "open", rel);
+  return SysfsDir(fd, PathOf(rel));
+}
+
+StatusOr<uint64_t> ParseUint(std::string_view text, std::string_view what) {
+  std::string_view t = text;
+  int base = 10;
+  if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) {
+    t.remove_prefix(2);
+    base = 16;
+  }
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v, base);
+  if (t.empty() || ec != std::errc() || ptr != t.data() + t.size()) {
+    return InvalidArgumentError(std::string(what) + ": not a number: \"" + std::string(text) + "\"");
+  }
+  return v;
+}
+
+StatusOr<int64_t> ParseInt(std::string_view text, std::string_view what) {
+  int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 10);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
+    return InvalidArgumentError(std::string(what) + ": not a number: \"" + std::string(text) + "\"");
+  }
+  return v;
+}
+
+StatusOr<NumberedName> ParseNumberedName(std::string_view text, std::string_view what) {
+  size_t colon = text.find(':');
+  if (colon == std::string_view::npos) {
+    return InvalidArgumentError(std::string(what) + ": expected \"<n>: <name>\", got \"" +
+                                std::string(text) + "\"");
+  }
+  RDMAK8S_ASSIGN_OR_RETURN(uint64_t n, ParseUint(text.substr(0, colon), what));
+  std::string_view name = text.substr(colon + 1);
+  while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+  return NumberedName{static_cast<uint32_t>(n), std::string(name)};
+}
+
+bool IsPciAddress(std::string_view s) {
+  // dddd:bb:dd.f
+  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') return false;
+  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9, 11}) {
+    if (!std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
+  }
+  return true;
+}
+
+}  // namespace rdmak8s::internal

@@ -1,0 +1,98 @@
+#include "device-plugin/allocate.h"
+
+#include <algorithm>
+
+namespace rdmak8s::dp {
+
+namespace {
+
+void Add(std::vector<CharDeviceRef>& out, const CharDevice& c, const std::string& dev_root) {
+  for (const auto& existing : out) {
+    if (existing.name == c.name) return;
+  }
+  out.push_back({c.name, dev_root + "/infiniband/" + c.name, c.ContainerPath()});
+}
+
+}  // namespace
+
+std::vector<CharDeviceRef> CharDevicesFor(const RdmaDevice& dev, const AllocateOptions& options,
+                                          const std::string& dev_root) {
+  std::vector<CharDeviceRef> out;
+  auto add_kind = [&](CharDeviceKind kind) {
+    for (const auto& c : dev.char_devices) {
+      if (c.kind == kind) Add(out, c, dev_root);
+    }
+  };
+  add_kind(CharDeviceKind::kUverbs);
+  switch (dev.transport) {
+    case Transport::kIb:
+      add_kind(CharDeviceKind::kUmad);
+      if (options.issm) add_kind(CharDeviceKind::kIssm);
+      break;
+    case Transport::kRoce:
+      if (options.roce_umad) add_kind(CharDeviceKind::kUmad);
+      break;
+    case Transport::kIwarp:
+    case Transport::kUnknown:
+      break;
+  }
+  add_kind(CharDeviceKind::kRdmaCm);
+  return out;
+}
+
+std::vector<std::string> DevicesOf(const PoolState& state, const std::vector<std::string>& ids) {
+  std::vector<std::string> out;
+  for (const auto& id : ids) {
+    auto it = state.id_to_dev.find(id);
+    if (it == state.id_to_dev.end()) continue;
+    if (std::find(out.begin(), out.end(), it->second) == out.end()) out.push_back(it->second);
+  }
+  return out;
+}
+
+StatusOr<v1beta1::ContainerAllocateResponse> BuildContainerResponse(
+    const PoolState& state, const std::vector<std::string>& ids) {
+  if (ids.empty()) return InvalidArgumentError("no device IDs requested");
+  for (const auto& id : ids) {
+    const TrackedDevice* t = state.ForId(id);
+    if (t == nullptr) {
+      return InvalidArgumentError("unknown device ID \"" + id + "\" for " + state.resource);
+    }
+    if (!t->health.healthy) {
+      return FailedPreconditionError("device " + t->dev.name + " (ID " + id + ") is unhealthy: " +
+                                     t->health.reason);
+    }
+  }
+  v1beta1::ContainerAllocateResponse resp;
+  std::vector<std::string> devs = DevicesOf(state, ids);
+  std::string dev_list, nccl, ucx;
+  for (const auto& name : devs) {
+    const RdmaDevice& dev = state.devices.at(name).dev;
+    dev_list += (dev_list.empty() ? "" : ",") + name;
+    nccl += (nccl.empty() ? "=" : ",") + name;
+    for (const auto& port : dev.ports) {
+      ucx += (ucx.empty() ? "" : ",") + name + ":" + std::to_string(port.port_num);
+    }
+    if (state.cdi) {
+      resp.add_cdi_devices()->set_name(state.cdi_kind + "=" + name);
+      continue;
+    }
+    for (const auto& c : CharDevicesFor(dev, state.pool.allocate, state.dev_root)) {
+      bool dup = false;
+      for (const auto& existing : resp.devices()) dup = dup || existing.container_path() == c.container_path;
+      if (dup) continue;  // rdma_cm is shared by every device
+      auto* spec = resp.add_devices();
+      spec->set_container_path(c.container_path);
+      spec->set_host_path(c.host_path);
+      spec->set_permissions("rw");
+    }
+  }
+  auto& envs = *resp.mutable_envs();
+  for (const auto& [k, v] : state.pool.allocate.extra_env) envs[k] = v;
+  envs[PoolEnvName(state.pool.name)] = dev_list;
+  if (state.pool.allocate.nccl_env) envs["NCCL_IB_HCA"] = nccl;
+  if (state.pool.allocate.ucx_env) envs["UCX_NET_DEVICES"] = ucx;
+  return resp;
+}
+
+}  // namespace rdmak8s::dp

@@ -1,0 +1,41 @@
+// What a container gets for a set of device IDs of one pool (the Allocate answer).
+//
+// Device nodes per transport (host path under PoolState::dev_root, container path always the
+// canonical /dev/infiniband/<name>):
+//   ib:    uverbsN, every umadN of the device, rdma_cm; issmN only with allocate.issm
+//   roce:  uverbsN, rdma_cm; umadN only with allocate.roceUmad and when the kernel made one
+//   iwarp: uverbsN, rdma_cm
+// With CDI on, the device nodes are left to the runtime: cdi_devices names
+// "<prefix>/<pool>=<rdma_dev>" instead (see cdi_spec.h).
+// Env: RDMAK8S_<POOL>_DEVICES=<dev,dev>; NCCL_IB_HCA==<dev,dev> and
+// UCX_NET_DEVICES=<dev:port,...> when the pool opts in; allocate.env as given.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "deviceplugin/v1beta1/api.pb.h"
+#include "device-plugin/pool_state.h"
+#include "rdmak8s/status.h"
+
+namespace rdmak8s::dp {
+
+struct CharDeviceRef {
+  std::string name;            // "uverbs0"
+  std::string host_path;       // "<dev_root>/infiniband/uverbs0"
+  std::string container_path;  // "/dev/infiniband/uverbs0"
+};
+
+// The char devices `dev` needs in a container under `options`, rdma_cm included when present.
+std::vector<CharDeviceRef> CharDevicesFor(const RdmaDevice& dev, const AllocateOptions& options,
+                                          const std::string& dev_root);
+
+// kInvalidArgument for an ID the pool does not advertise; kFailedPrecondition when the device
+// behind an ID is unhealthy (kubelet raced a health update), naming the device and why.
+StatusOr<v1beta1::ContainerAllocateResponse> BuildContainerResponse(
+    const PoolState& state, const std::vector<std::string>& ids);
+
+// The distinct rdma_devs behind `ids`, in first-seen order (no validation).
+std::vector<std::string> DevicesOf(const PoolState& state, const std::vector<std::string>& ids);
+
+}  // namespace rdmak8s::dp

@@ -1,0 +1,662 @@
+#include "device-plugin/daemon.h"
+
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "device-plugin/cdi_spec.h"
+#include "device-plugin/pools.h"
+
+namespace rdmak8s::dp {
+
+namespace fs = std::filesystem;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr char kKubeletSocket[] = "kubelet.sock";
+constexpr char kConfigMapDataLink[] = "..data";
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
+std::string Basename(const std::string& path) { return fs::path(path).filename().string(); }
+std::string Dirname(const std::string& path) {
+  std::string d = fs::path(path).parent_path().string();
+  return d.empty() ? "." : d;
+}
+
+// Without --config: one shared pool with every RDMA device.
+PluginConfig DefaultConfig() {
+  PluginConfig cfg;
+  PoolConfig pool;
+  pool.name = "shared";
+  pool.mode = PoolMode::kShared;
+  cfg.pools.push_back(pool);
+  return cfg;
+}
+
+}  // namespace
+
+StatusOr<RegistrationMode> ParseRegistrationMode(std::string_view s) {
+  if (s == "auto") return RegistrationMode::kAuto;
+  if (s == "device-plugin") return RegistrationMode::kDevicePlugin;
+  if (s == "plugin-watcher") return RegistrationMode::kPluginWatcher;
+  return InvalidArgumentError("--registration " + std::string(s) +
+                              ": want auto, device-plugin or plugin-watcher");
+}
+
+Daemon::Daemon(DaemonOptions options, DaemonDeps deps)
+    : options_(std::move(options)), deps_(std::move(deps)) {}
+
+Daemon::~Daemon() {
+  {
+    std::lock_guard<std::mutex> lock(pools_mu_);
+    for (auto& [name, pool] : pools_) {
+      if (pool.server) pool.server->Stop();
+    }
+    pools_.clear();
+  }
+  for (int fd : {epfd_, inotify_fd_, wake_fd_, signal_fd_}) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+std::string Daemon::SocketFileName(const std::string& resource) const {
+  std::string s = "rdmak8s-" + resource + ".sock";
+  std::replace(s.begin(), s.end(), '/', '-');
+  return s;
+}
+
+Status Daemon::Start() {
+  if (!deps_.discovery) return InvalidArgumentError("daemon: no discovery given");
+  // Which registration kubelet expects.
+  mode_ = options_.registration;
+  if (mode_ == RegistrationMode::kAuto) {
+    if (Exists(options_.kubelet_dir) || !Exists(options_.plugins_registry_dir)) {
+      mode_ = RegistrationMode::kDevicePlugin;
+    } else {
+      mode_ = RegistrationMode::kPluginWatcher;
+    }
+  }
+  socket_dir_ = mode_ == RegistrationMode::kDevicePlugin ? options_.kubelet_dir
+                                                         : options_.plugins_registry_dir;
+  std::error_code ec;
+  fs::create_directories(socket_dir_, ec);
+  if (ec) return InternalError("create " + socket_dir_ + ": " + ec.message());
+  if (options_.cdi) {
+    fs::create_directories(options_.cdi_dir, ec);
+    if (ec) return InternalError("create " + options_.cdi_dir + ": " + ec.message());
+  }
+
+  if (options_.config_path.empty()) {
+    config_ = DefaultConfig();
+  } else {
+    RDMAK8S_ASSIGN_OR_RETURN(config_, LoadConfigFile(options_.config_path));
+  }
+
+  epfd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epfd_ < 0) return ErrnoError(errno, "epoll_create1");
+  auto add_fd = [&](int fd) -> Status {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev) != 0) return ErrnoError(errno, "epoll_ctl add");
+    return Status::Ok();
+  };
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0) return ErrnoError(errno, "eventfd");
+  RDMAK8S_RETURN_IF_ERROR(add_fd(wake_fd_));
+  inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (inotify_fd_ < 0) return ErrnoError(errno, "inotify_init1");
+  RDMAK8S_RETURN_IF_ERROR(add_fd(inotify_fd_));
+  kubelet_wd_ = inotify_add_watch(inotify_fd_, socket_dir_.c_str(),
+                                  IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM);
+  if (kubelet_wd_ < 0) return ErrnoError(errno, "inotify watch " + socket_dir_);
+  if (!options_.config_path.empty()) {
+    // Watch the directory, not the file: editors and ConfigMaps replace the file (the kubelet
+    // swaps the "..data" symlink), which a watch on the old inode would never see.
+    std::string dir = Dirname(options_.config_path);
+    config_wd_ = inotify_add_watch(inotify_fd_, dir.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO);
+    if (config_wd_ < 0) return ErrnoError(errno, "inotify watch " + dir);
+  }
+  if (options_.handle_signals) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    signal_fd_ = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (signal_fd_ < 0) return ErrnoError(errno, "signalfd");
+    RDMAK8S_RETURN_IF_ERROR(add_fd(signal_fd_));
+  }
+  if (deps_.link_monitor) RDMAK8S_RETURN_IF_ERROR(add_fd(deps_.link_monitor->fd()));
+  if (deps_.device_events) RDMAK8S_RETURN_IF_ERROR(add_fd(deps_.device_events->fd()));
+
+  FullRescan();
+  std::vector<std::string> started;
+  for (const auto& cfg : config_.pools) {
+    RDMAK8S_RETURN_IF_ERROR(StartPool(cfg));
+  }
+  RebuildPools();
+  {
+    std::lock_guard<std::mutex> lock(pools_mu_);
+    for (auto& [name, pool] : pools_) {
+      RDMAK8S_RETURN_IF_ERROR(pool.server->Start());
+      spdlog::info("serving {} on {}", pool.resource, pool.server->socket_path());
+    }
+  }
+  RegisterAll();
+  next_rescan_ = SteadyClock::now() + options_.rescan_interval;
+  if (deps_.metrics) deps_.metrics->SetReady(true);
+  return Status::Ok();
+}
+
+Status Daemon::StartPool(const PoolConfig& cfg) {
+  Pool pool;
+  pool.cfg = cfg;
+  pool.resource = ResourceName(config_, cfg);
+  PoolServer::Options so;
+  so.socket_path = socket_dir_ + "/" + SocketFileName(pool.resource);
+  so.plugin_watcher = mode_ == RegistrationMode::kPluginWatcher;
+  Metrics* metrics = deps_.metrics;
+  so.hooks.on_allocate = [metrics](const std::string& resource, const std::vector<std::string>&,
+                                   const std::vector<std::string>&, const std::string& error) {
+    if (metrics) metrics->CountAllocation(resource, error.empty());
+  };
+  so.hooks.on_watcher_status = [metrics](const std::string& resource, bool ok, const std::string&) {
+    if (metrics) metrics->CountRegistration(resource, ok);
+  };
+  auto empty = std::make_shared<PoolState>();
+  empty->resource = pool.resource;
+  empty->pool = cfg;
+  pool.server = std::make_unique<PoolServer>(std::move(so), std::move(empty));
+  std::lock_guard<std::mutex> lock(pools_mu_);
+  pools_[cfg.name] = std::move(pool);
+  return Status::Ok();
+}
+
+void Daemon::StopPool(const std::string& name, bool remove_cdi) {
+  std::lock_guard<std::mutex> lock(pools_mu_);
+  auto it = pools_.find(name);
+  if (it == pools_.end()) return;
+  it->second.server->Stop();
+  if (remove_cdi && options_.cdi) {
+    std::error_code ec;
+    fs::remove(CdiSpecPath(options_.cdi_dir, it->second.resource), ec);
+  }
+  if (deps_.metrics) deps_.metrics->RemovePool(it->second.resource);
+  spdlog::info("stopped {}", it->second.resource);
+  pools_.erase(it);
+}
+
+void Daemon::RegisterPool(Pool& pool) {
+  if (mode_ != RegistrationMode::kDevicePlugin) return;  // kubelet's plugin watcher dials us
+  std::string kubelet_sock = options_.kubelet_dir + "/" + kKubeletSocket;
+  if (!Exists(kubelet_sock)) {
+    pool.registered = false;
+    pool.retry_at = {};  // waits for kubelet.sock to appear (inotify)
+    SPDLOG_DEBUG("kubelet not up ({} missing): {} registers when it appears", kubelet_sock,
+                 pool.resource);
+    return;
+  }
+  Status s = RegisterWithKubelet(kubelet_sock, SocketFileName(pool.resource), pool.resource,
+                                 options_.register_timeout);
+  if (deps_.metrics) deps_.metrics->CountRegistration(pool.resource, s.ok());
+  if (s.ok()) {
+    pool.registered = true;
+    pool.register_failures = 0;
+    pool.retry_at = {};
+    spdlog::info("registered {} with kubelet (endpoint {})", pool.resource,
+                 SocketFileName(pool.resource));
+    return;
+  }
+  pool.registered = false;
+  pool.register_failures++;
+  auto backoff = std::chrono::seconds(std::min(30, 1 << std::min(pool.register_failures - 1, 5)));
+  pool.retry_at = SteadyClock::now() + backoff;
+  spdlog::error("{}; retrying in {}s", s.message(), backoff.count());
+}
+
+void Daemon::RegisterAll() {
+  for (auto& [name, pool] : pools_) RegisterPool(pool);
+}
+
+std::optional<std::string> Daemon::ExclusiveBlocker() {
+  bool any_exclusive = false;
+  for (const auto& p : config_.pools) any_exclusive |= p.mode == PoolMode::kExclusive;
+  if (!any_exclusive) return std::nullopt;
+  if (!deps_.netns_mode) return std::string("RDMA netns mode unknown (no RDMA netlink)");
+  auto mode = deps_.netns_mode();
+  if (!mode.ok()) return "cannot read the RDMA netns mode: " + mode.status().message();
+  if (*mode == RdmaNetnsMode::kShared) {
+    return std::string(
+        "the node's RDMA netns mode is shared, so every pod would see every RDMA device; an "
+        "exclusive pool needs `rdma system set netns exclusive`");
+  }
+  return std::nullopt;
+}
+
+void Daemon::FullRescan() {
+  auto t0 = SteadyClock::now();
+  auto result = deps_.discovery->DiscoverAll();
+  if (deps_.metrics) {
+    deps_.metrics->ObserveDiscovery(std::chrono::duration<double>(SteadyClock::now() - t0).count());
+  }
+  if (!result.ok()) {
+    // Keep what we knew: an unreadable sysfs is not "no devices".
+    spdlog::error("discovery: {}", result.status().message());
+    return;
+  }
+  std::set<std::string> present;
+  NetdevUpFn up = [this](std::string_view n) { return ReadNetdevUp(options_.sysfs_root, n); };
+  for (auto& dev : result->devices) {
+    present.insert(dev.name);
+    DeviceHealth h = EvaluateHealth(dev, up);
+    auto it = known_.find(dev.name);
+    if (it == known_.end()) {
+      spdlog::info("found {} ({}, {})", dev.name, TransportKey(dev.transport),
+                   h.healthy ? "healthy" : h.reason);
+    } else if (it->second.health != h) {
+      spdlog::info("{} is now {}", dev.name, h.healthy ? "healthy" : "unhealthy: " + h.reason);
+    }
+    known_[dev.name] = TrackedDevice{std::move(dev), h};
+  }
+  for (const auto& f : result->failures) {
+    present.insert(f.rdma_dev);
+    spdlog::warn("discovery of {}: {}", f.rdma_dev, f.status.message());
+    auto it = known_.find(f.rdma_dev);
+    if (it != known_.end()) it->second.health = {false, "unreadable: " + f.status.message()};
+  }
+  for (auto& [name, t] : known_) {
+    if (!present.count(name) && t.health.reason != "device gone") {
+      spdlog::warn("{} disappeared", name);
+      t.health = {false, "device gone"};
+    }
+  }
+  auto blocker = ExclusiveBlocker();
+  if (blocker != exclusive_blocker_) {
+    if (blocker) {
+      spdlog::error("exclusive pools unusable: {}", *blocker);
+    } else if (exclusive_blocker_) {
+      spdlog::info("RDMA netns mode is exclusive: exclusive pools usable");
+    }
+    exclusive_blocker_ = blocker;
+  }
+  WatchDeviceEvents();
+  RebuildPools();
+}
+
+void Daemon::WatchDeviceEvents() {
+  if (!deps_.device_events) return;
+  std::vector<std::string> names;
+  for (const auto& [name, t] : known_) {
+    if (t.health.reason != "device gone") names.push_back(name);
+  }
+  Status s = deps_.device_events->Watch(names);
+  if (!s.ok()) spdlog::warn("async events: {}", s.message());
+}
+
+void Daemon::RefreshDevice(const std::string& rdma_dev) {
+  auto dev = deps_.discovery->DiscoverOne(rdma_dev);
+  if (!dev.ok()) {
+    if (dev.status().code() == StatusCode::kNotFound) {
+      auto it = known_.find(rdma_dev);
+      if (it != known_.end() && it->second.health.reason != "device gone") {
+        spdlog::warn("{} disappeared", rdma_dev);
+        it->second.health = {false, "device gone"};
+      }
+    } else {
+      spdlog::error("re-read {}: {}", rdma_dev, dev.status().message());
+      auto it = known_.find(rdma_dev);
+      if (it != known_.end()) it->second.health = {false, "unreadable: " + dev.status().message()};
+    }
+  } else {
+    NetdevUpFn up = [this](std::string_view n) { return ReadNetdevUp(options_.sysfs_root, n); };
+    DeviceHealth h = EvaluateHealth(*dev, up);
+    auto it = known_.find(rdma_dev);
+    if (it == known_.end() || it->second.health != h) {
+      spdlog::info("{} is now {}", rdma_dev, h.healthy ? "healthy" : "unhealthy: " + h.reason);
+    }
+    known_[rdma_dev] = TrackedDevice{std::move(dev).value(), h};
+  }
+  RebuildPools();
+}
+
+std::shared_ptr<PoolState> Daemon::BuildState(const Pool& pool,
+                                              const std::vector<std::string>& devs) {
+  auto state = std::make_shared<PoolState>();
+  state->resource = pool.resource;
+  state->pool = pool.cfg;
+  state->cdi = options_.cdi;
+  state->cdi_kind = pool.resource;
+  state->dev_root = options_.dev_root;
+  for (const auto& name : devs) {
+    TrackedDevice t = known_.at(name);
+    if (pool.cfg.mode == PoolMode::kExclusive && exclusive_blocker_ && t.health.healthy) {
+      t.health = {false, *exclusive_blocker_};
+    }
+    state->devices[name] = std::move(t);
+  }
+  FillIds(*state);
+  return state;
+}
+
+void Daemon::RebuildPools() {
+  std::vector<RdmaDevice> all;
+  all.reserve(known_.size());
+  for (const auto& [name, t] : known_) all.push_back(t.dev);
+  PoolMatch match = MatchPools(config_, all);
+  static thread_local std::vector<std::string> last_warnings;
+  if (match.warnings != last_warnings) {
+    for (const auto& w : match.warnings) spdlog::warn("{}", w);
+    last_warnings = match.warnings;
+  }
+  std::vector<std::pair<std::string, std::vector<uint32_t>>> counter_devs;
+  std::lock_guard<std::mutex> lock(pools_mu_);
+  for (auto& [name, pool] : pools_) {
+    auto state = BuildState(pool, match.devices[name]);
+    std::string fp = ToListAndWatch(*state).SerializeAsString();
+    int healthy = 0, unhealthy = 0;
+    for (const auto& id : state->ids) {
+      const TrackedDevice* t = state->ForId(id);
+      (t && t->health.healthy ? healthy : unhealthy)++;
+    }
+    for (const auto& [dev, t] : state->devices) {
+      if (t.health.reason == "device gone") continue;
+      std::vector<uint32_t> ports;
+      for (const auto& p : t.dev.ports) ports.push_back(p.port_num);
+      counter_devs.emplace_back(dev, std::move(ports));
+    }
+    if (options_.cdi) {
+      Status s = WriteFileAtomic(CdiSpecPath(options_.cdi_dir, pool.resource), BuildCdiSpec(*state));
+      if (!s.ok()) spdlog::error("CDI spec for {}: {}", pool.resource, s.message());
+    }
+    if (deps_.metrics) deps_.metrics->SetPoolDevices(pool.resource, healthy, unhealthy);
+    bool changed = fp != pool.fingerprint;
+    pool.fingerprint = std::move(fp);
+    pool.state = state;
+    pool.server->Publish(std::move(state), changed);
+    if (changed) SPDLOG_DEBUG("{}: {} healthy, {} unhealthy IDs", pool.resource, healthy, unhealthy);
+  }
+  if (deps_.metrics) deps_.metrics->SetCounterDevices(std::move(counter_devs));
+}
+
+void Daemon::ApplyConfig(PluginConfig cfg) {
+  std::vector<std::string> to_stop;
+  for (const auto& [name, pool] : pools_) {
+    auto it = std::find_if(cfg.pools.begin(), cfg.pools.end(),
+                           [&](const PoolConfig& p) { return p.name == name; });
+    if (it == cfg.pools.end() || !(*it == pool.cfg) ||
+        ResourceName(cfg, *it) != pool.resource) {
+      to_stop.push_back(name);
+    }
+  }
+  for (const auto& name : to_stop) StopPool(name, /*remove_cdi=*/true);
+  {
+    std::lock_guard<std::mutex> lock(pools_mu_);
+    config_ = std::move(cfg);
+  }
+  std::vector<std::string> started;
+  for (const auto& p : config_.pools) {
+    if (pools_.count(p.name)) continue;
+    Status s = StartPool(p);
+    if (!s.ok()) {
+      spdlog::error("start pool {}: {}", p.name, s.message());
+      continue;
+    }
+    started.push_back(p.name);
+  }
+  // The netns-mode check depends on which pools exist.
+  exclusive_blocker_ = ExclusiveBlocker();
+  if (exclusive_blocker_) spdlog::error("exclusive pools unusable: {}", *exclusive_blocker_);
+  RebuildPools();
+  for (const auto& name : started) {
+    Pool& pool = pools_.at(name);
+    Status s = pool.server->Start();
+    if (!s.ok()) {
+      spdlog::error("{}", s.message());
+      continue;
+    }
+    spdlog::info("serving {} on {}", pool.resource, pool.server->socket_path());
+    RegisterPool(pool);
+  }
+}
+
+void Daemon::DoReload() {
+  if (options_.config_path.empty()) return;
+  auto cfg = LoadConfigFile(options_.config_path);
+  if (!cfg.ok()) {
+    rejected_reloads_++;
+    if (deps_.metrics) deps_.metrics->CountConfigReload(false);
+    spdlog::error("reload rejected, keeping the running configuration: {}", cfg.status().message());
+    return;
+  }
+  if (deps_.metrics) deps_.metrics->CountConfigReload(true);
+  if (*cfg == config_) {
+    SPDLOG_DEBUG("config {} unchanged", options_.config_path);
+    return;
+  }
+  spdlog::info("config {} changed: applying", options_.config_path);
+  ApplyConfig(std::move(cfg).value());
+}
+
+void Daemon::OnKubeletDirEvent(uint32_t mask, const std::string& name) {
+  if (mode_ == RegistrationMode::kDevicePlugin && name == kKubeletSocket) {
+    if (mask & (IN_CREATE | IN_MOVED_TO)) {
+      spdlog::info("kubelet.sock created: kubelet (re)started, registering again");
+      for (auto& [pname, pool] : pools_) {
+        if (!pool.server->SocketPresent()) {
+          pool.server->Stop();
+          Status s = pool.server->Start();
+          if (!s.ok()) spdlog::error("re-serve {}: {}", pool.resource, s.message());
+        }
+        pool.register_failures = 0;
+        RegisterPool(pool);
+      }
+    } else {
+      spdlog::warn("kubelet.sock removed: kubelet stopped");
+      for (auto& [pname, pool] : pools_) pool.registered = false;
+    }
+    return;
+  }
+  if (!(mask & (IN_DELETE | IN_MOVED_FROM))) return;
+  for (auto& [pname, pool] : pools_) {
+    if (SocketFileName(pool.resource) != name || pool.server->SocketPresent()) continue;
+    // kubelet removes plugin sockets when it restarts: serve again now, register once its own
+    // socket is back.
+    spdlog::warn("{} was removed: serving {} again", name, pool.resource);
+    pool.registered = false;
+    pool.server->Stop();
+    Status s = pool.server->Start();
+    if (!s.ok()) spdlog::error("re-serve {}: {}", pool.resource, s.message());
+  }
+}
+
+void Daemon::OnConfigDirEvent(const std::string& name) {
+  if (name == Basename(options_.config_path) || name == kConfigMapDataLink) DoReload();
+}
+
+void Daemon::HandleInotify() {
+  alignas(inotify_event) char buf[8192];
+  bool overflow = false;
+  while (true) {
+    ssize_t n = read(inotify_fd_, buf, sizeof(buf));
+    if (n <= 0) break;
+    for (char* p = buf; p < buf + n;) {
+      auto* ev = reinterpret_cast<inotify_event*>(p);
+      std::string name = ev->len ? ev->name : "";
+      if (ev->mask & IN_Q_OVERFLOW) overflow = true;
+      if (ev->wd == kubelet_wd_) OnKubeletDirEvent(ev->mask, name);
+      // Same directory for both is possible: a config next to the sockets.
+      if (ev->wd == config_wd_ && (ev->mask & (IN_CLOSE_WRITE | IN_MOVED_TO))) OnConfigDirEvent(name);
+      p += sizeof(inotify_event) + ev->len;
+    }
+  }
+  if (overflow) {
+    spdlog::warn("inotify queue overflow: re-checking sockets, config and registration");
+    OnKubeletDirEvent(IN_CREATE, kKubeletSocket);
+    DoReload();
+  }
+}
+
+void Daemon::HandleSignal() {
+  signalfd_siginfo si{};
+  while (read(signal_fd_, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
+    if (si.ssi_signo == SIGHUP) {
+      spdlog::info("SIGHUP: reloading {}", options_.config_path);
+      DoReload();
+    } else {
+      spdlog::info("signal {}: shutting down", strsignal(static_cast<int>(si.ssi_signo)));
+      stop_ = true;
+    }
+  }
+}
+
+void Daemon::HandleLinkEvents() {
+  std::set<std::string> devs;
+  bool unknown = false;
+  Status s = deps_.link_monitor->ReadEvents([&](const LinkEvent& ev) {
+    bool matched = false;
+    for (const auto& [name, t] : known_) {
+      if (std::find(t.dev.netdevs.begin(), t.dev.netdevs.end(), ev.link.name) != t.dev.netdevs.end()) {
+        devs.insert(name);
+        matched = true;
+      }
+    }
+    // A netdev we do not know may belong to a hot-plugged RDMA device.
+    if (!matched && ev.type == LinkEvent::Type::kNew) unknown = true;
+  });
+  if (!s.ok()) {
+    spdlog::warn("link events: {}: full rescan", s.message());
+    FullRescan();
+    return;
+  }
+  if (unknown) {
+    FullRescan();
+    return;
+  }
+  for (const auto& d : devs) RefreshDevice(d);
+}
+
+void Daemon::HandleDeviceEvents() {
+  std::set<std::string> devs;
+  bool fatal = false;
+  Status s = deps_.device_events->ReadEvents([&](const DeviceEvent& ev) {
+    spdlog::info("async event on {} port {}: {}", ev.rdma_dev, ev.port_num, ev.what);
+    devs.insert(ev.rdma_dev);
+    fatal |= ev.what == "device fatal" || ev.what == "local catastrophic error";
+  });
+  if (!s.ok()) spdlog::warn("async events: {}", s.message());
+  if (fatal) {
+    FullRescan();
+    return;
+  }
+  for (const auto& d : devs) RefreshDevice(d);
+}
+
+Status Daemon::Run() {
+  epoll_event evs[16];
+  while (!stop_) {
+    auto now = SteadyClock::now();
+    auto wake_at = next_rescan_;
+    for (const auto& [name, pool] : pools_) {
+      if (!pool.registered && pool.retry_at != SteadyClock::time_point{}) {
+        wake_at = std::min(wake_at, pool.retry_at);
+      }
+    }
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - now).count();
+    int timeout = static_cast<int>(std::clamp<int64_t>(wait, 0, 3600 * 1000));
+    int n = epoll_wait(epfd_, evs, 16, timeout);
+    if (n < 0 && errno != EINTR) return ErrnoError(errno, "epoll_wait");
+    for (int i = 0; i < n; ++i) {
+      int fd = evs[i].data.fd;
+      if (fd == wake_fd_) {
+        uint64_t v;
+        while (read(wake_fd_, &v, sizeof(v)) > 0) {
+        }
+      } else if (fd == inotify_fd_) {
+        HandleInotify();
+      } else if (fd == signal_fd_) {
+        HandleSignal();
+      } else if (deps_.link_monitor && fd == deps_.link_monitor->fd()) {
+        HandleLinkEvents();
+      } else if (deps_.device_events && fd == deps_.device_events->fd()) {
+        HandleDeviceEvents();
+      }
+    }
+    if (stop_) break;
+    if (reload_.exchange(false)) DoReload();
+    now = SteadyClock::now();
+    if (rescan_.exchange(false) || now >= next_rescan_) {
+      FullRescan();
+      next_rescan_ = SteadyClock::now() + options_.rescan_interval;
+    }
+    for (auto& [name, pool] : pools_) {
+      if (!pool.registered && pool.retry_at != SteadyClock::time_point{} &&
+          SteadyClock::now() >= pool.retry_at) {
+        RegisterPool(pool);
+      }
+    }
+  }
+  if (deps_.metrics) deps_.metrics->SetReady(false);
+  std::vector<std::string> names;
+  for (const auto& [name, pool] : pools_) names.push_back(name);
+  for (const auto& name : names) StopPool(name, /*remove_cdi=*/false);
+  spdlog::info("stopped: sockets removed");
+  return Status::Ok();
+}
+
+void Daemon::Stop() {
+  stop_ = true;
+  uint64_t one = 1;
+  if (wake_fd_ >= 0) (void)!write(wake_fd_, &one, sizeof(one));
+}
+
+void Daemon::Reload() {
+  reload_ = true;
+  uint64_t one = 1;
+  if (wake_fd_ >= 0) (void)!write(wake_fd_, &one, sizeof(one));
+}
+
+void Daemon::Rescan() {
+  rescan_ = true;
+  uint64_t one = 1;
+  if (wake_fd_ >= 0) (void)!write(wake_fd_, &one, sizeof(one));
+}
+
+std::vector<std::string> Daemon::Resources() const {
+  std::lock_guard<std::mutex> lock(pools_mu_);
+  std::vector<std::string> out;
+  for (const auto& [name, pool] : pools_) out.push_back(pool.resource);
+  return out;
+}
+
+std::string Daemon::SocketPath(const std::string& resource) const {
+  std::lock_guard<std::mutex> lock(pools_mu_);
+  for (const auto& [name, pool] : pools_) {
+    if (pool.resource == resource) return pool.server->socket_path();
+  }
+  return "";
+}
+
+PluginConfig Daemon::config() const {
+  std::lock_guard<std::mutex> lock(pools_mu_);
+  return config_;
+}
+
+}  // namespace rdmak8s::dp

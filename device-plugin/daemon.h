@@ -1,0 +1,150 @@
+// Daemon: the device plugin's event loop. Owns the configuration, the known devices and one
+// PoolServer per pool; reacts to
+//   - inotify on the kubelet dir: kubelet.sock (re)created -> re-create our sockets if kubelet
+//     removed them and register again; our socket deleted -> serve again at once;
+//   - inotify on the config file's directory (also ConfigMap "..data" symlink swaps) and SIGHUP
+//     -> reload; an invalid file is logged and the running config kept;
+//   - rtnetlink link events (LinkMonitor) and verbs async events (DeviceEventSource) -> re-read
+//     the affected devices (an unknown netdev -> full rescan, which finds hot-plugged devices);
+//   - a slow periodic rescan (the safety net), and retries of failed registrations;
+//   - SIGTERM/SIGINT (or Stop()) -> stop servers, remove our sockets, return from Run().
+// Every change kubelet should see is published to the pool's ListAndWatch streams at once.
+//
+// Thread safety: Start() and Run() on one thread; Stop(), Reload(), Rescan() and the accessors
+// from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "device-plugin/config.h"
+#include "device-plugin/device_events.h"
+#include "device-plugin/metrics.h"
+#include "device-plugin/plugin_server.h"
+#include "device-plugin/pool_state.h"
+#include "rdmak8s/discovery.h"
+#include "rdmak8s/rdma_netlink.h"
+#include "rdmak8s/route_netlink.h"
+#include "rdmak8s/status.h"
+
+namespace rdmak8s::dp {
+
+enum class RegistrationMode { kAuto, kDevicePlugin, kPluginWatcher };
+StatusOr<RegistrationMode> ParseRegistrationMode(std::string_view s);
+
+struct DaemonOptions {
+  std::string config_path;
+  std::string kubelet_dir = "/var/lib/kubelet/device-plugins";
+  std::string plugins_registry_dir = "/var/lib/kubelet/plugins_registry";
+  RegistrationMode registration = RegistrationMode::kAuto;
+  std::string sysfs_root = "/sys";
+  std::string dev_root = "/dev";
+  bool cdi = false;
+  std::string cdi_dir = "/var/run/cdi";
+  std::chrono::seconds rescan_interval{300};
+  std::chrono::milliseconds register_timeout{5000};
+  // Take SIGTERM, SIGINT and SIGHUP through a signalfd. The caller must have blocked them in
+  // every thread (main does, before any thread starts).
+  bool handle_signals = false;
+};
+
+struct DaemonDeps {
+  std::unique_ptr<Discovery> discovery;  // required
+  // The node's RDMA netns mode, asked for exclusive pools. Null: reported as unknown.
+  std::function<StatusOr<RdmaNetnsMode>()> netns_mode;
+  std::unique_ptr<LinkMonitor> link_monitor;         // optional
+  std::unique_ptr<DeviceEventSource> device_events;  // optional
+  Metrics* metrics = nullptr;                        // optional, not owned
+};
+
+class Daemon {
+ public:
+  Daemon(DaemonOptions options, DaemonDeps deps);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // Loads the config (an invalid one is an error here), discovers, serves every pool, then
+  // registers where kubelet is up. Sets up the watches.
+  Status Start();
+  // The event loop; returns after Stop() or SIGTERM/SIGINT, with every socket removed.
+  Status Run();
+
+  void Stop();
+  void Reload();
+  void Rescan();
+
+  RegistrationMode registration_mode() const { return mode_; }
+  // Resource names currently served.
+  std::vector<std::string> Resources() const;
+  // Socket of a resource ("" when not served).
+  std::string SocketPath(const std::string& resource) const;
+  // Current configuration.
+  PluginConfig config() const;
+  // Number of config reloads rejected so far.
+  int rejected_reloads() const { return rejected_reloads_.load(); }
+
+ private:
+  struct Pool {
+    PoolConfig cfg;
+    std::string resource;
+    std::unique_ptr<PoolServer> server;
+    std::shared_ptr<const PoolState> state;
+    std::string fingerprint;  // serialized ListAndWatch last published
+    bool registered = false;
+    int register_failures = 0;
+    std::chrono::steady_clock::time_point retry_at{};
+  };
+
+  std::string SocketFileName(const std::string& resource) const;
+  Status StartPool(const PoolConfig& cfg);
+  void StopPool(const std::string& name, bool remove_cdi);
+  void RegisterPool(Pool& pool);
+  void RegisterAll();
+  void FullRescan();
+  void RefreshDevice(const std::string& rdma_dev);
+  void RebuildPools();
+  std::shared_ptr<PoolState> BuildState(const Pool& pool, const std::vector<std::string>& devs);
+  void ApplyConfig(PluginConfig cfg);
+  void DoReload();
+  void OnKubeletDirEvent(uint32_t mask, const std::string& name);
+  void OnConfigDirEvent(const std::string& name);
+  void HandleInotify();
+  void HandleSignal();
+  void HandleLinkEvents();
+  void HandleDeviceEvents();
+  void WatchDeviceEvents();
+  std::optional<std::string> ExclusiveBlocker();
+
+  DaemonOptions options_;
+  DaemonDeps deps_;
+  RegistrationMode mode_ = RegistrationMode::kDevicePlugin;
+  std::string socket_dir_;
+
+  PluginConfig config_;
+  std::map<std::string, TrackedDevice> known_;  // rdma_dev -> device (gone ones kept unhealthy)
+  mutable std::mutex pools_mu_;                 // guards pools_ map shape for the accessors
+  std::map<std::string, Pool> pools_;           // pool name -> pool
+  std::optional<std::string> exclusive_blocker_;
+
+  int epfd_ = -1;
+  int inotify_fd_ = -1;
+  int wake_fd_ = -1;
+  int signal_fd_ = -1;
+  int kubelet_wd_ = -1;
+  int config_wd_ = -1;
+  std::chrono::steady_clock::time_point next_rescan_{};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> reload_{false};
+  std::atomic<bool> rescan_{false};
+  std::atomic<int> rejected_reloads_{0};
+};
+
+}  // namespace rdmak8s::dp

@@ -1,0 +1,141 @@
+// rdmak8s-device-plugin: flags -> DaemonOptions -> wiring. Everything else is in the library.
+#include <signal.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "device-plugin/daemon.h"
+#include "device-plugin/device_events.h"
+#include "device-plugin/metrics.h"
+#include "rdmak8s/discovery.h"
+#include "rdmak8s/rdma_netlink.h"
+#include "rdmak8s/route_netlink.h"
+#include "rdmak8s/verbs.h"
+
+namespace {
+
+int RealMain(int argc, char** argv) {
+  using namespace rdmak8s;
+  dp::DaemonOptions opts;
+  std::string registration = "auto";
+  std::string metrics_address = "0.0.0.0:9470";
+  int rescan_s = 300;
+  int verbosity = 0;
+  bool no_verbs = false;
+  CLI::App app{"rdmak8s-device-plugin: advertises RDMA devices (InfiniBand HCAs, RoCE and iWARP "
+               "NICs) to kubelet as <prefix>/<pool> resources. See docs/device-plugin.md."};
+  app.add_option("--config", opts.config_path,
+                 "pool configuration (JSON); without it one shared pool \"shared\" takes every "
+                 "device. Reloaded on change and on SIGHUP");
+  app.add_option("--kubelet-dir", opts.kubelet_dir, "kubelet device-plugins directory")
+      ->capture_default_str();
+  app.add_option("--plugins-registry-dir", opts.plugins_registry_dir,
+                 "kubelet plugin-watcher directory")
+      ->capture_default_str();
+  app.add_option("--registration", registration,
+                 "auto | device-plugin (Register on kubelet.sock) | plugin-watcher "
+                 "(socket in plugins_registry)")
+      ->capture_default_str();
+  app.add_option("--sysfs-root", opts.sysfs_root, "where sysfs is mounted")->capture_default_str();
+  app.add_option("--dev-root", opts.dev_root,
+                 "where the host's /dev is mounted (host paths in Allocate; container paths stay "
+                 "/dev/infiniband/...)")
+      ->capture_default_str();
+  app.add_flag("--cdi", opts.cdi, "answer Allocate with CDI device names and keep CDI specs");
+  app.add_option("--cdi-dir", opts.cdi_dir, "where the CDI spec files go")->capture_default_str();
+  app.add_option("--metrics-address", metrics_address,
+                 "host:port for /metrics and /healthz; empty disables")
+      ->capture_default_str();
+  app.add_option("--rescan-interval", rescan_s,
+                 "seconds between safety-net full rescans (events drive everything else)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
+  app.add_flag("--no-verbs", no_verbs,
+               "do not open devices with libibverbs (no enrichment, no async events)");
+  app.add_option("-v,--v", verbosity, "log verbosity: 0 info, 1 debug, 2 trace")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  auto mode = dp::ParseRegistrationMode(registration);
+  if (!mode.ok()) {
+    std::cerr << mode.status().message() << "\n";
+    return 2;
+  }
+  opts.registration = *mode;
+  opts.rescan_interval = std::chrono::seconds(rescan_s);
+  opts.handle_signals = true;
+
+  // klog-like lines on stderr: I1130 19:55:01.123456 12345 message
+  auto logger = spdlog::stderr_color_mt("rdmak8s");
+  logger->set_pattern("%L%m%d %H:%M:%S.%f %t %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(verbosity >= 2 ? spdlog::level::trace
+                                   : (verbosity == 1 ? spdlog::level::debug : spdlog::level::info));
+
+  // Signals go to the daemon's signalfd: block them before any thread (gRPC, exposer) starts.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  dp::Metrics metrics(opts.sysfs_root);
+  if (!metrics_address.empty()) {
+    Status s = metrics.Serve(metrics_address);
+    if (!s.ok()) {
+      spdlog::error("{}", s.message());
+      return 1;
+    }
+  }
+
+  std::unique_ptr<VerbsQuery> verbs;
+  if (!no_verbs) verbs = NewIbverbsQuery();
+  dp::DaemonDeps deps;
+  deps.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{opts.sysfs_root, verbs.get()});
+  deps.netns_mode = []() -> StatusOr<RdmaNetnsMode> {
+    RDMAK8S_ASSIGN_OR_RETURN(auto nl, NewRdmaNetlink());
+    return nl->GetNetnsMode();
+  };
+  auto links = NewLinkMonitor();
+  if (links.ok()) {
+    deps.link_monitor = std::move(links).value();
+  } else {
+    spdlog::warn("link events unavailable ({}): health follows the periodic rescan",
+                 links.status().message());
+  }
+  if (!no_verbs) {
+    auto events = dp::NewIbverbsEventSource();
+    if (events.ok()) deps.device_events = std::move(events).value();
+  }
+  deps.metrics = &metrics;
+
+  dp::Daemon daemon(opts, std::move(deps));
+  Status s = daemon.Start();
+  if (!s.ok()) {
+    spdlog::error("start: {}", s.message());
+    return 1;
+  }
+  s = daemon.Run();
+  if (!s.ok()) {
+    spdlog::error("{}", s.message());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return RealMain(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rdmak8s-device-plugin: fatal: %s\n", e.what());
+    return 1;
+  }
+}

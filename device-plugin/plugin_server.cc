@@ -1,0 +1,261 @@
+#include "device-plugin/plugin_server.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "device-plugin/allocate.h"
+#include "device-plugin/preferred_allocation.h"
+#include "pluginregistration/v1/api.grpc.pb.h"
+
+namespace rdmak8s::dp {
+
+namespace {
+
+grpc::Status ToGrpc(const Status& s) {
+  grpc::StatusCode code = grpc::StatusCode::INTERNAL;
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument: code = grpc::StatusCode::INVALID_ARGUMENT; break;
+    case StatusCode::kNotFound: code = grpc::StatusCode::NOT_FOUND; break;
+    case StatusCode::kFailedPrecondition: code = grpc::StatusCode::FAILED_PRECONDITION; break;
+    case StatusCode::kUnavailable: code = grpc::StatusCode::UNAVAILABLE; break;
+    default: break;
+  }
+  return grpc::Status(code, s.message());
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+uint64_t InodeOf(const std::string& path) {
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return 0;
+  return st.st_ino;
+}
+
+}  // namespace
+
+class PoolServer::DevicePluginService final : public v1beta1::DevicePlugin::Service {
+ public:
+  explicit DevicePluginService(PoolServer* s) : s_(s) {}
+
+  grpc::Status GetDevicePluginOptions(grpc::ServerContext*, const v1beta1::Empty*,
+                                      v1beta1::DevicePluginOptions* out) override {
+    out->set_pre_start_required(false);
+    out->set_get_preferred_allocation_available(true);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status ListAndWatch(grpc::ServerContext* ctx, const v1beta1::Empty*,
+                            grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) override {
+    std::unique_lock<std::mutex> lock(s_->mu_);
+    s_->open_streams_++;
+    uint64_t sent = 0;
+    bool first = true;
+    grpc::Status result = grpc::Status::OK;
+    while (true) {
+      // Updates wake us at once; the timeout only notices a kubelet that went away.
+      s_->cv_.wait_for(lock, std::chrono::seconds(1), [&] {
+        return s_->stopping_ || first || s_->publish_count_ != sent;
+      });
+      if (s_->stopping_ || ctx->IsCancelled()) break;
+      if (!first && s_->publish_count_ == sent) continue;
+      first = false;
+      sent = s_->publish_count_;
+      auto state = s_->state_;
+      lock.unlock();
+      bool ok = writer->Write(ToListAndWatch(*state));
+      lock.lock();
+      if (!ok) break;
+    }
+    s_->open_streams_--;
+    return result;
+  }
+
+  grpc::Status GetPreferredAllocation(grpc::ServerContext*,
+                                      const v1beta1::PreferredAllocationRequest* req,
+                                      v1beta1::PreferredAllocationResponse* out) override {
+    auto state = s_->state();
+    LocalityFn loc = [&](const std::string& id) -> std::optional<IdLocality> {
+      const TrackedDevice* t = state->ForId(id);
+      if (t == nullptr) return std::nullopt;
+      IdLocality l{t->dev.name, t->dev.numa_node(), {}};
+      if (t->dev.parent.pci) l.pcie_path = t->dev.parent.pci->pcie_path;
+      return l;
+    };
+    for (const auto& c : req->container_requests()) {
+      std::vector<std::string> avail(c.available_deviceids().begin(), c.available_deviceids().end());
+      std::vector<std::string> must(c.must_include_deviceids().begin(),
+                                    c.must_include_deviceids().end());
+      auto ids = PreferredAllocation(avail, must, c.allocation_size(), loc);
+      auto* r = out->add_container_responses();
+      for (auto& id : ids) r->add_deviceids(std::move(id));
+      SPDLOG_DEBUG("preferred {}: size {} must [{}] -> [{}]", state->resource, c.allocation_size(),
+                   Join(must), Join(ids));
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* req,
+                        v1beta1::AllocateResponse* out) override {
+    auto state = s_->state();
+    for (const auto& c : req->container_requests()) {
+      std::vector<std::string> ids(c.devices_ids().begin(), c.devices_ids().end());
+      auto resp = BuildContainerResponse(*state, ids);
+      std::vector<std::string> devs = DevicesOf(*state, ids);
+      if (s_->options_.hooks.on_allocate) {
+        s_->options_.hooks.on_allocate(state->resource, ids, devs,
+                                       resp.ok() ? "" : resp.status().message());
+      }
+      if (!resp.ok()) {
+        spdlog::error("allocate {}: [{}] refused: {}", state->resource, Join(ids),
+                      resp.status().message());
+        return ToGrpc(resp.status().Prepend("allocate " + state->resource));
+      }
+      spdlog::info("allocate {}: [{}] -> devices [{}]", state->resource, Join(ids), Join(devs));
+      *out->add_container_responses() = std::move(resp).value();
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status PreStartContainer(grpc::ServerContext*, const v1beta1::PreStartContainerRequest*,
+                                 v1beta1::PreStartContainerResponse*) override {
+    return grpc::Status::OK;  // pre_start_required is false: nothing to prepare
+  }
+
+ private:
+  PoolServer* s_;
+};
+
+class PoolServer::WatcherService final : public pluginregistration::Registration::Service {
+ public:
+  explicit WatcherService(PoolServer* s) : s_(s) {}
+  grpc::Status GetInfo(grpc::ServerContext*, const pluginregistration::InfoRequest*,
+                       pluginregistration::PluginInfo* out) override {
+    out->set_type("DevicePlugin");
+    out->set_name(s_->state()->resource);
+    out->set_endpoint(s_->options_.socket_path);
+    out->add_supported_versions(kDevicePluginVersion);
+    return grpc::Status::OK;
+  }
+  grpc::Status NotifyRegistrationStatus(grpc::ServerContext*,
+                                        const pluginregistration::RegistrationStatus* st,
+                                        pluginregistration::RegistrationStatusResponse*) override {
+    const std::string resource = s_->state()->resource;
+    if (st->plugin_registered()) {
+      spdlog::info("plugin watcher registered {}", resource);
+    } else {
+      spdlog::error("plugin watcher refused {}: {}", resource, st->error());
+    }
+    if (s_->options_.hooks.on_watcher_status) {
+      s_->options_.hooks.on_watcher_status(resource, st->plugin_registered(), st->error());
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  PoolServer* s_;
+};
+
+PoolServer::PoolServer(Options options, std::shared_ptr<const PoolState> state)
+    : options_(std::move(options)), state_(std::move(state)) {}
+
+PoolServer::~PoolServer() { Stop(); }
+
+Status PoolServer::Start() {
+  if (server_) return Status::Ok();
+  if (unlink(options_.socket_path.c_str()) != 0 && errno != ENOENT) {
+    return ErrnoError(errno, "remove stale socket " + options_.socket_path);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = false;
+  }
+  service_ = std::make_unique<DevicePluginService>(this);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix://" + options_.socket_path, grpc::InsecureServerCredentials());
+  builder.RegisterService(service_.get());
+  if (options_.plugin_watcher) {
+    watcher_ = std::make_unique<WatcherService>(this);
+    builder.RegisterService(watcher_.get());
+  }
+  server_ = builder.BuildAndStart();
+  if (!server_) return InternalError("serve " + options_.socket_path + ": gRPC could not listen");
+  socket_ino_ = InodeOf(options_.socket_path);
+  return Status::Ok();
+}
+
+void PoolServer::Stop() {
+  if (!server_) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  server_->Wait();
+  server_.reset();
+  // Only remove the file if it is still the socket we bound, not a newer one.
+  if (socket_ino_ != 0 && InodeOf(options_.socket_path) == socket_ino_) {
+    unlink(options_.socket_path.c_str());
+  }
+  socket_ino_ = 0;
+}
+
+bool PoolServer::serving() const { return server_ != nullptr; }
+
+bool PoolServer::SocketPresent() const {
+  return socket_ino_ != 0 && InodeOf(options_.socket_path) == socket_ino_;
+}
+
+void PoolServer::Publish(std::shared_ptr<const PoolState> state, bool notify) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    state_ = std::move(state);
+    if (notify) publish_count_++;
+  }
+  cv_.notify_all();
+}
+
+std::shared_ptr<const PoolState> PoolServer::state() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_;
+}
+
+int PoolServer::open_streams() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return open_streams_;
+}
+
+Status RegisterWithKubelet(const std::string& kubelet_socket, const std::string& endpoint,
+                           const std::string& resource, std::chrono::milliseconds timeout) {
+  auto channel = grpc::CreateChannel("unix://" + kubelet_socket, grpc::InsecureChannelCredentials());
+  auto stub = v1beta1::Registration::NewStub(channel);
+  v1beta1::RegisterRequest req;
+  req.set_version(kDevicePluginVersion);
+  req.set_endpoint(endpoint);
+  req.set_resource_name(resource);
+  req.mutable_options()->set_pre_start_required(false);
+  req.mutable_options()->set_get_preferred_allocation_available(true);
+  v1beta1::Empty resp;
+  grpc::ClientContext ctx;
+  ctx.set_wait_for_ready(true);
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  grpc::Status s = stub->Register(&ctx, req, &resp);
+  if (!s.ok()) {
+    Status out = s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
+                     ? DeadlineExceededError(s.error_message())
+                     : (s.error_code() == grpc::StatusCode::UNAVAILABLE
+                            ? UnavailableError(s.error_message())
+                            : InternalError(s.error_message()));
+    return out.Prepend("register " + resource + " with kubelet " + kubelet_socket);
+  }
+  return Status::Ok();
+}
+
+}  // namespace rdmak8s::dp

@@ -1,0 +1,90 @@
+// PoolServer: the gRPC server of one pool on its own unix socket — the v1beta1 DevicePlugin
+// service, plus (plugin-watcher mode) the pluginregistration Registration service on the same
+// socket. RegisterWithKubelet: the v1beta1 Register call.
+//
+// The daemon publishes a new PoolState whenever something kubelet should see changed; every
+// open ListAndWatch stream sends the full list at once. Stop() ends the streams, stops serving
+// and removes the socket file if it is still ours.
+//
+// Thread safety: Publish/state/Stop may be called from any thread; RPCs run on gRPC's threads.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+
+#include "device-plugin/pool_state.h"
+#include "rdmak8s/status.h"
+
+namespace rdmak8s::dp {
+
+inline constexpr char kDevicePluginVersion[] = "v1beta1";
+
+struct ServerHooks {
+  // One call per container of each Allocate; `error` empty on success.
+  std::function<void(const std::string& resource, const std::vector<std::string>& ids,
+                     const std::vector<std::string>& devices, const std::string& error)>
+      on_allocate;
+  // Plugin-watcher NotifyRegistrationStatus.
+  std::function<void(const std::string& resource, bool registered, const std::string& error)>
+      on_watcher_status;
+};
+
+class PoolServer {
+ public:
+  struct Options {
+    std::string socket_path;      // absolute
+    bool plugin_watcher = false;  // also serve pluginregistration.Registration
+    ServerHooks hooks;
+  };
+
+  PoolServer(Options options, std::shared_ptr<const PoolState> state);
+  ~PoolServer();
+  PoolServer(const PoolServer&) = delete;
+  PoolServer& operator=(const PoolServer&) = delete;
+
+  // Removes a stale socket file, binds and serves. kInternal when gRPC cannot listen.
+  Status Start();
+  // Ends streams, stops serving, removes the socket file (gRPC itself unlinks the listening
+  // path at shutdown).
+  void Stop();
+  bool serving() const;
+  // True when our socket file is still in place (kubelet removes it when it restarts).
+  bool SocketPresent() const;
+
+  // Replaces the state; with `notify`, every open ListAndWatch stream sends it.
+  void Publish(std::shared_ptr<const PoolState> state, bool notify = true);
+  std::shared_ptr<const PoolState> state() const;
+  const std::string& socket_path() const { return options_.socket_path; }
+  // Number of ListAndWatch streams currently open.
+  int open_streams() const;
+
+ private:
+  class DevicePluginService;
+  class WatcherService;
+
+  Options options_;
+  std::unique_ptr<DevicePluginService> service_;
+  std::unique_ptr<WatcherService> watcher_;
+  std::unique_ptr<grpc::Server> server_;
+  uint64_t socket_ino_ = 0;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::shared_ptr<const PoolState> state_;
+  uint64_t publish_count_ = 0;
+  bool stopping_ = false;
+  int open_streams_ = 0;
+};
+
+// v1beta1 Registration.Register on `kubelet_socket` for `endpoint` (a file name in the kubelet
+// dir). Waits for kubelet to accept connections up to `timeout`.
+Status RegisterWithKubelet(const std::string& kubelet_socket, const std::string& endpoint,
+                           const std::string& resource, std::chrono::milliseconds timeout);
+
+}  // namespace rdmak8s::dp

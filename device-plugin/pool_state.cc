@@ -1,0 +1,59 @@
+#include "device-plugin/pool_state.h"
+
+#include <algorithm>
+
+namespace rdmak8s::dp {
+
+const TrackedDevice* PoolState::ForId(const std::string& id) const {
+  auto it = id_to_dev.find(id);
+  if (it == id_to_dev.end()) return nullptr;
+  auto d = devices.find(it->second);
+  return d == devices.end() ? nullptr : &d->second;
+}
+
+int EffectiveCapacity(const PoolConfig& pool, const RdmaDevice& dev) {
+  if (pool.mode == PoolMode::kExclusive) return 1;
+  if (pool.capacity != kAutoCapacity) return pool.capacity;
+  int cap = kAutoCapacityDefault;
+  if (dev.verbs) {
+    if (dev.verbs->max_pd > 0) cap = std::min<int64_t>(cap, dev.verbs->max_pd);
+    if (dev.verbs->max_qp > 0) cap = std::min<int64_t>(cap, dev.verbs->max_qp);
+  }
+  return std::max(cap, 1);
+}
+
+std::vector<std::string> DeviceIds(const PoolConfig& pool, const RdmaDevice& dev) {
+  if (pool.mode == PoolMode::kExclusive) return {dev.name};
+  std::vector<std::string> ids;
+  int cap = EffectiveCapacity(pool, dev);
+  ids.reserve(cap);
+  for (int k = 0; k < cap; ++k) ids.push_back(dev.name + "-" + std::to_string(k));
+  return ids;
+}
+
+void FillIds(PoolState& state) {
+  state.ids.clear();
+  state.id_to_dev.clear();
+  for (const auto& [name, tracked] : state.devices) {
+    for (auto& id : DeviceIds(state.pool, tracked.dev)) {
+      state.id_to_dev[id] = name;
+      state.ids.push_back(std::move(id));
+    }
+  }
+}
+
+v1beta1::ListAndWatchResponse ToListAndWatch(const PoolState& state) {
+  v1beta1::ListAndWatchResponse resp;
+  for (const auto& id : state.ids) {
+    const TrackedDevice* t = state.ForId(id);
+    auto* d = resp.add_devices();
+    d->set_id(id);
+    d->set_health(t != nullptr && t->health.healthy ? kHealthy : kUnhealthy);
+    if (t != nullptr && t->dev.numa_node() >= 0) {
+      d->mutable_topology()->add_nodes()->set_id(t->dev.numa_node());
+    }
+  }
+  return resp;
+}
+
+}  // namespace rdmak8s::dp

@@ -1,0 +1,513 @@
+// Integration: the fake kubelet drives the real daemon over unix-socket gRPC, with the real
+// SysfsDiscovery reading a copy of a fixture tree (modified in place for health flips and
+// hot-plug), real inotify and fake link / verbs event sources.
+#include "device-plugin/daemon.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "device-plugin/cdi_spec.h"
+#include "support/fake_kubelet.h"
+#include "unit/device-plugin/fake_event_sources.h"
+
+namespace rdmak8s::dp {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using fake::FakeKubelet;
+using Resp = v1beta1::ListAndWatchResponse;
+
+constexpr auto kWait = 10s;
+
+std::vector<std::string> Ids(const Resp& r) {
+  std::vector<std::string> out;
+  for (const auto& d : r.devices()) out.push_back(d.id());
+  return out;
+}
+
+std::string HealthOf(const Resp& r, const std::string& id) {
+  for (const auto& d : r.devices()) {
+    if (d.id() == id) return d.health();
+  }
+  return "absent";
+}
+
+void WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream(path) << content;
+}
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/dpXXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    kubelet_dir_ = root_ + "/k";
+    fs::create_directories(kubelet_dir_);
+    fs::create_directories(root_ + "/cfg");
+    kubelet_ = std::make_unique<FakeKubelet>(kubelet_dir_);
+  }
+
+  void TearDown() override {
+    StopDaemon();
+    kubelet_.reset();
+    fs::remove_all(root_);
+  }
+
+  void UseFixture(const std::string& name) {
+    fs::copy(std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/" + name, root_ + "/sys",
+             fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  }
+
+  // Replaces the config file atomically (as kubectl cp / an editor's rename would).
+  void WriteConfig(const std::string& json) {
+    WriteFile(root_ + "/cfg/.tmp", json);
+    fs::rename(root_ + "/cfg/.tmp", config_path());
+  }
+
+  std::string config_path() const { return root_ + "/cfg/config.json"; }
+  std::string sys(const std::string& rel) const { return root_ + "/sys/" + rel; }
+
+  Status StartDaemon(bool start_kubelet = true) {
+    if (start_kubelet) RDMAK8S_RETURN_IF_ERROR(kubelet_->Start());
+    options_.config_path = config_path();
+    options_.kubelet_dir = kubelet_dir_;
+    options_.plugins_registry_dir = root_ + "/registry";
+    options_.sysfs_root = root_ + "/sys";
+    options_.dev_root = "/host/dev";
+    options_.cdi_dir = root_ + "/cdi";
+    options_.register_timeout = 3000ms;
+    DaemonDeps deps;
+    deps.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{root_ + "/sys", nullptr});
+    deps.netns_mode = [this]() -> StatusOr<RdmaNetnsMode> { return netns_mode_.load(); };
+    auto links = std::make_unique<FakeLinkMonitor>();
+    links_ = links.get();
+    deps.link_monitor = std::move(links);
+    auto events = std::make_unique<FakeDeviceEventSource>();
+    events_ = events.get();
+    deps.device_events = std::move(events);
+    deps.metrics = &metrics_;
+    daemon_ = std::make_unique<Daemon>(options_, std::move(deps));
+    RDMAK8S_RETURN_IF_ERROR(daemon_->Start());
+    thread_ = std::thread([this] { run_status_ = daemon_->Run(); });
+    return Status::Ok();
+  }
+
+  void StopDaemon() {
+    if (!daemon_) return;
+    daemon_->Stop();
+    if (thread_.joinable()) thread_.join();
+    daemon_.reset();
+  }
+
+  std::optional<Resp> WaitFor(const std::string& resource,
+                              const std::function<bool(const Resp&)>& pred) {
+    return kubelet_->WaitForDevices(resource, pred, kWait);
+  }
+
+  std::string root_;
+  std::string kubelet_dir_;
+  std::unique_ptr<FakeKubelet> kubelet_;
+  DaemonOptions options_;
+  std::atomic<RdmaNetnsMode> netns_mode_{RdmaNetnsMode::kExclusive};
+  FakeLinkMonitor* links_ = nullptr;
+  FakeDeviceEventSource* events_ = nullptr;
+  Metrics metrics_{""};
+  std::unique_ptr<Daemon> daemon_;
+  std::thread thread_;
+  Status run_status_;
+};
+
+constexpr char kSriovConfig[] = R"({"pools": [
+  {"name": "vfs", "mode": "exclusive", "selectors": {"isVF": true}},
+  {"name": "pf", "mode": "shared", "capacity": 2, "selectors": {"vendors": ["15b3"]}}]})";
+
+TEST_F(DaemonTest, ServesThenRegistersEachPoolAndAdvertisesTheFixture) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(kSriovConfig);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/vfs", 1, kWait));
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/pf", 1, kWait));
+  // The fake kubelet dials back inside Register and refuses a plugin that is not serving yet.
+  for (const auto& e : kubelet_->Events()) EXPECT_EQ(e.find("failed"), std::string::npos) << e;
+  for (const auto& r : kubelet_->Registrations()) {
+    EXPECT_EQ(r.version(), "v1beta1");
+    EXPECT_TRUE(fs::exists(kubelet_dir_ + "/" + r.endpoint())) << r.endpoint();
+  }
+  auto vfs = WaitFor("rdma/vfs", [](const Resp& r) { return r.devices_size() == 2; });
+  ASSERT_TRUE(vfs);
+  EXPECT_EQ(Ids(*vfs), (std::vector<std::string>{"mlx5_1", "mlx5_2"}));
+  ASSERT_EQ(vfs->devices(0).topology().nodes_size(), 1);
+  EXPECT_EQ(vfs->devices(0).topology().nodes(0).id(), 1);
+  auto pf = WaitFor("rdma/pf", [](const Resp& r) { return r.devices_size() == 4; });
+  ASSERT_TRUE(pf);
+  EXPECT_EQ(Ids(*pf), (std::vector<std::string>{"mlx5_0-0", "mlx5_0-1", "mlx5_3-0", "mlx5_3-1"}));
+  EXPECT_EQ(HealthOf(*pf, "mlx5_0-0"), "Healthy");
+}
+
+struct FixtureCase {
+  const char* fixture;
+  const char* config;
+  std::vector<std::pair<std::string, std::string>> devices;  // id, health
+};
+
+class DaemonFixtureTest : public DaemonTest, public ::testing::WithParamInterface<FixtureCase> {};
+
+TEST_P(DaemonFixtureTest, ListAndWatchShowsTheFixtureDevicesWithHealth) {
+  UseFixture(GetParam().fixture);
+  WriteConfig(GetParam().config);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
+  auto r = WaitFor("rdma/p", [](const Resp&) { return true; });
+  ASSERT_TRUE(r);
+  std::vector<std::pair<std::string, std::string>> got;
+  for (const auto& d : r->devices()) got.emplace_back(d.id(), d.health());
+  EXPECT_EQ(got, GetParam().devices);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, DaemonFixtureTest,
+    ::testing::Values(
+        FixtureCase{"mlx5_ib_2port",
+                    R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {"linkTypes": ["infiniband"]}}]})",
+                    {{"mlx5_0", "Healthy"}}},
+        FixtureCase{"mlx5_roce_sriov",
+                    R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {"pfNames": ["ens1f0np0"], "isVF": true}}]})",
+                    {{"mlx5_1", "Healthy"}, {"mlx5_2", "Healthy"}}},
+        FixtureCase{"irdma_iwarp",
+                    R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {"transports": ["iwarp"]}}]})",
+                    {{"irdma0", "Healthy"}}},
+        FixtureCase{"cxgb4_iwarp",
+                    R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {"drivers": ["cxgb4"]}}]})",
+                    {{"iwp2s0f4", "Healthy"}}},
+        FixtureCase{"bnxt_re_roce",
+                    R"({"pools": [{"name": "p", "capacity": 3, "selectors": {"transports": ["roce"]}}]})",
+                    {{"bnxt_re0-0", "Healthy"}, {"bnxt_re0-1", "Healthy"}, {"bnxt_re0-2", "Healthy"}}},
+        FixtureCase{"rxe_veth",
+                    R"({"pools": [{"name": "p", "capacity": 2, "selectors": {"drivers": ["rxe"]}}]})",
+                    {{"rxe0-0", "Healthy"}, {"rxe0-1", "Healthy"}}},
+        FixtureCase{"siw_veth",
+                    R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {"transports": ["iwarp"]}}]})",
+                    {{"siw0", "Healthy"}}},
+        FixtureCase{"efa_unknown", R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})",
+                    {{"efa_0", "Healthy"}}},
+        FixtureCase{"no_rdma", R"({"pools": [{"name": "p", "selectors": {}}]})", {}}),
+    [](const ::testing::TestParamInfo<FixtureCase>& info) { return std::string(info.param.fixture); });
+
+std::vector<std::string> ContainerPaths(const v1beta1::ContainerAllocateResponse& c) {
+  std::vector<std::string> out;
+  for (const auto& d : c.devices()) out.push_back(d.container_path());
+  return out;
+}
+
+struct AllocCase {
+  const char* fixture;
+  const char* config;
+  const char* id;
+  std::vector<std::string> paths;
+};
+
+class DaemonAllocateTest : public DaemonTest, public ::testing::WithParamInterface<AllocCase> {};
+
+TEST_P(DaemonAllocateTest, AllocateGivesTheTransportsCharDevices) {
+  UseFixture(GetParam().fixture);
+  WriteConfig(GetParam().config);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
+  auto resp = kubelet_->Allocate("rdma/p", {{GetParam().id}});
+  ASSERT_TRUE(resp.ok()) << resp.status().ToString();
+  ASSERT_EQ(resp->container_responses_size(), 1);
+  const auto& c = resp->container_responses(0);
+  EXPECT_EQ(ContainerPaths(c), GetParam().paths);
+  for (const auto& d : c.devices()) {
+    EXPECT_EQ(d.host_path(), "/host/dev" + d.container_path().substr(4));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Transports, DaemonAllocateTest,
+    ::testing::Values(
+        AllocCase{"mlx5_ib_2port",
+                  R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})", "mlx5_0",
+                  {"/dev/infiniband/uverbs0", "/dev/infiniband/umad0", "/dev/infiniband/umad1",
+                   "/dev/infiniband/rdma_cm"}},
+        AllocCase{"mlx5_ib_2port",
+                  R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}, "allocate": {"issm": true}}]})",
+                  "mlx5_0",
+                  {"/dev/infiniband/uverbs0", "/dev/infiniband/umad0", "/dev/infiniband/umad1",
+                   "/dev/infiniband/issm0", "/dev/infiniband/issm1", "/dev/infiniband/rdma_cm"}},
+        AllocCase{"bnxt_re_roce", R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})",
+                  "bnxt_re0", {"/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"}},
+        AllocCase{"bnxt_re_roce",
+                  R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}, "allocate": {"roceUmad": true}}]})",
+                  "bnxt_re0",
+                  {"/dev/infiniband/uverbs0", "/dev/infiniband/umad0", "/dev/infiniband/rdma_cm"}},
+        AllocCase{"irdma_iwarp",
+                  R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}, "allocate": {"roceUmad": true}}]})",
+                  "irdma0", {"/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"}},
+        AllocCase{"siw_veth", R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})",
+                  "siw0", {"/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"}}),
+    [](const ::testing::TestParamInfo<AllocCase>& info) {
+      return std::string(info.param.fixture) + "_" + std::to_string(info.index);
+    });
+
+TEST_F(DaemonTest, SharedCapacityIdsAllAllocateTheSameDevice) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "soft", "capacity": 4, "selectors": {},
+                   "allocate": {"ncclEnv": true, "ucxEnv": true}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/soft", [](const Resp& r) { return r.devices_size() == 4; }));
+  auto a = kubelet_->Allocate("rdma/soft", {{"rxe0-0"}, {"rxe0-3"}});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  for (const auto& c : a->container_responses()) {
+    EXPECT_EQ(c.envs().at("RDMAK8S_SOFT_DEVICES"), "rxe0");
+    EXPECT_EQ(c.envs().at("NCCL_IB_HCA"), "=rxe0");
+    EXPECT_EQ(c.envs().at("UCX_NET_DEVICES"), "rxe0:1");
+    EXPECT_EQ(ContainerPaths(c),
+              (std::vector<std::string>{"/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"}));
+  }
+}
+
+TEST_F(DaemonTest, ExclusivePoolIsUnhealthyWhileNetnsModeIsShared) {
+  netns_mode_ = RdmaNetnsMode::kShared;
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(kSriovConfig);
+  ASSERT_TRUE(StartDaemon().ok());
+  auto vfs = WaitFor("rdma/vfs", [](const Resp& r) { return r.devices_size() == 2; });
+  ASSERT_TRUE(vfs);
+  EXPECT_EQ(HealthOf(*vfs, "mlx5_1"), "Unhealthy");
+  auto pf = WaitFor("rdma/pf", [](const Resp& r) { return r.devices_size() == 4; });
+  ASSERT_TRUE(pf);
+  EXPECT_EQ(HealthOf(*pf, "mlx5_0-0"), "Healthy") << "shared pools do not care";
+  auto a = kubelet_->Allocate("rdma/vfs", {{"mlx5_1"}});
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("the node's RDMA netns mode is shared"), std::string::npos)
+      << a.status().message();
+
+  netns_mode_ = RdmaNetnsMode::kExclusive;
+  daemon_->Rescan();
+  EXPECT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "mlx5_1") == "Healthy"; }));
+}
+
+TEST_F(DaemonTest, PreferredAllocationHonoursMustIncludeOverGrpc) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(kSriovConfig);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return r.devices_size() == 2; }));
+  ASSERT_TRUE(kubelet_->Options("rdma/vfs")->get_preferred_allocation_available());
+  auto p = kubelet_->GetPreferredAllocation("rdma/vfs", {"mlx5_1", "mlx5_2"}, {"mlx5_2"}, 1);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->container_responses(0).deviceids(0), "mlx5_2");
+  p = kubelet_->GetPreferredAllocation("rdma/pf", {"mlx5_3-1", "mlx5_0-1", "mlx5_0-0", "mlx5_3-0"}, {}, 2);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(std::vector<std::string>(p->container_responses(0).deviceids().begin(),
+                                     p->container_responses(0).deviceids().end()),
+            (std::vector<std::string>{"mlx5_0-0", "mlx5_3-0"}));
+}
+
+TEST_F(DaemonTest, PortDownThroughLinkEventFlipsHealthAndBack) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "rxe0") == "Healthy"; }));
+  WriteFile(sys("class/net/veth0/operstate"), "down\n");
+  links_->Inject("veth0", false);
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "rxe0") == "Unhealthy"; }));
+  WriteFile(sys("class/net/veth0/operstate"), "up\n");
+  links_->Inject("veth0", true);
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "rxe0") == "Healthy"; }));
+}
+
+TEST_F(DaemonTest, PortErrorAsyncEventFlipsHealth) {
+  UseFixture("mlx5_ib_2port");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "mlx5_0") == "Healthy"; }));
+  EXPECT_EQ(events_->watched(), std::vector<std::string>{"mlx5_0"});
+  WriteFile(sys("class/infiniband/mlx5_0/ports/1/state"), "1: DOWN\n");
+  events_->Inject({"mlx5_0", 1, "port error"});
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "mlx5_0") == "Unhealthy"; }));
+  WriteFile(sys("class/infiniband/mlx5_0/ports/1/state"), "4: ACTIVE\n");
+  events_->Inject({"mlx5_0", 1, "port active"});
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "mlx5_0") == "Healthy"; }));
+}
+
+TEST_F(DaemonTest, VanishedDeviceTurnsUnhealthyAndHotPluggedDeviceIsAdded) {
+  UseFixture("mlx5_roce_sriov");
+  // mlx5_2 is "not plugged in" at start.
+  fs::rename(sys("class/infiniband/mlx5_2"), root_ + "/mlx5_2.link");
+  WriteConfig(kSriovConfig);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"mlx5_1"}; }));
+
+  fs::rename(root_ + "/mlx5_2.link", sys("class/infiniband/mlx5_2"));
+  links_->Inject("ens1f0v1", true);  // a netdev the plugin does not know: rescan
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) {
+    return Ids(r) == std::vector<std::string>{"mlx5_1", "mlx5_2"} && HealthOf(r, "mlx5_2") == "Healthy";
+  }));
+
+  fs::rename(sys("class/infiniband/mlx5_1"), root_ + "/mlx5_1.link");
+  links_->Inject("ens1f0v0", false, LinkEvent::Type::kDel);
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "mlx5_1") == "Unhealthy"; }));
+}
+
+TEST_F(DaemonTest, ValidConfigChangeAddsAndRemovesPoolsWithoutRestart) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(R"({"pools": [{"name": "vfs", "mode": "exclusive", "selectors": {"isVF": true}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/vfs", 1, kWait));
+  WriteConfig(R"({"pools": [{"name": "sf", "mode": "exclusive", "selectors": {"rdmaDevices": ["mlx5_3"]}}]})");
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/sf", 1, kWait));
+  ASSERT_TRUE(WaitFor("rdma/sf", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"mlx5_3"}; }));
+  EXPECT_EQ(daemon_->Resources(), std::vector<std::string>{"rdma/sf"});
+  EXPECT_FALSE(fs::exists(kubelet_dir_ + "/rdmak8s-rdma-vfs.sock"));
+}
+
+TEST_F(DaemonTest, InvalidConfigChangeIsRejectedAndRunningConfigKept) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(kSriovConfig);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/vfs", 1, kWait));
+  PluginConfig before = daemon_->config();
+  WriteConfig(R"({"pools": [{"name": "vfs", "mode": "exclusiv", "selectors": {}}]})");
+  // Wait for the rejection itself (bounded), then check nothing changed.
+  auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (daemon_->rejected_reloads() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_EQ(daemon_->rejected_reloads(), 1);
+  EXPECT_EQ(daemon_->config(), before);
+  EXPECT_EQ(daemon_->Resources(), (std::vector<std::string>{"rdma/pf", "rdma/vfs"}));
+  EXPECT_NE(metrics_.Scrape().find("rdmak8s_config_reloads_total{result=\"error\"} 1"), std::string::npos);
+}
+
+TEST_F(DaemonTest, ConfigMapSymlinkSwapIsPickedUp) {
+  UseFixture("mlx5_roce_sriov");
+  // The kubelet's ConfigMap layout: config.json -> ..data/config.json, ..data -> ..<timestamp>.
+  fs::create_directories(root_ + "/cfg/..v1");
+  WriteFile(root_ + "/cfg/..v1/config.json",
+            R"({"pools": [{"name": "a", "mode": "exclusive", "selectors": {"rdmaDevices": ["mlx5_0"]}}]})");
+  fs::create_symlink("..v1", root_ + "/cfg/..data");
+  fs::create_symlink("..data/config.json", config_path());
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/a", 1, kWait));
+
+  fs::create_directories(root_ + "/cfg/..v2");
+  WriteFile(root_ + "/cfg/..v2/config.json",
+            R"({"pools": [{"name": "b", "mode": "exclusive", "selectors": {"rdmaDevices": ["mlx5_0"]}}]})");
+  fs::create_symlink("..v2", root_ + "/cfg/..data_tmp");
+  fs::rename(root_ + "/cfg/..data_tmp", root_ + "/cfg/..data");
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/b", 1, kWait));
+  EXPECT_EQ(daemon_->Resources(), std::vector<std::string>{"rdma/b"});
+}
+
+TEST_F(DaemonTest, ReloadRequestAppliesEditedConfig) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(kSriovConfig);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/pf", [](const Resp& r) { return r.devices_size() == 4; }));
+  // Same file rewritten in place with a new capacity: the pool restarts with 3 IDs per device.
+  std::string cfg = kSriovConfig;
+  cfg.replace(cfg.find("\"capacity\": 2"), 13, "\"capacity\": 3");
+  WriteConfig(cfg);
+  daemon_->Reload();
+  ASSERT_TRUE(WaitFor("rdma/pf", [](const Resp& r) { return r.devices_size() == 6; }));
+}
+
+TEST_F(DaemonTest, KubeletRestartDeletingSocketsIsSurvived) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(kSriovConfig);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/vfs", 1, kWait));
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/pf", 1, kWait));
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(kubelet_->Restart().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/vfs", 2, kWait));
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/pf", 2, kWait));
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  std::printf("re-registered both pools %lld ms after the kubelet restart\n",
+              static_cast<long long>(ms.count()));
+  // The new stream carries the full list again.
+  EXPECT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return r.devices_size() == 2; }));
+  EXPECT_TRUE(fs::exists(kubelet_dir_ + "/rdmak8s-rdma-vfs.sock"));
+}
+
+TEST_F(DaemonTest, RegistersWhenKubeletComesUpLater) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  ASSERT_TRUE(StartDaemon(/*start_kubelet=*/false).ok());
+  EXPECT_TRUE(kubelet_->Registrations().empty());
+  ASSERT_TRUE(kubelet_->Start().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
+}
+
+TEST_F(DaemonTest, StopRemovesOwnSocketsOnly) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(kSriovConfig);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/pf", 1, kWait));
+  StopDaemon();
+  EXPECT_TRUE(run_status_.ok());
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(kubelet_dir_)) left.push_back(e.path().filename());
+  EXPECT_EQ(left, std::vector<std::string>{"kubelet.sock"});
+}
+
+TEST_F(DaemonTest, CdiModeWritesSpecAndAnswersWithCdiNames) {
+  UseFixture("mlx5_ib_2port");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  options_.cdi = true;
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
+  std::ifstream in(CdiSpecPath(root_ + "/cdi", "rdma/p"));
+  ASSERT_TRUE(in.good());
+  auto spec = nlohmann::json::parse(in);
+  EXPECT_EQ(spec["kind"], "rdma/p");
+  EXPECT_EQ(spec["devices"][0]["name"], "mlx5_0");
+  EXPECT_EQ(spec["devices"][0]["containerEdits"]["deviceNodes"][0]["hostPath"],
+            "/host/dev/infiniband/uverbs0");
+  auto a = kubelet_->Allocate("rdma/p", {{"mlx5_0"}});
+  ASSERT_TRUE(a.ok());
+  ASSERT_EQ(a->container_responses(0).cdi_devices_size(), 1);
+  EXPECT_EQ(a->container_responses(0).cdi_devices(0).name(), "rdma/p=mlx5_0");
+  EXPECT_EQ(a->container_responses(0).devices_size(), 0);
+}
+
+TEST_F(DaemonTest, MetricsCountDevicesAllocationsAndPortCounters) {
+  UseFixture("mlx5_ib_2port");
+  fs::create_directories(sys("class/infiniband/mlx5_0/ports/1/counters"));
+  WriteFile(sys("class/infiniband/mlx5_0/ports/1/counters/port_xmit_data"), "123456\n");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
+  ASSERT_TRUE(kubelet_->Allocate("rdma/p", {{"mlx5_0"}}).ok());
+  std::string text = metrics_.Scrape();
+  EXPECT_NE(text.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"} 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("rdmak8s_allocations_total{resource=\"rdma/p\",result=\"ok\"} 1"), std::string::npos);
+  EXPECT_NE(text.find("rdmak8s_registrations_total{resource=\"rdma/p\",result=\"ok\"} 1"), std::string::npos);
+  EXPECT_NE(text.find("rdmak8s_discovery_duration_seconds_count"), std::string::npos);
+  EXPECT_NE(text.find("rdmak8s_port_counter{rdma_dev=\"mlx5_0\",port=\"1\",counter=\"port_xmit_data\","
+                      "source=\"counters\"} 123456"),
+            std::string::npos)
+      << text;
+}
+
+TEST_F(DaemonTest, InvalidConfigAtStartIsAnError) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": []})");
+  Status s = StartDaemon();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "config " + config_path() + ": $.pools: must name at least one pool");
+}
+
+}  // namespace
+}  // namespace rdmak8s::dp

@@ -1,0 +1,159 @@
+// PoolServer and RegisterWithKubelet against the fake kubelet, over real unix-socket gRPC.
+#include "device-plugin/plugin_server.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "support/fake_kubelet.h"
+#include "unit/device-plugin/test_devices.h"
+
+namespace rdmak8s::dp {
+namespace {
+
+using namespace testdev;
+using namespace std::chrono_literals;
+using fake::FakeKubelet;
+
+class PluginServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/dpXXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::shared_ptr<PoolState> State(PoolMode mode) {
+    auto s = std::make_shared<PoolState>();
+    s->resource = "rdma/p";
+    s->pool.name = "p";
+    s->pool.mode = mode;
+    s->pool.capacity = 2;
+    s->devices["mlx5_0"] = {Ib("mlx5_0", 0, "0000:3b:00.0", 0), {true, ""}};
+    s->devices["mlx5_1"] = {Ib("mlx5_1", 1, "0000:3c:00.0", 1), {true, ""}};
+    FillIds(*s);
+    return s;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(PluginServerTest, RegisterBeforeServingIsRefusedByKubelet) {
+  FakeKubelet kubelet(dir_);
+  ASSERT_TRUE(kubelet.Start().ok());
+  Status s = RegisterWithKubelet(kubelet.socket_path(), "p.sock", "rdma/p", 2000ms);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("dial " + dir_ + "/p.sock"), std::string::npos) << s.message();
+}
+
+TEST_F(PluginServerTest, ServeThenRegisterStreamsDevicesAndUpdates) {
+  FakeKubelet kubelet(dir_);
+  ASSERT_TRUE(kubelet.Start().ok());
+  PoolServer server({dir_ + "/p.sock", false, {}}, State(PoolMode::kShared));
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_TRUE(RegisterWithKubelet(kubelet.socket_path(), "p.sock", "rdma/p", 2000ms).ok());
+  ASSERT_EQ(kubelet.Registrations().size(), 1u);
+  EXPECT_EQ(kubelet.Registrations()[0].version(), "v1beta1");
+  EXPECT_EQ(kubelet.Registrations()[0].endpoint(), "p.sock");
+  EXPECT_TRUE(kubelet.Registrations()[0].options().get_preferred_allocation_available());
+  auto first = kubelet.WaitForDevices(
+      "rdma/p", [](const auto& r) { return r.devices_size() == 4; }, 5s);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->devices(2).id(), "mlx5_1-0");
+  EXPECT_EQ(first->devices(2).topology().nodes(0).id(), 1);
+
+  auto next = State(PoolMode::kShared);
+  next->devices["mlx5_1"].health = {false, "port 1 state DOWN"};
+  server.Publish(next);
+  auto updated = kubelet.WaitForDevices(
+      "rdma/p", [](const auto& r) { return r.devices_size() == 4 && r.devices(3).health() == "Unhealthy"; },
+      5s);
+  ASSERT_TRUE(updated.has_value());
+  EXPECT_EQ(updated->devices(0).health(), "Healthy");
+}
+
+TEST_F(PluginServerTest, PublishWithoutNotifySendsNothing) {
+  FakeKubelet kubelet(dir_);
+  ASSERT_TRUE(kubelet.Start().ok());
+  PoolServer server({dir_ + "/p.sock", false, {}}, State(PoolMode::kExclusive));
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_TRUE(RegisterWithKubelet(kubelet.socket_path(), "p.sock", "rdma/p", 2000ms).ok());
+  ASSERT_TRUE(kubelet.WaitForDevices("rdma/p", [](const auto&) { return true; }, 5s));
+  server.Publish(State(PoolMode::kExclusive), /*notify=*/false);
+  server.Publish(State(PoolMode::kShared), /*notify=*/true);
+  ASSERT_TRUE(kubelet.WaitForDevices("rdma/p", [](const auto& r) { return r.devices_size() == 4; }, 5s));
+  EXPECT_EQ(kubelet.UpdateCount("rdma/p"), 2u);
+}
+
+TEST_F(PluginServerTest, AllocateAndPreferredAllocationOverGrpc) {
+  FakeKubelet kubelet(dir_);
+  ASSERT_TRUE(kubelet.Start().ok());
+  std::vector<std::string> allocated;
+  ServerHooks hooks;
+  hooks.on_allocate = [&](const std::string&, const std::vector<std::string>& ids,
+                          const std::vector<std::string>&, const std::string& err) {
+    if (err.empty()) allocated.insert(allocated.end(), ids.begin(), ids.end());
+  };
+  PoolServer server({dir_ + "/p.sock", false, hooks}, State(PoolMode::kExclusive));
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_TRUE(RegisterWithKubelet(kubelet.socket_path(), "p.sock", "rdma/p", 2000ms).ok());
+
+  auto resp = kubelet.Allocate("rdma/p", {{"mlx5_1"}, {"mlx5_0"}});
+  ASSERT_TRUE(resp.ok()) << resp.status().ToString();
+  ASSERT_EQ(resp->container_responses_size(), 2);
+  EXPECT_EQ(resp->container_responses(0).envs().at("RDMAK8S_P_DEVICES"), "mlx5_1");
+  EXPECT_EQ(resp->container_responses(1).devices(0).container_path(), "/dev/infiniband/uverbs0");
+  EXPECT_EQ(allocated, (std::vector<std::string>{"mlx5_1", "mlx5_0"}));
+
+  auto bad = kubelet.Allocate("rdma/p", {{"mlx5_7"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("unknown device ID \"mlx5_7\""), std::string::npos);
+
+  auto pref = kubelet.GetPreferredAllocation("rdma/p", {"mlx5_0", "mlx5_1"}, {"mlx5_1"}, 1);
+  ASSERT_TRUE(pref.ok());
+  ASSERT_EQ(pref->container_responses_size(), 1);
+  EXPECT_EQ(pref->container_responses(0).deviceids(0), "mlx5_1");
+  EXPECT_TRUE(kubelet.PreStartContainer("rdma/p", {"mlx5_0"}).ok());
+}
+
+TEST_F(PluginServerTest, StopRemovesSocketAndNoticesReplacement) {
+  PoolServer server({dir_ + "/p.sock", false, {}}, State(PoolMode::kExclusive));
+  ASSERT_TRUE(server.Start().ok());
+  EXPECT_TRUE(server.SocketPresent());
+  server.Stop();
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/p.sock"));
+
+  ASSERT_TRUE(server.Start().ok());
+  // kubelet deleted our socket: the server notices it is gone and can serve again.
+  std::filesystem::remove(dir_ + "/p.sock");
+  EXPECT_FALSE(server.SocketPresent());
+  server.Stop();
+  ASSERT_TRUE(server.Start().ok());
+  EXPECT_TRUE(server.SocketPresent());
+}
+
+TEST_F(PluginServerTest, PluginWatcherGetInfoThenKubeletDialsEndpoint) {
+  FakeKubelet kubelet(dir_);  // plugin watcher side only: no kubelet.sock needed
+  bool notified = false;
+  ServerHooks hooks;
+  hooks.on_watcher_status = [&](const std::string&, bool ok, const std::string&) { notified = ok; };
+  PoolServer server({dir_ + "/reg.sock", true, hooks}, State(PoolMode::kExclusive));
+  ASSERT_TRUE(server.Start().ok());
+  auto info = kubelet.RegisterViaPluginWatcher(dir_ + "/reg.sock");
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->type(), "DevicePlugin");
+  EXPECT_EQ(info->name(), "rdma/p");
+  EXPECT_EQ(info->endpoint(), dir_ + "/reg.sock");
+  ASSERT_EQ(info->supported_versions_size(), 1);
+  EXPECT_EQ(info->supported_versions(0), "v1beta1");
+  EXPECT_TRUE(notified);
+  EXPECT_TRUE(kubelet.WaitForDevices("rdma/p", [](const auto& r) { return r.devices_size() == 2; }, 5s));
+}
+
+}  // namespace
+}  // namespace rdmak8s::dp

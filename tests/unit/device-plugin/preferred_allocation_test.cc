@@ -1,0 +1,105 @@
+#include "device-plugin/preferred_allocation.h"
+
+#include <map>
+
+#include <gtest/gtest.h>
+
+namespace rdmak8s::dp {
+namespace {
+
+// A two-socket node: NUMA 0 has mlx5_0/mlx5_1 under one switch and mlx5_2 under another root
+// port; NUMA 1 has mlx5_3 and mlx5_4 under one root port; mlx5_5 has no NUMA information.
+std::map<std::string, IdLocality> Topology() {
+  return {
+      {"mlx5_0", {"mlx5_0", 0, {"0000:00:01.0", "0000:01:00.0", "0000:02:00.0"}}},
+      {"mlx5_1", {"mlx5_1", 0, {"0000:00:01.0", "0000:01:00.0", "0000:02:01.0"}}},
+      {"mlx5_2", {"mlx5_2", 0, {"0000:00:02.0", "0000:05:00.0"}}},
+      {"mlx5_3", {"mlx5_3", 1, {"0000:80:01.0", "0000:81:00.0"}}},
+      {"mlx5_4", {"mlx5_4", 1, {"0000:80:01.0", "0000:81:00.1"}}},
+      {"mlx5_5", {"mlx5_5", -1, {}}},
+  };
+}
+
+LocalityFn Exclusive() {
+  auto topo = Topology();
+  return [topo](const std::string& id) -> std::optional<IdLocality> {
+    auto it = topo.find(id);
+    if (it == topo.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+// Shared IDs "<dev>-<k>".
+LocalityFn Shared() {
+  auto topo = Topology();
+  return [topo](const std::string& id) -> std::optional<IdLocality> {
+    auto it = topo.find(id.substr(0, id.rfind('-')));
+    if (it == topo.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+const std::vector<std::string> kAll = {"mlx5_5", "mlx5_4", "mlx5_3", "mlx5_2", "mlx5_1", "mlx5_0"};
+
+TEST(PreferredAllocationTest, SingleNumaNodeWhenOneCanHoldTheRequest) {
+  // NUMA 1 holds 2 (best fit for 2); NUMA 0 would also fit but is bigger.
+  EXPECT_EQ(PreferredAllocation(kAll, {}, 2, Exclusive()),
+            (std::vector<std::string>{"mlx5_3", "mlx5_4"}));
+}
+
+TEST(PreferredAllocationTest, ClosestOnPcieTreeWithinTheNumaNode) {
+  // Three on NUMA 0: must be all of them; asking two with mlx5_1 forced gives its switch peer.
+  EXPECT_EQ(PreferredAllocation(kAll, {"mlx5_1"}, 2, Exclusive()),
+            (std::vector<std::string>{"mlx5_1", "mlx5_0"}));
+}
+
+TEST(PreferredAllocationTest, MustIncludeIsHonouredEvenAcrossNuma) {
+  auto got = PreferredAllocation(kAll, {"mlx5_3"}, 3, Exclusive());
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0], "mlx5_3");
+  EXPECT_EQ(got[1], "mlx5_4") << "fill the must-include's NUMA node first";
+}
+
+TEST(PreferredAllocationTest, SpillsToFewestNumaNodesLargestFirst) {
+  // 4 IDs: NUMA 0 (3) + NUMA 1 (1, the closest there), never the unknown node.
+  auto got = PreferredAllocation(kAll, {}, 4, Exclusive());
+  ASSERT_EQ(got.size(), 4u);
+  for (const auto& id : got) EXPECT_NE(id, "mlx5_5");
+}
+
+TEST(PreferredAllocationTest, IsDeterministicWhateverTheInputOrder) {
+  std::vector<std::string> reversed(kAll.rbegin(), kAll.rend());
+  EXPECT_EQ(PreferredAllocation(kAll, {}, 3, Exclusive()),
+            PreferredAllocation(reversed, {}, 3, Exclusive()));
+}
+
+TEST(PreferredAllocationTest, SharedPrefersDistinctDevicesThenCloseness) {
+  std::vector<std::string> avail = {"mlx5_0-0", "mlx5_0-1", "mlx5_1-0", "mlx5_1-1", "mlx5_2-0"};
+  EXPECT_EQ(PreferredAllocation(avail, {}, 2, Shared()),
+            (std::vector<std::string>{"mlx5_0-0", "mlx5_1-0"}));
+}
+
+TEST(PreferredAllocationTest, SizeNotAboveMustIncludeReturnsMustInclude) {
+  EXPECT_EQ(PreferredAllocation(kAll, {"mlx5_2", "mlx5_2"}, 1, Exclusive()),
+            std::vector<std::string>{"mlx5_2"});
+}
+
+TEST(PreferredAllocationTest, NotEnoughAvailableReturnsWhatThereIs) {
+  EXPECT_EQ(PreferredAllocation({"mlx5_0"}, {}, 3, Exclusive()), std::vector<std::string>{"mlx5_0"});
+}
+
+TEST(PreferredAllocationTest, NaturalOrderComparesNumbers) {
+  EXPECT_TRUE(NaturalLess("mlx5_2-9", "mlx5_2-10"));
+  EXPECT_FALSE(NaturalLess("mlx5_10", "mlx5_9"));
+  EXPECT_TRUE(NaturalLess("a", "b"));
+}
+
+TEST(PreferredAllocationTest, PcieDistanceCountsHopsThroughCommonAncestor) {
+  auto t = Topology();
+  EXPECT_EQ(PcieDistance(t["mlx5_0"], t["mlx5_1"]), 2);
+  EXPECT_EQ(PcieDistance(t["mlx5_0"], t["mlx5_2"]), 5);
+  EXPECT_EQ(PcieDistance(t["mlx5_0"], t["mlx5_0"]), 0);
+}
+
+}  // namespace
+}  // namespace rdmak8s::dp

@@ -14,7 +14,8 @@
 # Everything is cached under e2e/.cache (kernel and siw by kernel version, base layer by the hash of
 # its inputs), so a second run takes about a second.
 #
-# Usage: e2e/build-image.sh [--build-dir DIR] [--out DIR]
+# Usage: e2e/build-image.sh [--build-dir DIR]... [--out DIR]
+#   Project binaries are taken from the first --build-dir holding each (default build/default).
 #   Prints "E2E-IMAGE kernel=<path> initrd=<path> kver=<kver>" on success.
 # Environment: E2E_CACHE (cache dir), E2E_DEBIAN_MIRROR (override the mirror read from the
 # machine's apt configuration), E2E_KERNEL (pin a kernel release, e.g. 7.3.4+deb13-amd64),
@@ -24,17 +25,18 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC_ROOT=$(cd "$HERE/.." && pwd)
 CACHE=${E2E_CACHE:-$HERE/.cache}
-BUILD_DIR=$SRC_ROOT/build/default
+BUILD_DIRS=()
 OUT=""
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --build-dir) BUILD_DIR=$2; shift 2 ;;
+    --build-dir) BUILD_DIRS+=("$2"); shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "build-image: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
 OUT=${OUT:-$CACHE/out}
+[[ ${#BUILD_DIRS[@]} -gt 0 ]] || BUILD_DIRS=("$SRC_ROOT/build/default")
 mkdir -p "$CACHE" "$OUT"
 CACHE=$(cd "$CACHE" && pwd)
 
@@ -217,7 +219,7 @@ done
 
 # ---------------------------------------------------------------------------------------------
 # Userspace from this machine's Debian 12 packages (installed by scripts/install-deps.sh).
-USER_PACKAGES=(libgcc-s1 jq busybox-static iproute2 rdma-core ibverbs-providers libibverbs1 librdmacm1
+USER_PACKAGES=(libgcc-s1 coreutils jq busybox-static iproute2 rdma-core ibverbs-providers libibverbs1 librdmacm1
                ibverbs-utils rdmacm-utils perftest containernetworking-plugins)
 USER_FILES=(
   /bin/ip /usr/bin/rdma /sbin/bridge /usr/bin/jq
@@ -229,6 +231,8 @@ USER_FILES=(
   /usr/lib/cni/host-local /usr/lib/cni/static /usr/lib/cni/loopback
   # dlopen()ed, so ldd does not name it: glibc's pthread_exit needs it (rping's threads).
   /usr/lib/x86_64-linux-gnu/libgcc_s.so.1
+  # stdbuf's preload: line-buffers a program's stdout when it writes to a file.
+  /usr/libexec/coreutils/libstdbuf.so
 )
 USER_CONFIG=(/etc/libibverbs.d/rxe.driver /etc/libibverbs.d/siw.driver)
 versions=""
@@ -311,10 +315,13 @@ PROJECT_BINARIES=(rdmak8s-device-plugin rdmak8s rdmak8s-fake-kubelet rdmak8s-ins
 STAGE=$CACHE/stage-project
 rm -rf "$STAGE" && mkdir -p "$STAGE/opt/rdmak8s/bin" "$STAGE/opt/cni/bin"
 present=()
-if [[ -d $BUILD_DIR ]]; then
-  BASE_LIST=$(cpio -it --quiet < "$BASE" | sed 's|^\./||')
-  for b in "${PROJECT_BINARIES[@]}"; do
-    f=$(find "$BUILD_DIR" -type f -name "$b" -perm -u+x 2>/dev/null | head -1)
+BASE_LIST=$(cpio -it --quiet < "$BASE" | sed 's|^\./||')
+for b in "${PROJECT_BINARIES[@]}"; do
+    f=""
+    for dir in "${BUILD_DIRS[@]}"; do  # the first build dir holding it wins
+      [[ -d $dir ]] && f=$(find "$dir" -type f -name "$b" -perm -u+x 2>/dev/null | head -1)
+      [[ -n $f ]] && break
+    done
     [[ -n $f ]] || continue
     present+=("$b")
     cp "$f" "$STAGE/opt/rdmak8s/bin/$b"
@@ -323,10 +330,9 @@ if [[ -d $BUILD_DIR ]]; then
       dest=$lib; case $dest in /bin/*|/sbin/*|/lib/*|/lib64/*) dest=/usr$dest ;; esac
       grep -qxF "${dest#/}" <<<"$BASE_LIST" || copy_file "$STAGE" "$lib"
     done < <(ldd "$f" 2>/dev/null | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p')
-  done
-  # The CNI plugin is also found where runtimes look for plugins.
-  [[ -f $STAGE/opt/rdmak8s/bin/rdmak8s ]] && cp "$STAGE/opt/rdmak8s/bin/rdmak8s" "$STAGE/opt/cni/bin/rdmak8s"
-fi
+done
+# The CNI plugin is also found where runtimes look for plugins.
+[[ -f $STAGE/opt/rdmak8s/bin/rdmak8s ]] && cp "$STAGE/opt/rdmak8s/bin/rdmak8s" "$STAGE/opt/cni/bin/rdmak8s"
 printf '%s\n' "${present[@]}" > "$STAGE/opt/rdmak8s/present"
 PROJECT=$CACHE/project.cpio
 (cd "$STAGE" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --reproducible --quiet) > "$PROJECT"

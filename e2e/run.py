@@ -55,8 +55,10 @@ def all_scenarios():
     return ordered + [n for n in names if n not in ordered]
 
 
-def build_image(build_dir):
-    cmd = ["bash", os.path.join(HERE, "build-image.sh"), "--build-dir", build_dir]
+def build_image(build_dirs):
+    cmd = ["bash", os.path.join(HERE, "build-image.sh")]
+    for d in build_dirs:
+        cmd += ["--build-dir", d]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     if proc.returncode != 0:
@@ -186,8 +188,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-s", "--scenario", action="append", help="run only this scenario")
-    ap.add_argument("--build-dir", default=os.path.join(ROOT, "build", "default"),
-                    help="where the project's binaries were built (default build/default)")
+    ap.add_argument("--build-dir", action="append",
+                    help="where the project's binaries were built (default build/default); "
+                         "repeatable, the first holding a binary wins")
     ap.add_argument("--log-dir", default=os.path.join(HERE, ".cache", "logs"))
     ap.add_argument("--shell", action="store_true", help="boot interactively and get a shell")
     ap.add_argument("--list", action="store_true", help="list the scenarios")
@@ -209,7 +212,7 @@ def main():
             return 2
     os.makedirs(args.log_dir, exist_ok=True)
 
-    image, build_s = build_image(args.build_dir)
+    image, build_s = build_image(args.build_dir or [os.path.join(ROOT, "build", "default")])
     if image is None:
         print("e2e: image build failed (see the build-image messages above)")
         print("E2E-RESULT image build FAIL build-image.sh failed")

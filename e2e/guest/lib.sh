@@ -72,7 +72,7 @@ slot_add() {
   fi
 }
 
-slot_dev() { ls /sys/class/infiniband 2>/dev/null | grep "_$1\$" | head -1; }
+slot_dev() { ls /sys/class/infiniband 2>/dev/null | grep "_$1\$" | head -n 1; }
 
 # Index of the RoCE v2 GID that carries IPv4 address IP4 on port 1 of DEV, computed from gids/* and
 # gid_attrs/types/* (never assumed: mlx5 uses 3, rxe 1). One grep per table: forking per slot
@@ -334,7 +334,7 @@ check_ping() {
   if out=$(pod_run "$2" ping -c 1 -W 10 "$3" 2>&1); then
     result "$1" PASS "$3 answers"
   else
-    result "$1" FAIL "ping $3 from $2: $(echo "$out" | tail -2 | tr '\n' ' ')"
+    result "$1" FAIL "ping $3 from $2: $(echo "$out" | tail -n 2 | tr '\n' ' ')"
   fi
 }
 
@@ -381,7 +381,9 @@ dp_stop() {
 # document {"resources","allocations","errors"}.
 kubelet_start() {
   : > "$KUBELET_OUT"
-  rdmak8s-fake-kubelet --dir "$KUBELET_DIR" --json --watch --timeout 90 "$@" > "$KUBELET_OUT" 2>/tmp/kubelet.err &
+  # Line-buffered stdout (coreutils' stdbuf mechanism): the allocation document is printed without
+  # a flush and would otherwise sit in the buffer while --watch keeps the process alive.
+  LD_PRELOAD=/usr/libexec/coreutils/libstdbuf.so _STDBUF_O=L rdmak8s-fake-kubelet --dir "$KUBELET_DIR" --json --watch --timeout 90 "$@" > "$KUBELET_OUT" 2>/tmp/kubelet.err &
   echo $! > /run/e2e/kubelet.pid
 }
 
@@ -395,12 +397,12 @@ kubelet_allocations() {  # kubelet_allocations SECONDS
   local end doc
   end=$(($(now_ms) + $1 * 1000))
   while [ "$(now_ms)" -lt $end ]; do
-    doc=$(jq -c 'select(has("allocations"))' "$KUBELET_OUT" 2>/dev/null | head -1)
+    doc=$(jq -c 'select(has("allocations"))' "$KUBELET_OUT" 2>/dev/null | head -n 1)
     [ -n "$doc" ] && { echo "$doc"; return 0; }
     kill -0 "$(cat /run/e2e/kubelet.pid 2>/dev/null)" 2>/dev/null || break
     sleep 0.5
   done
-  jq -c 'select(has("allocations"))' "$KUBELET_OUT" 2>/dev/null | head -1
+  jq -c 'select(has("allocations"))' "$KUBELET_OUT" 2>/dev/null | head -n 1
   return 1
 }
 
@@ -410,7 +412,7 @@ kubelet_wait_health() {  # kubelet_wait_health RESOURCE ID HEALTH SECONDS
   local end last
   end=$(($(now_ms) + $4 * 1000))
   while [ "$(now_ms)" -lt $end ]; do
-    last=$(jq -c --arg r "$1" 'select(.resource? == $r)' "$KUBELET_OUT" 2>/dev/null | tail -1)
+    last=$(jq -c --arg r "$1" 'select(.resource? == $r)' "$KUBELET_OUT" 2>/dev/null | tail -n 1)
     if [ -n "$last" ] && echo "$last" | jq -e --arg id "$2" --arg h "$3" \
          '[.devices[] | select($id == "*" or .id == $id) | .health] | length > 0 and all(. == $h)' >/dev/null; then
       echo "$last"
@@ -501,13 +503,27 @@ pod_conflist() {
     ]}' > "$POD_DIR/$1/net.conflist"
 }
 
-# cni POD ADD|CHECK|DEL|GC: runs cni-driver on the pod's conflist; output in $POD_DIR/POD/cni.CMD.
+# cni POD ADD|CHECK|DEL|GC: runs cni-driver on the pod's conflist (ADD, CHECK, DEL through libcni;
+# GC with no valid attachment); its stdout (result or CNI error object) and stderr go to
+# $POD_DIR/POD/cni.CMD (stdout: result or CNI error object) and cni.CMD.err.
 cni() {
   local pod=$1 cmd=$2 d=$POD_DIR/$1 slot
   slot=$(cat "$d/netns")
-  CNI_PATH=$CNI_BIN cni-driver "$(echo "$cmd" | tr 'A-Z' 'a-z')" \
-    --conflist "$d/net.conflist" --netns "/run/netns/$slot" --container-id "e2e-$pod" \
-    --ifname net1 --cni-path "$CNI_BIN" --cache-dir "$CNI_CACHE" > "$d/cni.$cmd" 2>&1
+  cni-driver -conflist "$d/net.conflist" -cmd "$cmd" -netns "/run/netns/$slot" -id "e2e-$pod" \
+    -ifname net1 -plugin-dirs "$CNI_BIN" -cache-dir "$CNI_CACHE" > "$d/cni.$cmd" 2> "$d/cni.$cmd.err"
+}
+
+# Prints what rdmak8s state remains (attachment records, saved knobs) and fails when any does.
+# The lock file and an empty knobs.json are not state.
+cni_state_left() {
+  local dir=/var/lib/cni/rdmak8s left knobs
+  left=$(find "$dir/attachments" -type f 2>/dev/null | tr '\n' ' ')
+  if [ -f "$dir/knobs.json" ]; then
+    knobs=$(jq -c . "$dir/knobs.json" 2>&1)
+    case $knobs in '{}'|'[]'|null|'') ;; *) left="$left knobs.json: $knobs" ;; esac
+  fi
+  echo "$left"
+  [ -z "$left" ]
 }
 
 # The pod's IPv4 address from its CNI ADD result.
@@ -555,7 +571,7 @@ stack_up() {
     if kubelet_wait_registered "rdma/$s" 90; then
       t1=$(now_ms)
       figure "registration-rdma/$s" $((t1 - t0)) ms
-      got=$(jq -c --arg r "rdma/$s" 'select(.resource? == $r) | [.devices[] | .health] | group_by(.) | map({(.[0]): length}) | add' "$KUBELET_OUT" | tail -1)
+      got=$(jq -r --arg r "rdma/$s" 'select(.resource? == $r) | "\(.devices | length) devices, \([.devices[] | select(.health == "Healthy")] | length) Healthy"' "$KUBELET_OUT" 2>&1 | tail -n 1)
       result "register-rdma/$s" PASS "registered with the fake kubelet; ListAndWatch: $got"
     else
       result "register-rdma/$s" FAIL "no ListAndWatch update for rdma/$s within 90 s"
@@ -565,12 +581,14 @@ stack_up() {
     fi
   done
   if ! doc=$(kubelet_allocations 90); then
-    result allocate FAIL "the fake kubelet printed no allocation: $(tail -3 /tmp/kubelet.err) $doc"
+    result allocate FAIL "the fake kubelet printed no allocation: $(tail -n 3 /tmp/kubelet.err) $doc"
     show "$DP_LOG" 30
     return 1
   fi
   if [ "$(echo "$doc" | jq '.errors | length')" != 0 ]; then
     result allocate FAIL "fake kubelet errors: $(echo "$doc" | jq -c .errors)"
+    show "$DP_LOG" 40
+    show "$KUBELET_OUT" 20
     return 1
   fi
   result allocate PASS "$(echo "$doc" | jq -c '[.allocations[] | {resource, ids}]')"
@@ -605,14 +623,14 @@ stack_up() {
       figure "cni-add-$pod" $((t1 - t0)) ms
       result "$pod-cni-add" PASS "$(jq -c '{ips: [.ips[].address], interfaces: [.interfaces[].name]}' "$POD_DIR/$pod/cni.ADD" 2>/dev/null)"
     else
-      result "$pod-cni-add" FAIL "cni-driver add: $(tail -5 "$POD_DIR/$pod/cni.ADD" | tr '\n' ' ')"
+      result "$pod-cni-add" FAIL "cni-driver add: $(tail -n 5 "$POD_DIR/$pod/cni.ADD" | tr '\n' ' ')"
       show /tmp/rdmak8s-cni.log 20
       return 1
     fi
     if cni "$pod" CHECK; then
       result "$pod-cni-check" PASS "CHECK of the whole chain passed"
     else
-      result "$pod-cni-check" FAIL "cni-driver check: $(tail -5 "$POD_DIR/$pod/cni.CHECK" | tr '\n' ' ')"
+      result "$pod-cni-check" FAIL "cni-driver check: $(tail -n 5 "$POD_DIR/$pod/cni.CHECK" | tr '\n' ' ')"
     fi
   done
   A_IP=$(pod_ip podA)
@@ -633,12 +651,12 @@ stack_down() {
       figure "cni-del-$pod" $((t1 - t0)) ms
       result "$pod-cni-del" PASS "DEL of the whole chain"
     else
-      result "$pod-cni-del" FAIL "cni-driver del: $(tail -5 "$POD_DIR/$pod/cni.DEL" | tr '\n' ' ')"
+      result "$pod-cni-del" FAIL "cni-driver del: $(tail -n 5 "$POD_DIR/$pod/cni.DEL" | tr '\n' ' ')"
     fi
     if cni "$pod" DEL; then
       result "$pod-cni-del-twice" PASS "a second DEL succeeds"
     else
-      result "$pod-cni-del-twice" FAIL "second DEL: $(tail -5 "$POD_DIR/$pod/cni.DEL" | tr '\n' ' ')"
+      result "$pod-cni-del-twice" FAIL "second DEL: $(tail -n 5 "$POD_DIR/$pod/cni.DEL" | tr '\n' ' ')"
     fi
     left=$($IP -n "$(pod_slot $pod)" -4 -o addr show dev net1 2>/dev/null | awk '{print $4}' | tr '\n' ' ')
     if [ -z "$left" ]; then
@@ -647,9 +665,8 @@ stack_down() {
       result "$pod-address-released" FAIL "net1 still has $left after DEL"
     fi
   done
-  left=$(find /var/lib/cni/rdmak8s -type f 2>/dev/null | tr '\n' ' ')
-  if [ -z "$left" ]; then
-    result state-clean PASS "no rdmak8s state file left under /var/lib/cni/rdmak8s"
+  if left=$(cni_state_left); then
+    result state-clean PASS "no attachment record and no saved knob left in /var/lib/cni/rdmak8s"
   else
     result state-clean FAIL "state left after DEL: $left"
   fi

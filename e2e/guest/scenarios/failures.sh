@@ -9,9 +9,9 @@ if stack_up rxe shared; then
   # podA was allocated rdma/slot1 only: rxe_slot2 is listed in its sysfs (shared mode) but has no
   # uverbs node in its /dev/infiniband.
   if out=$(pod_run podA ibv_devinfo -d rxe_slot2 2>&1); then
-    result no-uverbs-other-device FAIL "podA opened rxe_slot2 without an allocated uverbs node: $(echo "$out" | head -2 | tr '\n' ' ')"
+    result no-uverbs-other-device FAIL "podA opened rxe_slot2 without an allocated uverbs node: $(echo "$out" | head -n 2 | tr '\n' ' ')"
   else
-    result no-uverbs-other-device PASS "podA cannot open rxe_slot2: $(echo "$out" | tail -1)"
+    result no-uverbs-other-device PASS "podA cannot open rxe_slot2: $(echo "$out" | tail -n 1)"
   fi
   # A pod whose Allocate answer carried no uverbs node at all (only rdma_cm): no device opens, and
   # rdma_cm traffic fails.
@@ -19,9 +19,9 @@ if stack_up rxe shared; then
                  .devices |= map(select(.container_path | test("uverbs") | not))' /run/e2e/allocations.json)
   if pod_create podN slot1 "$alloc" 2>/tmp/podN.err; then
     if out=$(pod_run podN ibv_devinfo -d rxe_slot1 2>&1); then
-      result no-uverbs-node FAIL "a pod without uverbs node opened rxe_slot1: $(echo "$out" | head -2 | tr '\n' ' ')"
+      result no-uverbs-node FAIL "a pod without uverbs node opened rxe_slot1: $(echo "$out" | head -n 2 | tr '\n' ' ')"
     else
-      result no-uverbs-node PASS "without a uverbs node the pod cannot open rxe_slot1: $(echo "$out" | tail -1)"
+      result no-uverbs-node PASS "without a uverbs node the pod cannot open rxe_slot1: $(echo "$out" | tail -n 1)"
     fi
     pod_delete podN
   else
@@ -56,7 +56,7 @@ if stack_up rxe shared; then
     figure re-registration-after-kubelet-restart $(($(now_ms) - t0)) ms
     result kubelet-restart PASS "both resources registered again after the kubelet restarted"
   else
-    result kubelet-restart FAIL "not re-registered within 90 s after a kubelet restart: $(tail -3 /tmp/kubelet.err)"
+    result kubelet-restart FAIL "not re-registered within 90 s after a kubelet restart: $(tail -n 3 /tmp/kubelet.err)"
     show "$DP_LOG" 20
   fi
   # Traffic still flows after all that.
@@ -72,17 +72,16 @@ stack_down rxe shared
 if [ -f "$POD_DIR/podA/net.conflist" ]; then
   if cni podA ADD; then
     if cni podA GC; then
-      left=$(find /var/lib/cni/rdmak8s -type f 2>/dev/null | tr '\n' ' ')
-      if [ -z "$left" ]; then
+      if left=$(cni_state_left); then
         result gc-clean PASS "GC with no valid attachment removed the state of the attachment never DEL'd"
       else
         result gc-clean FAIL "state left after GC: $left"
       fi
     else
-      result gc-clean FAIL "cni-driver gc: $(tail -5 "$POD_DIR/podA/cni.GC" | tr '\n' ' ')"
+      result gc-clean FAIL "cni-driver gc: $(tail -n 5 "$POD_DIR/podA/cni.GC" | tr '\n' ' ')"
     fi
     cni podA DEL
   else
-    result gc-clean FAIL "re-ADD for the GC check failed: $(tail -5 "$POD_DIR/podA/cni.ADD" | tr '\n' ' ')"
+    result gc-clean FAIL "re-ADD for the GC check failed: $(tail -n 5 "$POD_DIR/podA/cni.ADD" | tr '\n' ' ')"
   fi
 fi

@@ -51,10 +51,10 @@ if slot_add slot3 siw 2>/tmp/slot3.err; then
   fi
   # A runtime calls DEL after a failed ADD: the node must be as before.
   cni podC DEL
-  if [ -d /sys/class/infiniband/siw_slot3 ] && [ -z "$(find /var/lib/cni/rdmak8s -type f 2>/dev/null)" ]; then
+  if [ -d /sys/class/infiniband/siw_slot3 ] && left=$(cni_state_left); then
     result siw-exclusive-clean PASS "siw_slot3 still in the root namespace, no rdmak8s state left"
   else
-    result siw-exclusive-clean FAIL "after the failed ADD and DEL: siw_slot3 in root: $([ -d /sys/class/infiniband/siw_slot3 ] && echo yes || echo no), state: $(find /var/lib/cni/rdmak8s -type f 2>/dev/null | tr '\n' ' ')"
+    result siw-exclusive-clean FAIL "after the failed ADD and DEL: siw_slot3 in root: $([ -d /sys/class/infiniband/siw_slot3 ] && echo yes || echo no), state: $(cni_state_left)"
   fi
 else
   result slot-slot3 FAIL "$(cat /tmp/slot3.err)"

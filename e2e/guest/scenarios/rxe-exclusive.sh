@@ -50,4 +50,4 @@ E2E_TIMEOUT=$saved_timeout
 n=$(grep -c "ping data: rdma-ping-" /tmp/rxe-cm-rping.client)
 figure rdma_cm-rping-on-moved-rxe-verified-pings "$n" pings
 show /tmp/rxe-cm-rping.client 5
-dmesg | grep -E 'rxe_create_qp|ib_mad|QP1' | tail -3 | sed 's/^/  dmesg: /'
+dmesg | grep -E 'rxe_create_qp|ib_mad|QP1' | tail -n 3 | sed 's/^/  dmesg: /'

@@ -12,9 +12,16 @@ build: deps
 	@cmake --preset default >/dev/null
 	@cmake --build --preset default -j $(JOBS)
 
-# The whole suite: unit and integration tests under ctest (real netns, veth, unix-socket gRPC).
+# The VM image cache lives outside the checkout so that fresh clones on the same machine (CI)
+# reuse it; it is keyed by content, so a stale entry is never used.
+E2E_CACHE ?= /var/cache/rdmak8s/e2e
+export E2E_CACHE
+
+# The whole suite: unit and integration tests under ctest (real netns, veth, unix-socket gRPC),
+# then the e2e scenarios with real RDMA traffic in a VM.
 test: build
 	@ctest --preset default -j $(JOBS)
+	@python3 e2e/run.py --build-dir build/default -q
 
 # Same suite built with AddressSanitizer + UndefinedBehaviorSanitizer.
 test-sanitize: deps

@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 DEPS := scripts/install-deps.sh
 
-.PHONY: deps build test test-unit test-sanitize demo bench images clean
+.PHONY: deps build test test-unit test-sanitize demo bench images clean e2e
 
 deps:
 	@bash $(DEPS)
@@ -21,6 +21,11 @@ test-sanitize: deps
 	@cmake --preset debug >/dev/null
 	@cmake --build --preset debug -j $(JOBS)
 	@ctest --preset debug -j $(JOBS)
+
+# End to end: real RDMA traffic (soft RoCE v2 and iWARP) between pods in a qemu VM, wired by the
+# device plugin and the CNI plugin. One scenario: make e2e E2E_SCENARIO=rxe-shared. See e2e/README.md.
+e2e: build
+	@python3 e2e/run.py --build-dir build/default $(if $(E2E_SCENARIO),-s $(E2E_SCENARIO))
 
 demo: build
 	@bash scripts/demo.sh build/default

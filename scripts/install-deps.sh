@@ -19,7 +19,7 @@ PACKAGES=(
   python3 python3-yaml
   # e2e VM: soft RDMA under qemu, userspace from Debian packages
   qemu-system-x86 busybox-static debootstrap cpio xz-utils
-  ibverbs-utils rdmacm-utils perftest
+  ibverbs-utils rdmacm-utils perftest jq
 )
 
 # kubectl renders the kustomize manifests. Debian ships it as kubernetes-client; a machine that

@@ -1,0 +1,61 @@
+# e2e-netns-mode: exclusive
+# e2e-needs: rdmak8s-device-plugin rdmak8s-fake-kubelet cni-driver rdmak8s
+# e2e-timeout: 900
+# Scenario 2: RoCE v2 (rxe), RDMA netns mode exclusive, the whole stack: our CNI moves each rxe
+# into its pod (and home on DEL), the pod's GIDs and the ToS written through rdma_cm configfs are
+# checked, raw verbs traffic passes. rdma_cm on a moved rxe fails in this kernel: recorded, not
+# asserted. Then siw, which cannot change namespace: our CNI must refuse with a clear error that
+# names the kernel's refusal, and leave nothing behind.
+TOS=106
+if stack_up rxe exclusive; then
+  for s in "podA rxe_slot1" "podB rxe_slot2"; do
+    set -- $s
+    root_sees=$(ls /sys/class/infiniband 2>/dev/null | grep -x "$2")
+    pod_sees=$(pod_run "$1" ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')
+    if [ -z "$root_sees" ] && [ "$pod_sees" = "$2 " ]; then
+      result "$1-device-moved" PASS "$2 is in the pod only (the pod sees: $pod_sees)"
+    else
+      result "$1-device-moved" FAIL "root sees '${root_sees}', the pod sees '$pod_sees'; wanted $2 in the pod only"
+    fi
+  done
+  # ToS for rdma_cm traffic of the pod's device, through rdma_cm configfs.
+  tos=$(cat /sys/kernel/config/rdma_cm/rxe_slot1/ports/1/default_roce_tos 2>&1)
+  if [ "$tos" = "$TOS" ]; then
+    result podA-roce-tos PASS "rdma_cm configfs default_roce_tos of rxe_slot1 port 1 is $tos"
+  else
+    result podA-roce-tos FAIL "rdma_cm configfs default_roce_tos of rxe_slot1 port 1: '$tos', wanted $TOS"
+  fi
+  battery_raw_verbs rxe podA rxe_slot1 "$A_IP" podB rxe_slot2 "$B_IP"
+  # rdma_cm on a moved rxe: recorded, not asserted (the rping client hangs after its failure).
+  saved_timeout=$E2E_TIMEOUT
+  E2E_TIMEOUT=20
+  pair rxe-cm-rping podA podB cm "rping -s -a $A_IP -v -C 3" "rping -c -a $A_IP -v -C 3"
+  E2E_TIMEOUT=$saved_timeout
+  figure rdma_cm-rping-on-moved-rxe "$(grep -c 'ping data: rdma-ping-' /tmp/rxe-cm-rping.client)" verified-pings
+fi
+stack_down rxe exclusive
+
+# siw cannot change namespace: ADD must fail with our error naming the kernel's refusal.
+if slot_add slot3 siw 2>/tmp/slot3.err; then
+  pod_register_netns podC slot3
+  pod_conflist podC siw_slot3 exclusive
+  if cni podC ADD; then
+    result siw-exclusive-refused FAIL "ADD of siw_slot3 in exclusive mode succeeded: $(cat "$POD_DIR/podC/cni.ADD")"
+  else
+    msg=$(tr '\n' ' ' < "$POD_DIR/podC/cni.ADD")
+    if echo "$msg" | grep -qiE 'siw_slot3' && echo "$msg" | grep -qiE 'namespace|netns|disassociate|not supported'; then
+      result siw-exclusive-refused PASS "ADD refused: $msg"
+    else
+      result siw-exclusive-refused FAIL "ADD failed, but the error names neither the device nor the kernel's refusal: $msg"
+    fi
+  fi
+  # A runtime calls DEL after a failed ADD: the node must be as before.
+  cni podC DEL
+  if [ -d /sys/class/infiniband/siw_slot3 ] && left=$(cni_state_left); then
+    result siw-exclusive-clean PASS "siw_slot3 still in the root namespace, no rdmak8s state left"
+  else
+    result siw-exclusive-clean FAIL "after the failed ADD and DEL: siw_slot3 in root: $([ -d /sys/class/infiniband/siw_slot3 ] && echo yes || echo no), state: $(cni_state_left)"
+  fi
+else
+  result slot-slot3 FAIL "$(cat /tmp/slot3.err)"
+fi

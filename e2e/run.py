@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""Runs the e2e scenarios, each in a fresh qemu VM (TCG) whose init is the scenario script.
+
+Each scenario boots once (retried when the boot oopses, a known multi-threaded-TCG hiccup), streams
+the guest console to e2e/.cache/logs/<scenario>.log (and to stdout), and reports one line per check
+(`E2E-RESULT <scenario> <check> PASS|FAIL <detail>`). A panic, an oops, a hang (hard timeout), a VM
+that stops before finishing or a scenario that reports no check is a FAIL with a clear message,
+never a skip. Ends with the figures seen (informative, never asserted), then exactly
+`N passed, N failed`, and exits non-zero on any failure.
+
+  e2e/run.py                          build the image and run every scenario
+  e2e/run.py -s rxe-shared            run one scenario (repeatable)
+  e2e/run.py --shell [-s SCENARIO]    boot interactively: run SCENARIO (if any), then a shell
+  e2e/run.py --list                   list scenarios
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SCENARIO_DIR = os.path.join(HERE, "guest", "scenarios")
+# Run order: the foundations first, the scenarios needing the project's binaries after.
+ORDER = ["rxe-shared", "siw-shared", "rxe-exclusive", "pods-rxe-shared", "pods-siw-shared",
+         "pods-rxe-exclusive", "failures"]
+BOOT_ATTEMPTS = 3
+RESULT_RE = re.compile(r"E2E-RESULT (\S+) (\S+) (PASS|FAIL) ?(.*)")
+FIGURE_RE = re.compile(r"E2E-FIGURE (\S+) (\S+) (\S+) ?(\S*)")
+# The console of a kernel in trouble. "Oops: int3" in the first seconds is the TCG boot hiccup.
+KERNEL_TROUBLE_RE = re.compile(r"(Oops: |Kernel panic|BUG: |general protection fault|"
+                               r"kernel BUG at|Unable to handle kernel)")
+ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]|\x1bc")
+
+
+def scenario_meta(name):
+    """Reads `# e2e-<key>: <value>` header lines of a scenario script."""
+    meta = {"netns-mode": "shared", "timeout": "600", "needs": ""}
+    with open(os.path.join(SCENARIO_DIR, name + ".sh")) as f:
+        for line in f:
+            m = re.match(r"#\s*e2e-([a-z-]+):\s*(.*\S)", line)
+            if m:
+                meta[m.group(1)] = m.group(2)
+            elif not line.startswith("#"):
+                break
+    return meta
+
+
+def all_scenarios():
+    names = sorted(f[:-3] for f in os.listdir(SCENARIO_DIR) if f.endswith(".sh"))
+    ordered = [n for n in ORDER if n in names]
+    return ordered + [n for n in names if n not in ordered]
+
+
+def build_image(build_dirs):
+    cmd = ["bash", os.path.join(HERE, "build-image.sh")]
+    for d in build_dirs:
+        cmd += ["--build-dir", d]
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        return None, time.monotonic() - t0
+    m = re.search(r"E2E-IMAGE kernel=(\S+) initrd=(\S+) kver=(\S+)", proc.stdout)
+    if not m:
+        return None, time.monotonic() - t0
+    return {"kernel": m.group(1), "initrd": m.group(2), "kver": m.group(3)}, time.monotonic() - t0
+
+
+def qemu_cmd(image, scenario, netns_mode, extra_append="", interactive=False):
+    append = ("console=ttyS0 quiet loglevel=3 panic=-1 oops=panic tsc=unstable "
+              f"e2e.scenario={scenario} e2e.netns_mode={netns_mode} {extra_append}").strip()
+    cmd = ["qemu-system-x86_64", "-accel", "tcg", "-M", "pc", "-cpu", "qemu64",
+           "-smp", os.environ.get("E2E_SMP", "2"), "-m", os.environ.get("E2E_MEM", "2G"),
+           "-nographic", "-no-reboot", "-nic", "none",
+           "-kernel", image["kernel"], "-initrd", image["initrd"], "-append", append]
+    if not interactive:
+        cmd[1:1] = ["-serial", "stdio", "-monitor", "none", "-display", "none"]
+        cmd.remove("-nographic")
+    return cmd
+
+
+class Boot:
+    """One VM run: streams the console, keeps results, figures and what went wrong."""
+
+    def __init__(self, scenario, log, echo):
+        self.scenario = scenario
+        self.log = log
+        self.echo = echo
+        self.results = []
+        self.figures = []
+        self.trouble = None        # first kernel-trouble console line
+        self.started = False       # E2E-START seen: the scenario itself runs
+        self.done = False          # E2E-DONE seen
+        self.last_line = ""
+        self.booted_at = None
+
+    def feed(self, line):
+        line = ANSI_RE.sub("", line).rstrip("\r\n")
+        self.log.write(line + "\n")
+        self.log.flush()
+        if self.echo:
+            print(f"  [{self.scenario}] {line}", flush=True)
+        if line.strip():
+            self.last_line = line.strip()
+        if "E2E-BOOTED" in line and self.booted_at is None:
+            self.booted_at = time.monotonic()
+        if "E2E-START" in line:
+            self.started = True
+        if "E2E-DONE" in line:
+            self.done = True
+        m = RESULT_RE.search(line)
+        if m:
+            self.results.append((m.group(1), m.group(2), m.group(3), m.group(4)))
+        m = FIGURE_RE.search(line)
+        if m:
+            self.figures.append((m.group(1), m.group(2), m.group(3), m.group(4)))
+        if self.trouble is None and KERNEL_TROUBLE_RE.search(line):
+            self.trouble = line.strip()
+
+
+def run_scenario(image, scenario, log_dir, echo, verbose):
+    meta = scenario_meta(scenario)
+    timeout = int(os.environ.get("E2E_SCENARIO_TIMEOUT", meta["timeout"]))
+    extra = "e2e.verbose=1" if verbose else ""
+    log_path = os.path.join(log_dir, scenario + ".log")
+    info = {"attempts": 0, "boot_s": None, "wall_s": None}
+    for attempt in range(1, BOOT_ATTEMPTS + 1):
+        info["attempts"] = attempt
+        t0 = time.monotonic()
+        with open(log_path if attempt == 1 else f"{log_path}.{attempt}", "w") as log:
+            boot = Boot(scenario, log, echo)
+            proc = subprocess.Popen(qemu_cmd(image, scenario, meta["netns-mode"], extra),
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True, errors="replace")
+            reader = threading.Thread(target=lambda: [boot.feed(l) for l in proc.stdout],
+                                      daemon=True)
+            reader.start()
+            timed_out = False
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                proc.kill()
+                proc.wait()
+            reader.join(timeout=10)
+        info["wall_s"] = time.monotonic() - t0
+        if boot.booted_at is not None:
+            info["boot_s"] = boot.booted_at - t0
+        # A kernel that got into trouble before the scenario started is the TCG boot hiccup:
+        # boot again. Anywhere else it is the scenario's failure.
+        if boot.trouble and not boot.started and attempt < BOOT_ATTEMPTS:
+            print(f"e2e: {scenario}: boot attempt {attempt} failed ({boot.trouble}); "
+                  "booting again", flush=True)
+            continue
+        break
+    results = list(boot.results)
+    for r in results:
+        if r[0] != scenario:
+            print(f"e2e: warning: result for scenario {r[0]} reported while running {scenario}")
+    if boot.trouble:
+        results.append((scenario, "kernel", "FAIL",
+                        f"kernel trouble on the console: {boot.trouble} (log {log_path})"))
+    if timed_out:
+        results.append((scenario, "vm", "FAIL",
+                        f"hung: no end after {timeout} s (hard timeout); last console line: "
+                        f"{boot.last_line!r} (log {log_path})"))
+    elif not boot.done:
+        results.append((scenario, "vm", "FAIL",
+                        f"VM stopped (exit {proc.returncode}) before the scenario finished; last "
+                        f"console line: {boot.last_line!r} (log {log_path})"))
+    if not any(r[0] == scenario and r[1] not in ("kernel", "vm") for r in results):
+        results.append((scenario, "checks", "FAIL", "the scenario reported no check"))
+    return results, boot.figures, info
+
+
+def run_shell(image, scenario):
+    meta = scenario_meta(scenario) if scenario != "shell" else {"netns-mode": os.environ.get(
+        "E2E_NETNS_MODE", "shared")}
+    cmd = qemu_cmd(image, scenario, meta["netns-mode"], "e2e.shell=1", interactive=True)
+    print("e2e: interactive VM; Ctrl-A X quits qemu, 'poweroff -f' the guest", flush=True)
+    return subprocess.call(cmd)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-s", "--scenario", action="append", help="run only this scenario")
+    ap.add_argument("--build-dir", action="append",
+                    help="where the project's binaries were built (default build/default); "
+                         "repeatable, the first holding a binary wins")
+    ap.add_argument("--log-dir", default=os.path.join(HERE, ".cache", "logs"))
+    ap.add_argument("--shell", action="store_true", help="boot interactively and get a shell")
+    ap.add_argument("--list", action="store_true", help="list the scenarios")
+    ap.add_argument("-q", "--quiet", action="store_true",
+                    help="do not echo the guest console (it still goes to the log)")
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="show the tools' output of passing checks too")
+    args = ap.parse_args()
+
+    if args.list:
+        for s in all_scenarios():
+            meta = scenario_meta(s)
+            print(f"{s:24} netns mode {meta['netns-mode']:9} needs: {meta['needs'] or '-'}")
+        return 0
+    scenarios = args.scenario or all_scenarios()
+    for s in scenarios:
+        if not os.path.exists(os.path.join(SCENARIO_DIR, s + ".sh")):
+            print(f"e2e: no scenario {s} (see --list)", file=sys.stderr)
+            return 2
+    os.makedirs(args.log_dir, exist_ok=True)
+
+    image, build_s = build_image(args.build_dir or [os.path.join(ROOT, "build", "default")])
+    if image is None:
+        print("e2e: image build failed (see the build-image messages above)")
+        print("E2E-RESULT image build FAIL build-image.sh failed")
+        print("0 passed, 1 failed")
+        return 1
+    print(f"e2e: image for kernel {image['kver']} ready in {build_s:.1f} s", flush=True)
+    if args.shell:
+        return run_shell(image, (args.scenario or ["shell"])[0])
+
+    all_results, all_figures, infos = [], [], {}
+    for s in scenarios:
+        print(f"e2e: scenario {s} (netns mode {scenario_meta(s)['netns-mode']})", flush=True)
+        results, figures, info = run_scenario(image, s, args.log_dir, not args.quiet,
+                                              args.verbose)
+        infos[s] = info
+        all_results += results
+        all_figures += figures
+        failed = sum(1 for r in results if r[2] == "FAIL")
+        print(f"e2e: scenario {s}: {len(results) - failed} passed, {failed} failed "
+              f"({info['wall_s']:.0f} s, {info['attempts']} boot(s))", flush=True)
+
+    print()
+    print("e2e results:")
+    for scen, check, status, detail in all_results:
+        print(f"  {status:4} {scen:20} {check:28} {detail}")
+    print()
+    print("e2e figures (informative, never asserted):")
+    print(f"  image build: {build_s:.1f} s")
+    for s, info in infos.items():
+        boot = f"{info['boot_s']:.1f} s" if info["boot_s"] is not None else "-"
+        print(f"  {s}: VM wall time {info['wall_s']:.1f} s, to /init {boot}, "
+              f"boots {info['attempts']}")
+    for scen, name, value, unit in all_figures:
+        print(f"  {scen:20} {name:36} {value:>12} {unit}")
+    passed = sum(1 for r in all_results if r[2] == "PASS")
+    failed = sum(1 for r in all_results if r[2] == "FAIL")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

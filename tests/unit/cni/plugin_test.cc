@@ -642,6 +642,9 @@ TEST_F(PluginTest, IbPortNotYetActiveIsTryAgainLater) {
   ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n"));
   auto out = Run("ADD", "c1", &pod, conf);
   EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_EQ(Run("CHECK", "c1", &pod, conf).exit_code, 0);
+  ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/mlx5_0/ports/1/state", "3: ARMED\n"));
+  EXPECT_EQ(Code(Run("CHECK", "c1", &pod, conf)), kErrTryAgainLater) << "CHECK sees the port leave ACTIVE";
   EXPECT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
   EXPECT_EQ(Code(Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_0"}, {"port", 2}}))),
             kErrWiring) << "port 2 is DOWN";

@@ -87,14 +87,17 @@ std::string HealthOf(const Resp& r, const std::string& id) {
   return "";
 }
 
-long RssKb(pid_t pid) {
+// A field of /proc/<pid>/status in kB: VmRSS (all resident pages), RssAnon (the process's own
+// memory), RssFile (mapped files, mostly shared library text shared with other processes).
+long StatusKb(pid_t pid, const std::string& field) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+    if (line.rfind(field + ":", 0) == 0) return std::atol(line.c_str() + field.size() + 1);
   }
   return -1;
 }
+long RssKb(pid_t pid) { return StatusKb(pid, "VmRSS"); }
 
 double CpuSeconds(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
@@ -225,9 +228,12 @@ int Subprocess(const std::string& root, const std::string& binary) {
     rc = 1;
   } else {
     std::printf("start-up to first ListAndWatch with %d devices: %.1f ms; resident memory then: "
-                "%.1f MB (target < 15 MB)\n",
+                "%.1f MB (target < 15 MB), of which anonymous %.1f MB and mapped files (shared "
+                "library text) %.1f MB\n",
                 kDevices, std::chrono::duration<double, std::milli>(t1 - t0).count(),
-                static_cast<double>(RssKb(pid)) / 1024.0);
+                static_cast<double>(RssKb(pid)) / 1024.0,
+                static_cast<double>(StatusKb(pid, "RssAnon")) / 1024.0,
+                static_cast<double>(StatusKb(pid, "RssFile")) / 1024.0);
     int idle_s = 60;
     if (const char* e = std::getenv("RDMAK8S_BENCH_IDLE_SECONDS")) idle_s = std::max(1, std::atoi(e));
     double c0 = CpuSeconds(pid);

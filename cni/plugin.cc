@@ -625,8 +625,11 @@ Status Invocation::Check() {
     return Status::Ok();
   });
   if (!s.ok()) return Fail(kErrWiring, s.Prepend("read RDMA device"));
-  if (rec->transport == "ib" && !rec->moved) RDMAK8S_RETURN_IF_ERROR(CheckUsable(
-      host_sysfs_.ReadDevice(rec->rdma_dev).value_or(SysfsDevice{}), ports));
+  if (rec->transport == "ib" && !rec->moved) {
+    auto dev = host_sysfs_.ReadDevice(rec->rdma_dev);
+    if (!dev.ok()) return Fail(kErrWiring, dev.status().Prepend("read RDMA device"));
+    RDMAK8S_RETURN_IF_ERROR(CheckUsable(*dev, ports));
+  }
   if (rec->transport == "roce") RDMAK8S_RETURN_IF_ERROR(CheckGids(*rec, *pod, ports, 0));
   std::unique_ptr<DcbNetlink> dcb;
   if (auto d = Dcb(); d.ok()) dcb = std::move(*d);

@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cctype>
 #include <cstring>
+#include <fstream>
 #include <filesystem>
 #include <set>
 
@@ -338,6 +340,46 @@ void Daemon::RefreshDevice(const std::string& rdma_dev) {
   RebuildPools();
 }
 
+bool Daemon::RefreshPortStates(const std::string& rdma_dev) {
+  auto it = known_.find(rdma_dev);
+  if (it == known_.end() || it->second.health.reason == "device gone") {
+    return false;
+  }
+  RdmaDevice dev = it->second.dev;
+  for (auto& port : dev.ports) {
+    // ports/N/state is "4: ACTIVE", phys_state "5: LinkUp" (drivers/infiniband/core/sysfs.c).
+    std::string base = options_.sysfs_root + "/class/infiniband/" + rdma_dev + "/ports/" +
+                       std::to_string(port.port_num) + "/";
+    std::ifstream st(base + "state"), ph(base + "phys_state");
+    std::string state_line, phys_line;
+    if (!std::getline(st, state_line) || !std::getline(ph, phys_line)) return false;
+    auto number = [](const std::string& line, int* out) {
+      size_t colon = line.find(':');
+      if (colon == std::string::npos || colon == 0) return false;
+      for (size_t i = 0; i < colon; ++i) {
+        if (!std::isdigit(static_cast<unsigned char>(line[i]))) return false;
+      }
+      *out = std::stoi(line.substr(0, colon));
+      return true;
+    };
+    int state = 0, phys = 0;
+    if (!number(state_line, &state) || !number(phys_line, &phys) || state < 0 || state > 5) {
+      return false;
+    }
+    port.state = static_cast<PortState>(state);
+    port.phys_state = static_cast<uint32_t>(phys);
+    size_t colon = phys_line.find(':');
+    port.phys_state_name = phys_line.substr(std::min(phys_line.size(), colon + 2));
+  }
+  NetdevUpFn up = [this](std::string_view n) { return ReadNetdevUp(options_.sysfs_root, n); };
+  DeviceHealth h = EvaluateHealth(dev, up);
+  if (it->second.health != h) {
+    spdlog::info("{} is now {}", rdma_dev, h.healthy ? "healthy" : "unhealthy: " + h.reason);
+  }
+  it->second = TrackedDevice{std::move(dev), h};
+  return true;
+}
+
 std::shared_ptr<PoolState> Daemon::BuildState(const Pool& pool,
                                               const std::vector<std::string>& devs) {
   auto state = std::make_shared<PoolState>();
@@ -550,7 +592,16 @@ void Daemon::HandleLinkEvents() {
     FullRescan();
     return;
   }
-  for (const auto& d : devs) RefreshDevice(d);
+  // A link event changes link and port state, not the device's shape: re-read just those
+  // (a device that vanished or reads oddly gets the full re-read).
+  bool fast = true;
+  for (const auto& d : devs) {
+    if (!RefreshPortStates(d)) {
+      fast = false;
+      RefreshDevice(d);
+    }
+  }
+  if (fast && !devs.empty()) RebuildPools();
 }
 
 void Daemon::HandleDeviceEvents() {

@@ -110,6 +110,9 @@ class Daemon {
   void RegisterAll();
   void FullRescan();
   void RefreshDevice(const std::string& rdma_dev);
+  // Re-reads only the port states of a known device and re-evaluates its health (no
+  // RebuildPools). False when it cannot (device gone or unreadable): use RefreshDevice.
+  bool RefreshPortStates(const std::string& rdma_dev);
   void RebuildPools();
   std::shared_ptr<PoolState> BuildState(const Pool& pool, const std::vector<std::string>& devs);
   void ApplyConfig(PluginConfig cfg);

@@ -349,6 +349,29 @@ TEST_F(PluginTest, AddWithoutDeviceIdOnAVethIsAClearNotFound) {
   EXPECT_EQ(Records(), 0u);
 }
 
+TEST_F(PluginTest, AddWithoutDeviceIdFindsAVfNetdevThroughThePodsSysfsView) {
+  // A VF netdev moved into the pod, on a kernel without IFLA_PARENT_DEV_NAME (a veth here has no
+  // parent device either): the pod's sysfs view (the fixture) shows its device link.
+  Pod pod = NewPod("10.77.0.36", "", "ens1f0v0");
+  AddGid("mlx5_1", pod.ip, 100);
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, json::object(), "ens1f0v0"), "ens1f0v0");
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_EQ(StateStore(state_).Load("rdma", "c1", "ens1f0v0")->rdma_dev, "mlx5_1");
+  EXPECT_TRUE(In(pod.key, "mlx5_1"));
+}
+
+TEST_F(PluginTest, RepeatedAddFindsTheDeviceAlreadyInThePod) {
+  Pod pod = NewPod("10.77.0.37");
+  AddGid("mlx5_1", pod.ip, 100);
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
+  ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
+  auto out = Run("ADD", "c1", &pod, conf);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_TRUE(In(pod.key, "mlx5_1"));
+  EXPECT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
+  EXPECT_TRUE(In(node_key_, "mlx5_1")) << "still brought home";
+}
+
 TEST_F(PluginTest, UnknownDeviceIdIsCode100NamingIt) {
   Pod pod = NewPod("10.77.0.10");
   auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "0000:99:00.1"}}));
@@ -619,6 +642,9 @@ TEST_F(PluginTest, IbPortNotYetActiveIsTryAgainLater) {
   ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n"));
   auto out = Run("ADD", "c1", &pod, conf);
   EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_EQ(Run("CHECK", "c1", &pod, conf).exit_code, 0);
+  ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/mlx5_0/ports/1/state", "3: ARMED\n"));
+  EXPECT_EQ(Code(Run("CHECK", "c1", &pod, conf)), kErrTryAgainLater) << "CHECK sees the port leave ACTIVE";
   EXPECT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
   EXPECT_EQ(Code(Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_0"}, {"port", 2}}))),
             kErrWiring) << "port 2 is DOWN";

@@ -80,11 +80,13 @@ case ${1:-install} in
     if [ "$keep_running" = true ]; then
       # Stay up so that the DaemonSet's rolling update replaces this pod, and with it the binary,
       # one node at a time. Exit 0 on SIGTERM: the binary stays installed (pods still need DEL).
+      # The sleeper gets no stdio of ours: should a signal land between its fork and `$!` being
+      # read, the orphan cannot hold our stdout/stderr (a log pipe) open after we exit.
       sleeper=
-      trap 'log "terminating; $dest stays installed"; [ -n "$sleeper" ] && kill "$sleeper" 2>/dev/null; exit 0' TERM INT
+      trap 'log "terminating; $dest stays installed"; [ -n "$sleeper" ] && kill "$sleeper" 2>/dev/null || true; exit 0' TERM INT
       log "waiting for termination"
       while :; do
-        sleep 3600 &
+        sleep 3600 </dev/null >/dev/null 2>&1 &
         sleeper=$!
         wait "$sleeper" || true
       done

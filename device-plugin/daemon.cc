@@ -274,7 +274,8 @@ void Daemon::FullRescan() {
     } else if (it->second.health != h) {
       spdlog::info("{} is now {}", dev.name, h.healthy ? "healthy" : "unhealthy: " + h.reason);
     }
-    known_[dev.name] = TrackedDevice{std::move(dev), h};
+    const std::string name = dev.name;  // `a = b` evaluates b (the move) first
+    known_[name] = TrackedDevice{std::move(dev), h};
   }
   for (const auto& f : result->failures) {
     present.insert(f.rdma_dev);
@@ -361,10 +362,9 @@ void Daemon::RebuildPools() {
   all.reserve(known_.size());
   for (const auto& [name, t] : known_) all.push_back(t.dev);
   PoolMatch match = MatchPools(config_, all);
-  static thread_local std::vector<std::string> last_warnings;
-  if (match.warnings != last_warnings) {
+  if (match.warnings != overlap_warnings_) {
     for (const auto& w : match.warnings) spdlog::warn("{}", w);
-    last_warnings = match.warnings;
+    overlap_warnings_ = match.warnings;
   }
   std::vector<std::pair<std::string, std::vector<uint32_t>>> counter_devs;
   std::lock_guard<std::mutex> lock(pools_mu_);

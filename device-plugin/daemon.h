@@ -133,6 +133,7 @@ class Daemon {
   mutable std::mutex pools_mu_;                 // guards pools_ map shape for the accessors
   std::map<std::string, Pool> pools_;           // pool name -> pool
   std::optional<std::string> exclusive_blocker_;
+  std::vector<std::string> overlap_warnings_;  // logged once per change
 
   int epfd_ = -1;
   int inotify_fd_ = -1;

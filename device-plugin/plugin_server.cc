@@ -59,8 +59,9 @@ class PoolServer::DevicePluginService final : public v1beta1::DevicePlugin::Serv
     bool first = true;
     grpc::Status result = grpc::Status::OK;
     while (true) {
-      // Updates wake us at once; the timeout only notices a kubelet that went away.
-      s_->cv_.wait_for(lock, std::chrono::seconds(1), [&] {
+      // Updates and Stop() wake us at once; the timeout only notices a kubelet that went away
+      // (sync gRPC has no cancellation callback), so it can be slow.
+      s_->cv_.wait_for(lock, std::chrono::seconds(5), [&] {
         return s_->stopping_ || first || s_->publish_count_ != sent;
       });
       if (s_->stopping_ || ctx->IsCancelled()) break;

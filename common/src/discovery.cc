@@ -1,7 +1,12 @@
 #include "rdmak8s/discovery.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <thread>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -86,6 +91,17 @@ struct Context {
   // class/net: the directory of the device a netdev sits on -> its netdevs.
   std::unordered_map<std::string, std::vector<std::string>> net_by_parent;
   std::vector<DeviceFailure> failures;  // char devices whose owner could not be read
+  // Unreadable char devices by the directory they hang off (the owner's bus parent, or
+  // devices/virtual): every RDMA device on that parent fails with it, since a device without
+  // its uverbs node is not usable and we cannot tell which of them lost it.
+  std::vector<std::pair<std::string, Status>> char_failures;
+  // PF directory -> (VF address -> N of virtfnN), filled on first use: every VF of a PF would
+  // otherwise list the PF and read all its virtfn links again.
+  std::unordered_map<std::string, std::unordered_map<std::string, int>> vf_index_by_pf;
+  // DiscoverOne: only char devices and netdevs that hang off this directory (the device's bus
+  // parent, or devices/virtual for a soft device) are read; empty: all.
+  std::string only_under;
+  std::shared_ptr<std::mutex> vf_mu = std::make_shared<std::mutex>();  // guards vf_index_by_pf
 };
 
 StatusOr<std::pair<uint32_t, uint32_t>> ParseDevNumbers(const SysfsDir& dir) {
@@ -139,10 +155,22 @@ Status IndexCharClass(Context& ctx, const std::string& klass_rel) {
     } else {
       continue;  // abi_version
     }
+    // ib_uverbs/ib_umad parent their char devices on the RDMA device's own parent:
+    // class/<x>/uverbsN -> ../../devices/<parent>/infiniband_verbs/uverbsN.
+    std::string parent;
+    if (StatusOr<std::string> link = klass->ReadLink(name); link.ok()) {
+      parent = Dirname(Dirname(ResolveLink(klass->path(), *link)));
+    }
+    if (!ctx.only_under.empty() && !parent.empty() && parent != ctx.only_under) continue;
     std::string ibdev;
     StatusOr<CharDevice> c = ReadCharDevice(*klass, name, kind, &ibdev);
     if (!c.ok()) {
-      ctx.failures.push_back({"", c.status().Prepend("char device " + name)});
+      Status s = c.status().Prepend("char device " + name);
+      if (parent.empty()) {
+        ctx.failures.push_back({"", s});
+      } else {
+        ctx.char_failures.emplace_back(parent, s);
+      }
       continue;
     }
     ctx.chars[ibdev].push_back(std::move(c).value());
@@ -170,9 +198,10 @@ Status IndexNetdevs(Context& ctx) {
   return Status::Ok();
 }
 
-StatusOr<Context> BuildContext(const std::string& root) {
+StatusOr<Context> BuildContext(const std::string& root, std::string only_under = "") {
   Context ctx;
   ctx.root = root;
+  ctx.only_under = std::move(only_under);
   RDMAK8S_RETURN_IF_ERROR(IndexCharClass(ctx, "class/infiniband_verbs"));
   RDMAK8S_RETURN_IF_ERROR(IndexCharClass(ctx, "class/infiniband_mad"));
   StatusOr<SysfsDir> cm = SysfsDir::Open(root + "/class/misc/rdma_cm");
@@ -195,7 +224,8 @@ StatusOr<Context> BuildContext(const std::string& root) {
   return ctx;
 }
 
-StatusOr<PciInfo> ReadPci(const std::string& root, const std::string& pci_dir) {
+StatusOr<PciInfo> ReadPci(Context& ctx, const std::string& pci_dir) {
+  const std::string& root = ctx.root;
   RDMAK8S_ASSIGN_OR_RETURN(SysfsDir dir, SysfsDir::Open(pci_dir));
   PciInfo pci;
   pci.address = Basename(pci_dir);
@@ -218,30 +248,41 @@ StatusOr<PciInfo> ReadPci(const std::string& root, const std::string& pci_dir) {
     RDMAK8S_ASSIGN_OR_RETURN(int64_t n, ParseInt(*numa, dir.PathOf("numa_node")));
     pci.numa_node = static_cast<int>(n);
   }
-  for (const char* attr : {"sriov_totalvfs", "sriov_numvfs"}) {
-    RDMAK8S_ASSIGN_OR_RETURN(std::optional<std::string> text, dir.ReadOptional(attr));
-    if (!text) continue;
-    RDMAK8S_ASSIGN_OR_RETURN(uint64_t v, ParseUint(*text, dir.PathOf(attr)));
-    (attr[6] == 't' ? pci.sriov_totalvfs : pci.sriov_numvfs) = static_cast<int>(v);
-  }
   // VF: physfn -> ../<pf>; the VF index is N of the PF's virtfnN that points back at us.
   StatusOr<std::string> physfn = dir.ReadLink("physfn");
   if (physfn.ok()) {
     pci.is_vf = true;
     std::string pf_dir = ResolveLink(pci_dir, *physfn);
     pci.pf_address = Basename(pf_dir);
-    RDMAK8S_ASSIGN_OR_RETURN(SysfsDir pf, SysfsDir::Open(pf_dir));
-    RDMAK8S_ASSIGN_OR_RETURN(std::vector<std::string> names, pf.List());
-    for (const std::string& n : names) {
-      if (n.rfind("virtfn", 0) != 0) continue;
-      StatusOr<std::string> target = pf.ReadLink(n);
-      if (target.ok() && Basename(*target) == pci.address) {
-        pci.vf_index = std::atoi(n.c_str() + 6);
-        break;
-      }
+    std::optional<std::unordered_map<std::string, int>> vfs;
+    {
+      std::lock_guard<std::mutex> lock(*ctx.vf_mu);
+      if (auto it = ctx.vf_index_by_pf.find(pf_dir); it != ctx.vf_index_by_pf.end()) vfs = it->second;
     }
+    if (!vfs) {
+      // Read outside the lock; two threads may both read one PF, which is harmless.
+      vfs.emplace();
+      RDMAK8S_ASSIGN_OR_RETURN(SysfsDir pf, SysfsDir::Open(pf_dir));
+      RDMAK8S_ASSIGN_OR_RETURN(std::vector<std::string> names, pf.List());
+      for (const std::string& n : names) {
+        if (n.rfind("virtfn", 0) != 0) continue;
+        RDMAK8S_ASSIGN_OR_RETURN(std::string target, pf.ReadLink(n));
+        (*vfs)[Basename(target)] = std::atoi(n.c_str() + 6);
+      }
+      std::lock_guard<std::mutex> lock(*ctx.vf_mu);
+      ctx.vf_index_by_pf.emplace(pf_dir, *vfs);
+    }
+    if (auto it = vfs->find(pci.address); it != vfs->end()) pci.vf_index = it->second;
   } else if (physfn.status().code() != StatusCode::kNotFound) {
     return physfn.status();
+  } else {
+    // Only a PF has SR-IOV attributes.
+    for (const char* attr : {"sriov_totalvfs", "sriov_numvfs"}) {
+      RDMAK8S_ASSIGN_OR_RETURN(std::optional<std::string> text, dir.ReadOptional(attr));
+      if (!text) continue;
+      RDMAK8S_ASSIGN_OR_RETURN(uint64_t v, ParseUint(*text, dir.PathOf(attr)));
+      (attr[6] == 't' ? pci.sriov_totalvfs : pci.sriov_numvfs) = static_cast<int>(v);
+    }
   }
   // PCIe path: the BDF components of devices/pci<dom>:<bus>/<root port>/.../<this function>.
   std::string rel = fs::path(pci_dir).lexically_relative(fs::path(root) / "devices").string();
@@ -349,7 +390,7 @@ void AddUppers(const std::string& root, std::vector<std::string>& netdevs) {
   }
 }
 
-StatusOr<RdmaDevice> ReadDevice(const Context& ctx, const std::string& name) {
+StatusOr<RdmaDevice> ReadDevice(Context& ctx, const std::string& name) {
   const std::string class_dir = ctx.root + "/class/infiniband";
   RDMAK8S_ASSIGN_OR_RETURN(SysfsDir dir, SysfsDir::Open(class_dir + "/" + name));
   RdmaDevice d;
@@ -402,7 +443,7 @@ StatusOr<RdmaDevice> ReadDevice(const Context& ctx, const std::string& name) {
     const std::string base = Basename(parent_dir);
     if (subsystem == "pci" || (subsystem.empty() && IsPciAddress(base))) {
       d.parent.kind = ParentKind::kPci;
-      RDMAK8S_ASSIGN_OR_RETURN(PciInfo pci, ReadPci(ctx.root, parent_dir));
+      RDMAK8S_ASSIGN_OR_RETURN(PciInfo pci, ReadPci(ctx, parent_dir));
       d.parent.pci = std::move(pci);
     } else if (subsystem == "auxiliary" ||
                (subsystem.empty() && IsPciAddress(Basename(Dirname(parent_dir))))) {
@@ -412,7 +453,7 @@ StatusOr<RdmaDevice> ReadDevice(const Context& ctx, const std::string& name) {
       std::string up = Dirname(parent_dir);
       while (!up.empty() && !IsPciAddress(Basename(up))) up = Dirname(up);
       if (!up.empty()) {
-        RDMAK8S_ASSIGN_OR_RETURN(PciInfo pci, ReadPci(ctx.root, up));
+        RDMAK8S_ASSIGN_OR_RETURN(PciInfo pci, ReadPci(ctx, up));
         d.parent.pci = std::move(pci);
       }
     } else {
@@ -426,6 +467,12 @@ StatusOr<RdmaDevice> ReadDevice(const Context& ctx, const std::string& name) {
     // link to that NIC: keep the PCI info for locality).
     d.parent.kind = ParentKind::kVirtual;
     d.driver = soft_rxe ? "rxe" : "siw";
+  }
+
+  // A char device on this device's parent could not be read: it may be ours.
+  const std::string char_parent = parent_dir.empty() ? ctx.root + "/devices/virtual" : parent_dir;
+  for (const auto& [dir_of, status] : ctx.char_failures) {
+    if (dir_of == char_parent) return status;
   }
 
   // Ports.
@@ -520,6 +567,33 @@ void Enrich(VerbsQuery* verbs, RdmaDevice& d) {
   d.verbs = std::move(attrs).value();
 }
 
+// Reads every device, on a few threads when there are many: discovery's cost is syscalls
+// (about 190 per device: attributes, GIDs, links), which run in parallel in the kernel.
+std::vector<std::optional<StatusOr<RdmaDevice>>> ReadDevices(Context& ctx,
+                                                            const std::vector<std::string>& names) {
+  constexpr size_t kDevicesPerThread = 32;
+  constexpr unsigned kMaxThreads = 8;
+  std::vector<std::optional<StatusOr<RdmaDevice>>> out(names.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < names.size();) out[i].emplace(ReadDevice(ctx, names[i]));
+  };
+  unsigned threads = std::min<unsigned>(
+      {std::max(1u, std::thread::hardware_concurrency()), kMaxThreads,
+       static_cast<unsigned>(names.size() / kDevicesPerThread + 1)});
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // no more threads: the calling thread does the rest
+    }
+  }
+  work();
+  for (std::thread& t : pool) t.join();
+  return out;
+}
+
 // "/sys/" and "./sys" name the same tree as "/sys": normalise once so links resolved lexically
 // compare equal.
 std::string NormalRoot(const std::string& root) {
@@ -551,8 +625,10 @@ StatusOr<DiscoveryResult> SysfsDiscovery::DiscoverAll() {
   StatusOr<Context> ctx = BuildContext(root);
   if (!ctx.ok()) return ctx.status().Prepend("discover RDMA devices");
   result.failures = std::move(ctx->failures);
-  for (const std::string& name : *names) {
-    StatusOr<RdmaDevice> d = ReadDevice(*ctx, name);
+  std::vector<std::optional<StatusOr<RdmaDevice>>> read = ReadDevices(*ctx, *names);
+  for (size_t i = 0; i < names->size(); ++i) {
+    const std::string& name = (*names)[i];
+    StatusOr<RdmaDevice>& d = *read[i];
     if (!d.ok()) {
       // Gone between the listing and the read (hot-unplug): not a failure, just not there.
       if (d.status().code() == StatusCode::kNotFound &&
@@ -574,7 +650,16 @@ StatusOr<RdmaDevice> SysfsDiscovery::DiscoverOne(std::string_view rdma_dev) {
   const std::string root = NormalRoot(options_.sysfs_root);
   StatusOr<SysfsDir> dev = SysfsDir::Open(root + "/class/infiniband/" + name);
   if (!dev.ok()) return dev.status().Prepend("discover " + name);
-  RDMAK8S_ASSIGN_OR_RETURN(Context ctx, BuildContext(root));
+  // Read only what hangs off this device's parent (a rescan of one device on a host with
+  // hundreds should not read them all).
+  std::string only_under;
+  const std::string class_dir = root + "/class/infiniband";
+  if (StatusOr<std::string> l = internal::ReadLinkPath(class_dir + "/" + name); l.ok()) {
+    std::string real_dir = ResolveLink(class_dir, *l);
+    StatusOr<std::string> dev_link = dev->ReadLink("device");
+    only_under = dev_link.ok() ? ResolveLink(real_dir, *dev_link) : root + "/devices/virtual";
+  }
+  RDMAK8S_ASSIGN_OR_RETURN(Context ctx, BuildContext(root, only_under));
   StatusOr<RdmaDevice> d = ReadDevice(ctx, name);
   if (!d.ok()) return d.status().Prepend("discover " + name);
   Enrich(options_.verbs, *d);

@@ -73,6 +73,9 @@ StatusOr<std::string> SysfsDir::Read(std::string_view rel) const {
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
+    // A short read is the end: sysfs hands out a whole attribute (at most a page) in one read,
+    // and a regular file reads short only at EOF. Saves a read(2) per attribute.
+    if (static_cast<size_t>(n) < sizeof(buf)) break;
     if (out.size() > (1u << 20)) break;  // not a sysfs attribute; don't read forever
   }
   ::close(fd);

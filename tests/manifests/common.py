@@ -1,9 +1,11 @@
 """Shared helpers of the manifest and image tests: paths, rendering, small accessors."""
 import functools
+import hashlib
 import json
 import os
 import re
 import subprocess
+import tempfile
 
 SOURCE_DIR = os.environ.get(
     "RDMAK8S_SOURCE_DIR",
@@ -32,15 +34,54 @@ def kustomizations():
 
 
 @functools.lru_cache(maxsize=None)
-def render(rel):
-    """`kubectl kustomize manifests/<rel>` parsed into a list of objects; raises with stderr."""
-    import yaml
+def _tree_key():
+    """Digest of the kubectl used and of every file under manifests/: the render cache key."""
+    h = hashlib.sha256(KUBECTL.encode())
+    for dirpath, dirs, files in sorted(os.walk(MANIFESTS)):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(dirpath, name)
+            h.update(os.path.relpath(path, MANIFESTS).encode() + b"\0")
+            with open(path, "rb") as f:
+                h.update(f.read() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def _kustomize(rel):
     proc = subprocess.run([KUBECTL, "kustomize", os.path.join(MANIFESTS, rel)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise AssertionError(f"{KUBECTL} kustomize manifests/{rel}: exit {proc.returncode}: "
                              f"{proc.stderr.strip()}")
-    return [d for d in yaml.safe_load_all(proc.stdout) if d]
+    return proc.stdout
+
+
+@functools.lru_cache(maxsize=None)
+def render(rel):
+    """`kubectl kustomize manifests/<rel>` parsed into a list of objects; raises with stderr.
+
+    Renders are cached under $RDMAK8S_RENDER_CACHE (set by ctest to a build directory) keyed by
+    the content of manifests/ and the kubectl used, so the ~40 test processes share one render
+    per directory. Writes go to a temporary name and are renamed: safe under ctest -j.
+    """
+    import yaml
+    cache_dir = os.environ.get("RDMAK8S_RENDER_CACHE")
+    text = None
+    if cache_dir:
+        cached = os.path.join(cache_dir, f"{_tree_key()}-{rel.replace('/', '_')}.yaml")
+        if os.path.exists(cached):
+            with open(cached) as f:
+                text = f.read()
+        else:
+            text = _kustomize(rel)
+            os.makedirs(cache_dir, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=cache_dir)
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+            os.replace(tmp, cached)
+    else:
+        text = _kustomize(rel)
+    return [d for d in yaml.safe_load_all(text) if d]
 
 
 def find(objs, kind, name=None):

@@ -40,9 +40,15 @@ OVERLAY_PURPOSE = {
 # Device plugin flags (BRIEF.md "Names every helper relies on").
 PLUGIN_FLAGS = {"--config", "--kubelet-dir", "--plugins-registry-dir", "--registration",
                 "--sysfs-root", "--dev-root", "--cdi", "--cdi-dir", "--metrics-address",
-                "--rescan-interval", "-v"}
+                "--rescan-interval", "--no-verbs", "-v", "--v"}
+BOOL_FLAGS = {"--cdi", "--no-verbs"}  # CLI11 flags: given bare, never as --flag=value
 SELECTOR_KEYS = {"vendors", "deviceIDs", "drivers", "pciAddresses", "rdmaDevices", "netdevs",
                  "linkTypes", "transports", "numaNodes", "isVF", "pfNames"}
+# rdmak8s netconf fields (docs/cni.md, "Netconf reference").
+RDMAK8S_NETCONF_KEYS = {"type", "deviceID", "port", "gidTimeoutMs", "ensureIPv6Gid", "pkey",
+                        "netnsMode", "qos", "sysfsRoot", "configfsRoot", "stateDir", "logFile",
+                        "logLevel"}
+RDMAK8S_QOS_KEYS = {"trust", "pfc", "dscpToPriority", "ecn", "roceTos", "trafficClass", "strict"}
 OUR_REPO = "ghcr.io/rdmak8s/"
 METRICS_PORT = 9470
 
@@ -60,14 +66,16 @@ def container(ds):
 
 
 def args_map(c):
-    """--flag=value arguments as a dict; '-v N' as {'-v': 'N'}."""
+    """--opt=value as {'--opt': value}; '-v N' as {'-v': 'N'}; a bare flag as {'--flag': 'true'}."""
     out, it = {}, iter(c.get("args", []))
     for a in it:
         if "=" in a:
             k, v = a.split("=", 1)
             out[k] = v
-        else:
+        elif a in ("-v", "--v"):
             out[a] = next(it, "")
+        else:
+            out[a] = "true"
     return out
 
 
@@ -174,7 +182,19 @@ class ManifestsTest(unittest.TestCase):
     def test_device_plugin_args_are_flags_the_binary_knows(self):
         for rel in DEPLOYABLE:
             with self.subTest(rel):
+                args = container(plugin_ds(rel))["args"]
                 self.assertLessEqual(set(args_map(container(plugin_ds(rel)))), PLUGIN_FLAGS)
+                for a in args:
+                    self.assertNotIn(a.split("=", 1)[0] if "=" in a else None, BOOL_FLAGS,
+                                     f"{a}: a flag takes no value")
+                self.assertEqual(len(args), len(set(args)), "an argument given twice")
+
+    def test_device_plugin_skips_verbs_exactly_where_it_cannot_open_devices(self):
+        for rel in DEPLOYABLE:
+            with self.subTest(rel):
+                c = container(plugin_ds(rel))
+                self.assertEqual("--no-verbs" in c["args"],
+                                 not c["securityContext"].get("privileged", False))
 
     def test_agents_run_on_rdma_labelled_nodes_and_tolerate_gpu_taints(self):
         for rel in DEPLOYABLE:
@@ -261,10 +281,12 @@ class ManifestsTest(unittest.TestCase):
                 for p in cfg["pools"]:
                     self.assertRegex(p["name"], r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
                     self.assertIn(p["mode"], ("shared", "exclusive"))
+                    self.assertLessEqual(set(p), {"name", "mode", "capacity", "selectors",
+                                                  "allocate"})
                     self.assertLessEqual(set(p["selectors"]), SELECTOR_KEYS)
                     if p["mode"] == "shared":
                         cap = p.get("capacity", "auto")
-                        self.assertTrue(cap == "auto" or (isinstance(cap, int) and cap >= 1))
+                        self.assertTrue(cap == "auto" or (isinstance(cap, int) and 1 <= cap <= 1000))
                     else:
                         self.assertNotIn("capacity", p, "an exclusive device has one user")
 
@@ -297,6 +319,17 @@ class ManifestsTest(unittest.TestCase):
                     # Multus uses the resourceName to hand the allocated device to the chain.
                     self.assertIn(nad["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"],
                                   resources)
+
+    def test_attachments_require_the_rdma_netns_mode_their_pools_need(self):
+        # Shared HCAs are only visible in pods in shared mode; moving a device into a pod needs
+        # exclusive mode. With netnsMode the CNI fails ADD clearly on a misconfigured node.
+        for rel, want in OVERLAY_PURPOSE.items():
+            for nad, conf in nad_configs(render(rel)):
+                with self.subTest(f"{rel} {nad['metadata']['name']}"):
+                    rdma = conf["plugins"][-1]
+                    self.assertEqual(rdma["netnsMode"], want["mode"])
+                    self.assertLessEqual(set(rdma), RDMAK8S_NETCONF_KEYS)
+                    self.assertLessEqual(set(rdma.get("qos", {})), RDMAK8S_QOS_KEYS)
 
     def test_roce_attachments_carry_a_consistent_qos_block(self):
         for rel, want in OVERLAY_PURPOSE.items():

@@ -16,6 +16,8 @@
 //
 // Thread safety: a SysfsDiscovery is immutable after construction; its methods may be called
 // from several threads at once (the VerbsQuery passed in must then be thread safe too).
+// DiscoverAll reads the devices of a large host on a few short-lived threads of its own (the
+// cost is syscalls); it calls the VerbsQuery only from the calling thread.
 #pragma once
 
 #include <memory>
@@ -37,6 +39,9 @@ struct DiscoveryOptions {
 };
 
 struct DeviceFailure {
+  // The device that failed. Empty for a failure no device can be tied to (e.g. a char device
+  // whose class link and `ibdev` are both unreadable, or rdma_cm): still a reason not to trust
+  // the result fully. An unreadable uverbs/umad node fails every device on its bus parent.
   std::string rdma_dev;
   Status status;  // names the path that could not be read and why
 };

@@ -387,6 +387,31 @@ TEST(DiscoveryTest, DiscoverOneReturnsTheNamedDevice) {
   EXPECT_THAT(CharNames(*d), ElementsAre("uverbs3", "umad3", "issm3", "rdma_cm"));
 }
 
+TEST(DiscoveryTest, DiscoverOneEqualsTheDeviceFromDiscoverAll) {
+  for (const char* fixture : {"mlx5_ib_2port", "mlx5_roce_sriov", "rxe_veth", "siw_veth",
+                              "cxgb4_iwarp"}) {
+    SysfsDiscovery discovery({Fixture(fixture), nullptr});
+    StatusOr<DiscoveryResult> all = discovery.DiscoverAll();
+    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    for (const RdmaDevice& want : all->devices) {
+      SCOPED_TRACE(std::string(fixture) + " " + want.name);
+      StatusOr<RdmaDevice> got = discovery.DiscoverOne(want.name);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_THAT(CharNames(*got), ::testing::ContainerEq(CharNames(want)));
+      EXPECT_EQ(got->netdevs, want.netdevs);
+      EXPECT_EQ(got->transport, want.transport);
+      EXPECT_EQ(got->pci_address(), want.pci_address());
+      EXPECT_EQ(got->parent.pci.has_value() ? got->parent.pci->vf_index : -2,
+                want.parent.pci.has_value() ? want.parent.pci->vf_index : -2);
+      ASSERT_EQ(got->ports.size(), want.ports.size());
+      for (size_t i = 0; i < want.ports.size(); ++i) {
+        EXPECT_EQ(got->ports[i].gids.size(), want.ports[i].gids.size());
+        EXPECT_EQ(got->ports[i].netdevs, want.ports[i].netdevs);
+      }
+    }
+  }
+}
+
 TEST(DiscoveryTest, DiscoverOneOfAMissingDeviceIsNotFound) {
   SysfsDiscovery discovery({Fixture("mlx5_roce_sriov"), nullptr});
   StatusOr<RdmaDevice> d = discovery.DiscoverOne("mlx5_7");
@@ -510,12 +535,28 @@ TEST_F(BrokenTreeTest, UnreadablePciAttributeFailsTheDeviceWithThePciPath) {
   EXPECT_THAT(r.failures[0].status.message(), HasSubstr("0000:10:00.0/vendor"));
 }
 
-TEST_F(BrokenTreeTest, UnreadableCharDeviceIsReportedWithoutLosingDevices) {
+TEST_F(BrokenTreeTest, UnreadableCharDeviceFailsTheDeviceOnItsParent) {
   fs::remove(tmp_.path() + "/class/infiniband_verbs/uverbs1/ibdev");
+  DiscoveryResult r = Discover();
+  // uverbs1 hangs off mlx5_1's VF: that device can't be trusted to have its node.
+  EXPECT_THAT(Names(r.devices), ElementsAre("mlx5_0", "mlx5_2"));
+  ASSERT_EQ(r.failures.size(), 1u);
+  EXPECT_EQ(r.failures[0].rdma_dev, "mlx5_1");
+  EXPECT_EQ(r.failures[0].status.code(), StatusCode::kNotFound);
+  EXPECT_THAT(r.failures[0].status.message(), HasSubstr("uverbs1/ibdev"));
+  SysfsDiscovery discovery({tmp_.path(), nullptr});
+  EXPECT_THAT(discovery.DiscoverOne("mlx5_1").status().message(), HasSubstr("uverbs1/ibdev"));
+  EXPECT_TRUE(discovery.DiscoverOne("mlx5_0").ok());
+}
+
+TEST_F(BrokenTreeTest, UnreadableRdmaCmIsAFailureOfNoDevice) {
+  fs::remove(tmp_.path() + "/devices/virtual/misc/rdma_cm/dev");
+  fs::create_directory(tmp_.path() + "/devices/virtual/misc/rdma_cm/dev");
   DiscoveryResult r = Discover();
   EXPECT_EQ(r.devices.size(), 3u);
   ASSERT_EQ(r.failures.size(), 1u);
-  EXPECT_THAT(r.failures[0].status.message(), HasSubstr("uverbs1/ibdev"));
+  EXPECT_EQ(r.failures[0].rdma_dev, "");
+  EXPECT_THAT(r.failures[0].status.message(), HasSubstr("rdma_cm/dev"));
 }
 
 TEST_F(BrokenTreeTest, UnreadableClassInfinibandFailsTheWholeCall) {

@@ -3,6 +3,9 @@
 // hot-plug), real inotify and fake link / verbs event sources.
 #include "device-plugin/daemon.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -55,6 +58,7 @@ class DaemonTest : public ::testing::Test {
     fs::create_directories(kubelet_dir_);
     fs::create_directories(root_ + "/cfg");
     kubelet_ = std::make_unique<FakeKubelet>(kubelet_dir_);
+    metrics_ = std::make_unique<Metrics>(root_ + "/sys");
   }
 
   void TearDown() override {
@@ -95,7 +99,7 @@ class DaemonTest : public ::testing::Test {
     auto events = std::make_unique<FakeDeviceEventSource>();
     events_ = events.get();
     deps.device_events = std::move(events);
-    deps.metrics = &metrics_;
+    deps.metrics = metrics_.get();
     daemon_ = std::make_unique<Daemon>(options_, std::move(deps));
     RDMAK8S_RETURN_IF_ERROR(daemon_->Start());
     thread_ = std::thread([this] { run_status_ = daemon_->Run(); });
@@ -121,7 +125,7 @@ class DaemonTest : public ::testing::Test {
   std::atomic<RdmaNetnsMode> netns_mode_{RdmaNetnsMode::kExclusive};
   FakeLinkMonitor* links_ = nullptr;
   FakeDeviceEventSource* events_ = nullptr;
-  Metrics metrics_{""};
+  std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Daemon> daemon_;
   std::thread thread_;
   Status run_status_;
@@ -387,7 +391,7 @@ TEST_F(DaemonTest, InvalidConfigChangeIsRejectedAndRunningConfigKept) {
   ASSERT_EQ(daemon_->rejected_reloads(), 1);
   EXPECT_EQ(daemon_->config(), before);
   EXPECT_EQ(daemon_->Resources(), (std::vector<std::string>{"rdma/pf", "rdma/vfs"}));
-  EXPECT_NE(metrics_.Scrape().find("rdmak8s_config_reloads_total{result=\"error\"} 1"), std::string::npos);
+  EXPECT_NE(metrics_->Scrape().find("rdmak8s_config_reloads_total{result=\"error\"} 1"), std::string::npos);
 }
 
 TEST_F(DaemonTest, ConfigMapSymlinkSwapIsPickedUp) {
@@ -490,7 +494,7 @@ TEST_F(DaemonTest, MetricsCountDevicesAllocationsAndPortCounters) {
   ASSERT_TRUE(StartDaemon().ok());
   ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
   ASSERT_TRUE(kubelet_->Allocate("rdma/p", {{"mlx5_0"}}).ok());
-  std::string text = metrics_.Scrape();
+  std::string text = metrics_->Scrape();
   EXPECT_NE(text.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"} 1"), std::string::npos) << text;
   EXPECT_NE(text.find("rdmak8s_allocations_total{resource=\"rdma/p\",result=\"ok\"} 1"), std::string::npos);
   EXPECT_NE(text.find("rdmak8s_registrations_total{resource=\"rdma/p\",result=\"ok\"} 1"), std::string::npos);
@@ -499,6 +503,52 @@ TEST_F(DaemonTest, MetricsCountDevicesAllocationsAndPortCounters) {
                       "source=\"counters\"} 123456"),
             std::string::npos)
       << text;
+}
+
+TEST_F(DaemonTest, PluginWatcherModeIsChosenWhenOnlyTheRegistryExistsAndKubeletDialsBack) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  fs::create_directories(root_ + "/registry");
+  kubelet_dir_ = root_ + "/no-kubelet-dir";  // absent: auto picks the plugin watcher
+  ASSERT_TRUE(StartDaemon(/*start_kubelet=*/false).ok());
+  EXPECT_EQ(daemon_->registration_mode(), RegistrationMode::kPluginWatcher);
+  std::string sock = daemon_->SocketPath("rdma/p");
+  EXPECT_EQ(sock, root_ + "/registry/rdmak8s-rdma-p.sock");
+  auto info = kubelet_->RegisterViaPluginWatcher(sock);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->name(), "rdma/p");
+  EXPECT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"rxe0"}; }));
+}
+
+TEST_F(DaemonTest, MetricsAndHealthzAreServedOverHttp) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "selectors": {}}]})");
+  ASSERT_TRUE(metrics_->Serve("127.0.0.1:0").ok());
+  ASSERT_GT(metrics_->port(), 0);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
+  auto get = [&](const std::string& path) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(metrics_->port()));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    std::string out;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
+      std::string req = "GET " + path + " HTTP/1.0\r\nHost: x\r\n\r\n";
+      (void)!write(fd, req.data(), req.size());
+      char buf[4096];
+      ssize_t n;
+      while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+    }
+    close(fd);
+    return out;
+  };
+  std::string healthz = get("/healthz");
+  EXPECT_NE(healthz.find("200 OK"), std::string::npos) << healthz;
+  EXPECT_NE(healthz.find("rdmak8s_ready 1"), std::string::npos) << healthz;
+  std::string metrics = get("/metrics");
+  EXPECT_NE(metrics.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"}"), std::string::npos);
 }
 
 TEST_F(DaemonTest, InvalidConfigAtStartIsAnError) {

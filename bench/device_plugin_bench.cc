@@ -1,0 +1,265 @@
+// device_plugin_bench: the device plugin's performance figures (issue 3), printed, not asserted.
+//   1. Allocate latency p50/p99 over 10,000 gRPC calls from the fake kubelet (target p99 < 1 ms)
+//   2. port-down event -> ListAndWatch update at the fake kubelet, p50/p99 (target < 100 ms)
+//   3. start-up of the real binary to its first ListAndWatch with 1,024 devices, and its resident
+//      memory then (target < 15 MB)
+//   4. idle CPU of that process over RDMAK8S_BENCH_IDLE_SECONDS (default 60; target ~0)
+// Devices: a generated sysfs tree of 1,024 RoCE functions (2 NUMA nodes, 32 per root port).
+#include <signal.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "device-plugin/daemon.h"
+#include "support/fake_kubelet.h"
+#include "support/sysfs_builder.h"
+#include "unit/device-plugin/fake_event_sources.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using rdmak8s::Status;
+using Clock = std::chrono::steady_clock;
+using Resp = v1beta1::ListAndWatchResponse;
+
+constexpr int kDevices = 1024;
+constexpr char kConfig[] = R"({"pools": [{"name": "all", "capacity": 1, "selectors": {}}]})";
+
+std::string DevName(int i) { return "mlx5_" + std::to_string(i); }
+std::string Netdev(int i) { return "enp" + std::to_string(i) + "s0"; }
+
+Status BuildTree(const std::string& root) {
+  rdmak8s::testing::SysfsBuilder b(root);
+  RDMAK8S_RETURN_IF_ERROR(b.AddRdmaCm());
+  for (int i = 0; i < kDevices; ++i) {
+    char addr[32];
+    std::snprintf(addr, sizeof(addr), "0000:%02x:%02x.0", 0x10 + i / 32, i % 32);
+    char root_port[32];
+    std::snprintf(root_port, sizeof(root_port), "0000:00:%02x.0", 1 + i / 32);
+    rdmak8s::testing::PciFunctionSpec pci;
+    pci.address = addr;
+    pci.root_port = root_port;
+    pci.numa_node = (i / 32) % 2;
+    RDMAK8S_RETURN_IF_ERROR(b.AddPciFunction(pci));
+    rdmak8s::testing::NetdevSpec nd;
+    nd.name = Netdev(i);
+    nd.parent_name = addr;
+    RDMAK8S_RETURN_IF_ERROR(b.AddNetdev(nd));
+    rdmak8s::testing::RdmaDeviceSpec dev;
+    dev.name = DevName(i);
+    dev.parent_name = addr;
+    rdmak8s::testing::PortSpec port;
+    port.link_layer = "Ethernet";
+    port.gid_table_len = 4;
+    port.gids = {{0, "fe80:0000:0000:0000:0000:0000:0000:0001", "RoCE v2", Netdev(i)}};
+    dev.ports = {port};
+    RDMAK8S_RETURN_IF_ERROR(b.AddRdmaDevice(dev));
+  }
+  return b.status();
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t idx = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
+  return v[idx];
+}
+
+void Write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+std::string HealthOf(const Resp& r, const std::string& id) {
+  for (const auto& d : r.devices()) {
+    if (d.id() == id) return d.health();
+  }
+  return "";
+}
+
+long RssKb(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+  }
+  return -1;
+}
+
+double CpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  size_t close = s.rfind(')');
+  std::istringstream rest(s.substr(close + 2));
+  std::string field;
+  std::vector<std::string> f;
+  while (rest >> field) f.push_back(field);
+  // Fields after "(comm)": state is [0]; utime is field 14 -> [11], stime 15 -> [12].
+  double ticks = std::atof(f[11].c_str()) + std::atof(f[12].c_str());
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+int InProcess(const std::string& root) {
+  using namespace rdmak8s::dp;
+  fs::create_directories(root + "/k");
+  fs::create_directories(root + "/cfg");
+  Write(root + "/cfg/c.json", kConfig);
+  rdmak8s::fake::FakeKubelet kubelet(root + "/k");
+  if (!kubelet.Start().ok()) return 1;
+  DaemonOptions o;
+  o.config_path = root + "/cfg/c.json";
+  o.kubelet_dir = root + "/k";
+  o.sysfs_root = root + "/sys";
+  DaemonDeps deps;
+  deps.discovery = std::make_unique<rdmak8s::SysfsDiscovery>(rdmak8s::DiscoveryOptions{root + "/sys", nullptr});
+  auto links = std::make_unique<FakeLinkMonitor>();
+  FakeLinkMonitor* link_ptr = links.get();
+  deps.link_monitor = std::move(links);
+  Daemon daemon(o, std::move(deps));
+  Status s = daemon.Start();
+  if (!s.ok()) {
+    std::fprintf(stderr, "start: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  std::thread loop([&] { daemon.Run().IgnoreError(); });
+  const std::string res = "rdma/all";
+  if (!kubelet.WaitForDevices(res, [](const Resp& r) { return r.devices_size() == kDevices; }, 60s)) {
+    std::fprintf(stderr, "no device list\n");
+    daemon.Stop();
+    loop.join();
+    return 1;
+  }
+
+  // 1. Allocate latency.
+  std::vector<double> lat_us;
+  lat_us.reserve(10000);
+  for (int i = 0; i < 10000; ++i) {
+    std::string id = DevName(i % kDevices) + "-0";
+    auto t0 = Clock::now();
+    auto r = kubelet.Allocate(res, {{id}});
+    auto t1 = Clock::now();
+    if (!r.ok()) {
+      std::fprintf(stderr, "allocate %s: %s\n", id.c_str(), r.status().ToString().c_str());
+      break;
+    }
+    lat_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+  std::printf("allocate latency over %zu calls (1 ID, %d devices): p50 %.0f us, p99 %.0f us "
+              "(target p99 < 1000 us)\n",
+              lat_us.size(), kDevices, Percentile(lat_us, 0.5), Percentile(lat_us, 0.99));
+
+  // Preferred allocation, for reference.
+  std::vector<std::string> avail;
+  for (int i = 0; i < kDevices; ++i) avail.push_back(DevName(i) + "-0");
+  std::vector<double> pref_us;
+  for (int i = 0; i < 200; ++i) {
+    auto t0 = Clock::now();
+    auto r = kubelet.GetPreferredAllocation(res, avail, {DevName(i)+"-0"}, 4);
+    pref_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    if (!r.ok()) break;
+  }
+  std::printf("preferred allocation of 4 among %d: p50 %.0f us, p99 %.0f us\n", kDevices,
+              Percentile(pref_us, 0.5), Percentile(pref_us, 0.99));
+
+  // 2. Port down (netdev down + link event) -> ListAndWatch update seen by kubelet.
+  std::vector<double> ev_ms;
+  for (int i = 0; i < 50; ++i) {
+    int k = (i * 37) % kDevices;
+    std::string id = DevName(k) + "-0";
+    std::string port = root + "/sys/class/infiniband/" + DevName(k) + "/ports/1/state";
+    Write(port, "1: DOWN\n");
+    auto t0 = Clock::now();
+    link_ptr->Inject(Netdev(k), false);
+    bool ok = kubelet.WaitForDevices(res, [&](const Resp& r) { return HealthOf(r, id) == "Unhealthy"; }, 10s)
+                  .has_value();
+    auto t1 = Clock::now();
+    if (!ok) {
+      std::fprintf(stderr, "no update for %s\n", id.c_str());
+      break;
+    }
+    ev_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    Write(port, "4: ACTIVE\n");
+    link_ptr->Inject(Netdev(k), true);
+    kubelet.WaitForDevices(res, [&](const Resp& r) { return HealthOf(r, id) == "Healthy"; }, 10s);
+  }
+  std::printf("port-down event -> ListAndWatch update (%zu events, %d devices): p50 %.2f ms, "
+              "p99 %.2f ms (target < 100 ms)\n",
+              ev_ms.size(), kDevices, Percentile(ev_ms, 0.5), Percentile(ev_ms, 0.99));
+  daemon.Stop();
+  loop.join();
+  return 0;
+}
+
+int Subprocess(const std::string& root, const std::string& binary) {
+  fs::create_directories(root + "/k2");
+  rdmak8s::fake::FakeKubelet kubelet(root + "/k2");
+  if (!kubelet.Start().ok()) return 1;
+  auto t0 = Clock::now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 2);
+    std::string cfg = root + "/cfg/c.json", k = root + "/k2", sys = root + "/sys";
+    execl(binary.c_str(), binary.c_str(), "--config", cfg.c_str(), "--kubelet-dir", k.c_str(),
+          "--sysfs-root", sys.c_str(), "--metrics-address", "127.0.0.1:0", "--no-verbs",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  bool ok = kubelet.WaitForDevices("rdma/all",
+                                   [](const Resp& r) { return r.devices_size() == kDevices; }, 60s)
+                .has_value();
+  auto t1 = Clock::now();
+  int rc = 0;
+  if (!ok) {
+    std::fprintf(stderr, "binary sent no device list\n");
+    rc = 1;
+  } else {
+    std::printf("start-up to first ListAndWatch with %d devices: %.1f ms; resident memory then: "
+                "%.1f MB (target < 15 MB)\n",
+                kDevices, std::chrono::duration<double, std::milli>(t1 - t0).count(),
+                static_cast<double>(RssKb(pid)) / 1024.0);
+    int idle_s = 60;
+    if (const char* e = std::getenv("RDMAK8S_BENCH_IDLE_SECONDS")) idle_s = std::max(1, std::atoi(e));
+    double c0 = CpuSeconds(pid);
+    std::this_thread::sleep_for(std::chrono::seconds(idle_s));
+    double c1 = CpuSeconds(pid);
+    std::printf("idle CPU over %d s with %d devices: %.3f s CPU (%.3f%% of one core); resident "
+                "memory %.1f MB\n",
+                idle_s, kDevices, c1 - c0, 100.0 * (c1 - c0) / idle_s,
+                static_cast<double>(RssKb(pid)) / 1024.0);
+  }
+  kill(pid, SIGTERM);
+  waitpid(pid, nullptr, 0);
+  return rc;
+}
+
+}  // namespace
+
+int main() {
+  spdlog::set_level(spdlog::level::warn);
+  char tmpl[] = "/tmp/dpbXXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return 1;
+  std::string root = tmpl;
+  auto tb = Clock::now();
+  Status s = BuildTree(root + "/sys");
+  if (!s.ok()) {
+    std::fprintf(stderr, "build tree: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  std::printf("sysfs tree with %d RoCE devices built in %.0f ms\n", kDevices,
+              std::chrono::duration<double, std::milli>(Clock::now() - tb).count());
+  int rc = InProcess(root);
+  if (rc == 0) rc = Subprocess(root, RDMAK8S_DP_BINARY);
+  fs::remove_all(root);
+  return rc;
+}

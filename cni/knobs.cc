@@ -1,0 +1,185 @@
+#include "cni/knobs.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace rdmak8s::cni {
+
+namespace {
+
+std::vector<std::string> Split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t c = s.find(':', start);
+    out.push_back(s.substr(start, c == std::string::npos ? std::string::npos : c - start));
+    if (c == std::string::npos) break;
+    start = c + 1;
+  }
+  return out;
+}
+
+StatusOr<std::string> ReadText(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, "read " + path);
+  char buf[128];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  int e = errno;
+  close(fd);
+  if (n < 0) return ErrnoError(e, "read " + path);
+  std::string s(buf, static_cast<size_t>(n));
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+Status WriteText(const std::string& path, const std::string& value) {
+  int fd = open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, "write " + path);
+  std::string v = value + "\n";
+  ssize_t n = write(fd, v.data(), v.size());
+  int e = errno;
+  close(fd);
+  if (n < 0) return ErrnoError(e, "write " + value + " to " + path);
+  return Status::Ok();
+}
+
+Status Unsupported(const std::string& what) { return UnimplementedError(what + ": not supported here"); }
+
+std::string EcnPath(const KnobContext& ctx, const std::vector<std::string>& p) {
+  return ctx.sysfs_root + "/class/net/" + p[1] + "/ecn/roce_" + p[2] + "/enable/" + p[3];
+}
+std::string TcPath(const KnobContext& ctx, const std::vector<std::string>& p) {
+  return ctx.dev_sysfs_root + "/class/infiniband/" + p[1] + "/tc/" + p[2] + "/traffic_class";
+}
+
+// rdma_cm configfs: mkdir <root>/rdma_cm/<dev> makes the kernel create the device's group with
+// ports/<n>/default_roce_tos (drivers/infiniband/core/cma_configfs.c).
+StatusOr<std::string> TosPath(const KnobContext& ctx, const std::vector<std::string>& p) {
+  const std::string cm = ctx.configfs_root + "/rdma_cm";
+  if (access(cm.c_str(), F_OK) != 0) return Unsupported("rdma_cm configfs (" + cm + ")");
+  const std::string dev = cm + "/" + p[1];
+  if (mkdir(dev.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoError(errno, "mkdir " + dev);
+  return dev + "/ports/" + p[2] + "/default_roce_tos";
+}
+
+Status MapDcb(const Status& s) { return s; }
+
+}  // namespace
+
+std::map<std::string, std::string> RequiredKnobs(const QosConfig& qos, const std::string& pf,
+                                                 const std::string& dev,
+                                                 const std::vector<uint32_t>& ports) {
+  std::map<std::string, std::string> k;
+  if (!pf.empty()) {
+    if (qos.trust) k["trust:" + pf] = *qos.trust;
+    for (auto p : qos.pfc) k["pfc:" + pf + ":" + std::to_string(p)] = "on";
+    for (auto [d, p] : qos.dscp_to_priority) k["app:" + pf + ":" + std::to_string(d)] = std::to_string(p);
+    for (auto p : qos.ecn) {
+      k["ecn:" + pf + ":rp:" + std::to_string(p)] = "1";
+      k["ecn:" + pf + ":np:" + std::to_string(p)] = "1";
+    }
+  }
+  for (auto port : ports) {
+    if (qos.roce_tos) k["tos:" + dev + ":" + std::to_string(port)] = std::to_string(*qos.roce_tos);
+    if (qos.traffic_class) k["tc:" + dev + ":" + std::to_string(port)] = std::to_string(*qos.traffic_class);
+  }
+  return k;
+}
+
+bool IsNodeWideKnob(const std::string& id) {
+  return id.rfind("trust:", 0) == 0 || id.rfind("pfc:", 0) == 0 || id.rfind("app:", 0) == 0 ||
+         id.rfind("ecn:", 0) == 0;
+}
+
+StatusOr<std::string> ReadKnob(const KnobContext& ctx, const std::string& id) {
+  auto p = Split(id);
+  const std::string& kind = p[0];
+  if (kind == "trust" && p.size() == 2) {
+    if (ctx.dcb == nullptr) return Unsupported("DCB on " + p[1]);
+    RDMAK8S_ASSIGN_OR_RETURN(DcbTrust t, ctx.dcb->GetTrust(p[1]));
+    return std::string(t == DcbTrust::kDscp ? "dscp" : "pcp");
+  }
+  if (kind == "pfc" && p.size() == 3) {
+    if (ctx.dcb == nullptr) return Unsupported("DCB on " + p[1]);
+    RDMAK8S_ASSIGN_OR_RETURN(PfcState s, ctx.dcb->GetPfc(p[1]));
+    return std::string((s.enabled >> std::atoi(p[2].c_str())) & 1 ? "on" : "off");
+  }
+  if (kind == "app" && p.size() == 3) {
+    if (ctx.dcb == nullptr) return Unsupported("DCB on " + p[1]);
+    RDMAK8S_ASSIGN_OR_RETURN(auto app, ctx.dcb->GetApp(p[1]));
+    const auto dscp = static_cast<uint16_t>(std::atoi(p[2].c_str()));
+    for (const auto& e : app) {
+      if (e.selector == kDcbAppSelDscp && e.protocol == dscp) return std::to_string(e.priority);
+    }
+    return std::string("none");
+  }
+  if (kind == "ecn" && p.size() == 4) {
+    auto v = ReadText(EcnPath(ctx, p));
+    if (!v.ok() && v.status().code() == StatusCode::kNotFound) {
+      return Unsupported("ECN knob " + EcnPath(ctx, p));
+    }
+    return v;
+  }
+  if (kind == "tos" && p.size() == 3) {
+    RDMAK8S_ASSIGN_OR_RETURN(std::string path, TosPath(ctx, p));
+    auto v = ReadText(path);
+    if (!v.ok() && v.status().code() == StatusCode::kNotFound) return Unsupported("RoCE ToS " + path);
+    return v;
+  }
+  if (kind == "tc" && p.size() == 3) {
+    auto v = ReadText(TcPath(ctx, p));
+    if (!v.ok() && v.status().code() == StatusCode::kNotFound) {
+      return Unsupported("traffic class " + TcPath(ctx, p));
+    }
+    return v;
+  }
+  return InvalidArgumentError("unknown knob " + id);
+}
+
+Status WriteKnob(const KnobContext& ctx, const std::string& id, const std::string& value) {
+  auto p = Split(id);
+  const std::string& kind = p[0];
+  const std::string what = "set " + id + " to " + value;
+  if (kind == "trust" && p.size() == 2) {
+    if (ctx.dcb == nullptr) return Unsupported("DCB on " + p[1]);
+    return ctx.dcb->SetTrust(p[1], value == "dscp" ? DcbTrust::kDscp : DcbTrust::kPcp).Prepend(what);
+  }
+  if (kind == "pfc" && p.size() == 3) {
+    if (ctx.dcb == nullptr) return Unsupported("DCB on " + p[1]);
+    auto s = ctx.dcb->GetPfc(p[1]);
+    if (!s.ok()) return s.status().Prepend(what);
+    uint8_t bit = static_cast<uint8_t>(1u << std::atoi(p[2].c_str()));
+    uint8_t mask = value == "on" ? (s->enabled | bit) : (s->enabled & ~bit);
+    return MapDcb(ctx.dcb->SetPfcEnabled(p[1], mask)).Prepend(what);
+  }
+  if (kind == "app" && p.size() == 3) {
+    if (ctx.dcb == nullptr) return Unsupported("DCB on " + p[1]);
+    auto app = ctx.dcb->GetApp(p[1]);
+    if (!app.ok()) return app.status().Prepend(what);
+    const auto dscp = static_cast<uint16_t>(std::atoi(p[2].c_str()));
+    std::vector<DcbAppEntry> stale;
+    for (const auto& e : *app) {
+      if (e.selector == kDcbAppSelDscp && e.protocol == dscp) stale.push_back(e);
+    }
+    if (!stale.empty()) RDMAK8S_RETURN_IF_ERROR_CTX(ctx.dcb->DelApp(p[1], stale), what);
+    if (value == "none") return Status::Ok();
+    DcbAppEntry e;
+    e.selector = kDcbAppSelDscp;
+    e.protocol = dscp;
+    e.priority = static_cast<uint8_t>(std::atoi(value.c_str()));
+    return ctx.dcb->AddApp(p[1], {e}).Prepend(what);
+  }
+  if (kind == "ecn" && p.size() == 4) return WriteText(EcnPath(ctx, p), value);
+  if (kind == "tos" && p.size() == 3) {
+    RDMAK8S_ASSIGN_OR_RETURN(std::string path, TosPath(ctx, p));
+    return WriteText(path, value);
+  }
+  if (kind == "tc" && p.size() == 3) return WriteText(TcPath(ctx, p), value);
+  return InvalidArgumentError("unknown knob " + id);
+}
+
+}  // namespace rdmak8s::cni

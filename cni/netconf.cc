@@ -1,0 +1,228 @@
+#include "cni/netconf.h"
+
+#include <exception>
+
+namespace rdmak8s::cni {
+
+using nlohmann::json;
+
+std::string PeekCniVersion(std::string_view stdin_data) {
+  json j = json::parse(stdin_data, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains("cniVersion") && j["cniVersion"].is_string()) {
+    return j["cniVersion"].get<std::string>();
+  }
+  return "";
+}
+
+namespace {
+
+struct Reader {
+  CniError* err;
+  bool ok = true;
+
+  void Fail(std::string msg) {
+    if (!ok) return;
+    ok = false;
+    *err = CniError{kErrInvalidConfig, std::move(msg), ""};
+  }
+
+  std::string String(const json& j, const char* key, std::string_view where = "") {
+    if (!j.contains(key)) return "";
+    if (!j[key].is_string()) {
+      Fail(std::string(where) + "\"" + key + "\" must be a string");
+      return "";
+    }
+    return j[key].get<std::string>();
+  }
+  std::optional<long> Int(const json& j, const char* key, long lo, long hi,
+                          std::string_view where = "") {
+    if (!j.contains(key)) return std::nullopt;
+    if (!j[key].is_number_integer() || j[key].get<long>() < lo || j[key].get<long>() > hi) {
+      Fail(std::string(where) + "\"" + key + "\" must be an integer in " + std::to_string(lo) +
+           ".." + std::to_string(hi));
+      return std::nullopt;
+    }
+    return j[key].get<long>();
+  }
+  bool Bool(const json& j, const char* key, bool dflt, std::string_view where = "") {
+    if (!j.contains(key)) return dflt;
+    if (!j[key].is_boolean()) {
+      Fail(std::string(where) + "\"" + key + "\" must be true or false");
+      return dflt;
+    }
+    return j[key].get<bool>();
+  }
+  std::vector<uint8_t> Priorities(const json& j, const char* key) {
+    std::vector<uint8_t> out;
+    if (!j.contains(key)) return out;
+    if (!j[key].is_array()) {
+      Fail(std::string("qos.") + key + " must be an array of priorities 0..7");
+      return out;
+    }
+    for (const auto& p : j[key]) {
+      if (!p.is_number_integer() || p.get<long>() < 0 || p.get<long>() > 7) {
+        Fail(std::string("qos.") + key + ": " + p.dump() + " is not a priority 0..7");
+        return out;
+      }
+      auto v = static_cast<uint8_t>(p.get<long>());
+      bool dup = false;
+      for (auto x : out) dup |= x == v;
+      if (!dup) out.push_back(v);
+    }
+    return out;
+  }
+};
+
+// "0x8001", "32769" or a number -> pkey.
+std::optional<uint16_t> ParsePkey(const json& v) {
+  long n = -1;
+  if (v.is_number_integer()) {
+    n = v.get<long>();
+  } else if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s.empty()) return std::nullopt;
+    char* end = nullptr;
+    n = std::strtol(s.c_str(), &end, 0);
+    if (*end != '\0') return std::nullopt;
+  }
+  if (n < 1 || n > 0xffff || (n & 0x7fff) == 0) return std::nullopt;
+  return static_cast<uint16_t>(n);
+}
+
+std::optional<NetConf> Parse(std::string_view data, Command command, CniError* err) {
+  json j = json::parse(data, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    *err = CniError{kErrDecode, "network configuration on stdin is not valid JSON", ""};
+    return std::nullopt;
+  }
+  if (!j.is_object()) {
+    *err = CniError{kErrDecode, "network configuration on stdin is not a JSON object", ""};
+    return std::nullopt;
+  }
+  Reader r{err};
+  NetConf c;
+  c.raw = j;
+  c.cni_version = r.String(j, "cniVersion");
+  if (!r.ok) return std::nullopt;
+  if (c.cni_version.empty()) {
+    *err = CniError{kErrIncompatibleVersion, "network configuration has no \"cniVersion\"", ""};
+    return std::nullopt;
+  }
+  if (!IsSupportedVersion(c.cni_version)) {
+    *err = CniError{kErrIncompatibleVersion,
+                    "incompatible CNI versions: config is \"" + c.cni_version +
+                        "\", plugin supports [0.3.0 0.3.1 0.4.0 1.0.0 1.1.0]",
+                    ""};
+    return std::nullopt;
+  }
+  c.name = r.String(j, "name");
+  c.type = r.String(j, "type");
+  if (r.ok && !ValidNetworkName(c.name)) {
+    r.Fail("invalid network name \"" + c.name + "\": must match [a-zA-Z0-9][a-zA-Z0-9_.-]*");
+  }
+  c.device_id = r.String(j, "deviceID");
+  if (j.contains("runtimeConfig")) {
+    if (!j["runtimeConfig"].is_object()) {
+      r.Fail("\"runtimeConfig\" must be an object");
+    } else {
+      std::string rt = r.String(j["runtimeConfig"], "deviceID", "runtimeConfig.");
+      if (!rt.empty()) c.device_id = rt;
+    }
+  }
+  if (auto v = r.Int(j, "port", 1, 255)) c.port = static_cast<uint32_t>(*v);
+  if (auto v = r.Int(j, "gidTimeoutMs", 0, 600000)) c.gid_timeout_ms = static_cast<int>(*v);
+  c.ensure_ipv6_gid = r.Bool(j, "ensureIPv6Gid", false);
+  if (j.contains("pkey")) {
+    c.pkey = ParsePkey(j["pkey"]);
+    if (!c.pkey) r.Fail("\"pkey\" " + j["pkey"].dump() + " is not a partition key 0x0001..0xffff");
+  }
+  c.netns_mode = r.String(j, "netnsMode");
+  if (r.ok && !c.netns_mode.empty() && c.netns_mode != "shared" && c.netns_mode != "exclusive") {
+    r.Fail("\"netnsMode\" must be \"shared\" or \"exclusive\", not \"" + c.netns_mode + "\"");
+  }
+  c.sysfs_root = r.String(j, "sysfsRoot");
+  c.configfs_root = r.String(j, "configfsRoot");
+  c.state_dir = r.String(j, "stateDir");
+  c.log_file = r.String(j, "logFile");
+  std::string level = r.String(j, "logLevel");
+  if (level.empty() || level == "info") c.log_level = LogLevel::kInfo;
+  else if (level == "error") c.log_level = LogLevel::kError;
+  else if (level == "warning" || level == "warn") c.log_level = LogLevel::kWarning;
+  else if (level == "debug") c.log_level = LogLevel::kDebug;
+  else r.Fail("\"logLevel\" must be error, warning, info or debug, not \"" + level + "\"");
+
+  if (j.contains("qos")) {
+    const json& q = j["qos"];
+    if (!q.is_object()) {
+      r.Fail("\"qos\" must be an object");
+    } else {
+      std::string trust = r.String(q, "trust", "qos.");
+      if (!trust.empty()) {
+        if (trust != "dscp" && trust != "pcp") r.Fail("qos.trust must be \"dscp\" or \"pcp\"");
+        c.qos.trust = trust;
+      }
+      c.qos.pfc = r.Priorities(q, "pfc");
+      c.qos.ecn = r.Priorities(q, "ecn");
+      if (q.contains("dscpToPriority")) {
+        const json& m = q["dscpToPriority"];
+        if (!m.is_object()) {
+          r.Fail("qos.dscpToPriority must be an object {\"<dscp>\": <priority>}");
+        } else {
+          for (const auto& [k, v] : m.items()) {
+            char* end = nullptr;
+            long dscp = std::strtol(k.c_str(), &end, 10);
+            if (k.empty() || *end != '\0' || dscp < 0 || dscp > 63) {
+              r.Fail("qos.dscpToPriority: key \"" + k + "\" is not a DSCP 0..63");
+              break;
+            }
+            if (!v.is_number_integer() || v.get<long>() < 0 || v.get<long>() > 7) {
+              r.Fail("qos.dscpToPriority[\"" + k + "\"]: " + v.dump() + " is not a priority 0..7");
+              break;
+            }
+            c.qos.dscp_to_priority[static_cast<uint8_t>(dscp)] = static_cast<uint8_t>(v.get<long>());
+          }
+        }
+      }
+      if (auto v = r.Int(q, "roceTos", 0, 255, "qos.")) c.qos.roce_tos = static_cast<uint8_t>(*v);
+      if (auto v = r.Int(q, "trafficClass", 0, 255, "qos.")) {
+        c.qos.traffic_class = static_cast<uint8_t>(*v);
+      }
+      c.qos.strict = r.Bool(q, "strict", false, "qos.");
+    }
+  }
+  if (j.contains("prevResult") && !j["prevResult"].is_null()) {
+    if (!j["prevResult"].is_object()) r.Fail("\"prevResult\" must be an object");
+    else c.prev_result = j["prevResult"];
+  }
+  if (command == Command::kGc && j.contains("cni.dev/valid-attachments")) {
+    const json& va = j["cni.dev/valid-attachments"];
+    if (!va.is_array()) {
+      r.Fail("\"cni.dev/valid-attachments\" must be an array");
+    } else {
+      for (const auto& a : va) {
+        if (!a.is_object() || !a.contains("containerID") || !a["containerID"].is_string() ||
+            !a.contains("ifname") || !a["ifname"].is_string()) {
+          r.Fail("\"cni.dev/valid-attachments\": each entry needs string containerID and ifname");
+          break;
+        }
+        c.valid_attachments.push_back(
+            {a["containerID"].get<std::string>(), a["ifname"].get<std::string>()});
+      }
+    }
+  }
+  if (!r.ok) return std::nullopt;
+  return c;
+}
+
+}  // namespace
+
+std::optional<NetConf> ParseNetConf(std::string_view stdin_data, Command command, CniError* err) {
+  try {
+    return Parse(stdin_data, command, err);
+  } catch (const std::exception& e) {  // nlohmann type errors we did not foresee
+    *err = CniError{kErrInvalidConfig, std::string("network configuration: ") + e.what(), ""};
+    return std::nullopt;
+  }
+}
+
+}  // namespace rdmak8s::cni

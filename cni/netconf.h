@@ -1,0 +1,70 @@
+// The rdmak8s network configuration (netconf): what the runtime passes on stdin, parsed and
+// validated into plain values. Every field is documented in docs/cni.md.
+//
+// Parsing uses nlohmann::json; its exceptions stop here. Errors are CNI errors: code 6 when the
+// input is not JSON, 1 for an unsupported cniVersion, 7 for an invalid field (named).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cni/spec.h"
+
+namespace rdmak8s::cni {
+
+enum class LogLevel { kError = 0, kWarning = 1, kInfo = 2, kDebug = 3 };
+
+struct QosConfig {
+  std::optional<std::string> trust;             // "dscp" | "pcp"
+  std::vector<uint8_t> pfc;                     // priorities 0..7 that need PFC on
+  std::map<uint8_t, uint8_t> dscp_to_priority;  // DSCP 0..63 -> priority 0..7
+  std::vector<uint8_t> ecn;                     // priorities 0..7 with ECN on (RP and NP)
+  std::optional<uint8_t> roce_tos;              // 0..255
+  std::optional<uint8_t> traffic_class;         // 0..255
+  bool strict = false;
+  bool empty() const {
+    return !trust && pfc.empty() && dscp_to_priority.empty() && ecn.empty() && !roce_tos &&
+           !traffic_class;
+  }
+};
+
+struct ValidAttachment {
+  std::string container_id;
+  std::string ifname;
+};
+
+struct NetConf {
+  std::string cni_version;
+  std::string name;
+  std::string type;
+  std::string device_id;             // "deviceID", or runtimeConfig.deviceID
+  uint32_t port = 0;                 // 0: every port of the device
+  int gid_timeout_ms = 5000;
+  bool ensure_ipv6_gid = false;
+  std::optional<uint16_t> pkey;
+  std::string netns_mode;            // "" (any) | "shared" | "exclusive": STATUS/ADD require it
+  QosConfig qos;
+  // Host paths; empty: the plugin's defaults (Options).
+  std::string sysfs_root;
+  std::string configfs_root;
+  std::string state_dir;
+  std::string log_file;
+  LogLevel log_level = LogLevel::kInfo;
+  std::optional<nlohmann::json> prev_result;
+  std::vector<ValidAttachment> valid_attachments;  // GC: cni.dev/valid-attachments
+  nlohmann::json raw;
+};
+
+// Only the cniVersion (for error objects when the rest fails to parse); "" when absent.
+std::string PeekCniVersion(std::string_view stdin_data);
+
+// `command` decides what is required (GC reads cni.dev/valid-attachments).
+std::optional<NetConf> ParseNetConf(std::string_view stdin_data, Command command, CniError* err);
+
+}  // namespace rdmak8s::cni

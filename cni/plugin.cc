@@ -1,0 +1,762 @@
+#include "cni/plugin.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "cni/knobs.h"
+#include "cni/log.h"
+#include "cni/netconf.h"
+#include "cni/rdma_sysfs.h"
+#include "cni/spec.h"
+#include "cni/state.h"
+#include "rdmak8s/netns.h"
+
+namespace rdmak8s::cni {
+
+using nlohmann::json;
+
+namespace {
+
+// Local names (not device.h's, so the plugin does not pull discovery into the binary).
+std::string PortStateText(PortState s) {
+  switch (s) {
+    case PortState::kNop: return "NOP";
+    case PortState::kDown: return "DOWN";
+    case PortState::kInit: return "INIT";
+    case PortState::kArmed: return "ARMED";
+    case PortState::kActive: return "ACTIVE";
+    case PortState::kActiveDefer: return "ACTIVE_DEFER";
+  }
+  return "?";
+}
+
+std::string TransportText(Transport t) {
+  switch (t) {
+    case Transport::kIb: return "ib";
+    case Transport::kRoce: return "roce";
+    case Transport::kIwarp: return "iwarp";
+    case Transport::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+std::string Join(const std::vector<std::string>& v, std::string_view sep = ", ") {
+  std::string out;
+  for (const auto& s : v) {
+    if (!out.empty()) out += sep;
+    out += s;
+  }
+  return out;
+}
+
+class Invocation {
+ public:
+  Invocation(const PluginOptions& o, CniEnv env, NetConf conf, Logger& log)
+      : o_(o),
+        env_(std::move(env)),
+        conf_(std::move(conf)),
+        log_(log),
+        sysfs_root_(conf_.sysfs_root.empty() ? o.sysfs_root : conf_.sysfs_root),
+        configfs_root_(conf_.configfs_root.empty() ? o.configfs_root : conf_.configfs_root),
+        host_sysfs_(sysfs_root_),
+        store_(conf_.state_dir.empty() ? o.state_dir : conf_.state_dir) {
+    if (o.pod_sysfs != nullptr && conf_.sysfs_root.empty() && sysfs_root_ == "/sys") {
+      view_ = o.pod_sysfs;
+    } else {
+      fixed_view_ = std::make_unique<FixedSysfsView>(sysfs_root_);
+      view_ = fixed_view_.get();
+    }
+  }
+
+  int code() const { return code_; }
+
+  Status Add(json* result);
+  Status Del();
+  Status Check();
+  Status Gc();
+  Status StatusCmd();
+
+ private:
+  Status Fail(int code, Status s) {
+    code_ = code;
+    return s;
+  }
+
+  StatusOr<std::unique_ptr<RdmaNetlink>> RdmaIn(const Netns* ns);
+  StatusOr<std::unique_ptr<RouteNetlink>> RouteIn(const Netns* ns);
+  StatusOr<std::unique_ptr<DcbNetlink>> Dcb();
+  Status ResolveDevice(const Netns& pod, std::string* dev, uint32_t* port);
+  Status CheckUsable(const SysfsDevice& dev, const std::vector<uint32_t>& ports);
+  StatusOr<bool> DeviceVisibleIn(const Netns* ns, const std::string& dev);
+  Status ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb);
+  Status CheckKnobs(const AttachmentRecord& rec, DcbNetlink* dcb, const Netns* pod);
+  Status CheckGids(const AttachmentRecord& rec, const Netns& pod, const std::vector<uint32_t>& ports,
+                   int timeout_ms);
+  Status EnsureIpv6(const Netns& pod);
+  // Undoes everything `rec` says was done; removes it when all of that succeeded.
+  Status Release(const AttachmentRecord& rec);
+  // The sysfs root under which `rec`'s device shows now, for fn.
+  Status WithDeviceSysfs(const AttachmentRecord& rec, const Netns* pod,
+                         const std::function<Status(const std::string&)>& fn);
+  std::vector<uint32_t> PortsOf(const SysfsDevice& dev, uint32_t resolved_port) const;
+
+  const PluginOptions& o_;
+  CniEnv env_;
+  NetConf conf_;
+  Logger& log_;
+  std::string sysfs_root_;
+  std::string configfs_root_;
+  RdmaSysfs host_sysfs_;
+  StateStore store_;
+  std::unique_ptr<FixedSysfsView> fixed_view_;
+  SysfsView* view_ = nullptr;
+  int code_ = kErrIo;
+};
+
+StatusOr<std::unique_ptr<RdmaNetlink>> Invocation::RdmaIn(const Netns* ns) {
+  if (!o_.new_rdma_netlink) return UnimplementedError("no RDMA netlink in this build");
+  if (ns == nullptr) return o_.new_rdma_netlink();
+  std::unique_ptr<RdmaNetlink> nl;
+  RDMAK8S_RETURN_IF_ERROR(RunInNetns(*ns, [&]() -> Status {
+    RDMAK8S_ASSIGN_OR_RETURN(nl, o_.new_rdma_netlink());
+    return Status::Ok();
+  }));
+  return nl;
+}
+
+StatusOr<std::unique_ptr<RouteNetlink>> Invocation::RouteIn(const Netns* ns) {
+  if (!o_.new_route_netlink) return UnimplementedError("no rtnetlink in this build");
+  if (ns == nullptr) return o_.new_route_netlink();
+  std::unique_ptr<RouteNetlink> nl;
+  RDMAK8S_RETURN_IF_ERROR(RunInNetns(*ns, [&]() -> Status {
+    RDMAK8S_ASSIGN_OR_RETURN(nl, o_.new_route_netlink());
+    return Status::Ok();
+  }));
+  return nl;
+}
+
+StatusOr<std::unique_ptr<DcbNetlink>> Invocation::Dcb() {
+  if (!o_.new_dcb_netlink) return UnimplementedError("no DCB netlink in this build");
+  return o_.new_dcb_netlink();
+}
+
+std::vector<uint32_t> Invocation::PortsOf(const SysfsDevice& dev, uint32_t resolved_port) const {
+  std::vector<uint32_t> ports;
+  uint32_t want = conf_.port != 0 ? conf_.port : resolved_port;
+  for (const auto& p : dev.ports) {
+    if (want == 0 || p.port_num == want) ports.push_back(p.port_num);
+  }
+  return ports;
+}
+
+Status Invocation::ResolveDevice(const Netns& pod, std::string* dev, uint32_t* port) {
+  if (!conf_.device_id.empty()) {
+    auto r = host_sysfs_.ResolveDeviceId(conf_.device_id);
+    if (!r.ok()) return Fail(kErrDeviceNotFound, r.status());
+    *dev = *r;
+    return Status::Ok();
+  }
+  // No deviceID: follow CNI_IFNAME in the pod to its RDMA device.
+  auto route = RouteIn(&pod);
+  if (!route.ok()) return Fail(kErrIo, route.status().Prepend("open rtnetlink in the pod"));
+  auto link = (*route)->GetLinkByName(env_.ifname);
+  if (!link.ok()) {
+    return Fail(kErrDeviceNotFound,
+                link.status().Prepend("no deviceID, and interface " + env_.ifname +
+                                      " of the pod could not be read"));
+  }
+  const std::string what = "find the RDMA device of pod interface " + env_.ifname;
+  if (!link->parent_dev.empty()) {  // VF or host-device moved into the pod (IFLA_PARENT_DEV_NAME)
+    auto r = host_sysfs_.ResolveByParent(link->parent_dev);
+    if (!r.ok()) return Fail(kErrDeviceNotFound, r.status().Prepend(what));
+    *dev = *r;
+    return Status::Ok();
+  }
+  static const std::set<std::string> kStacked = {"macvlan", "macvtap", "ipvlan", "ipvtap", "vlan",
+                                                 "ipoib"};
+  if (link->link_ifindex > 0 && kStacked.count(link->kind)) {
+    // The lower device lives in the node's netns (where the plugin runs).
+    auto host_route = RouteIn(nullptr);
+    if (!host_route.ok()) return Fail(kErrIo, host_route.status().Prepend(what));
+    auto lower = (*host_route)->GetLinkByIndex(link->link_ifindex);
+    if (!lower.ok()) {
+      return Fail(kErrDeviceNotFound,
+                  lower.status().Prepend(what + ": lower device (ifindex " +
+                                         std::to_string(link->link_ifindex) + ") of " + link->kind));
+    }
+    auto r = host_sysfs_.ResolveByNetdev(lower->name, port);
+    if (!r.ok()) return Fail(kErrDeviceNotFound, r.status().Prepend(what + " via " + lower->name));
+    *dev = *r;
+    return Status::Ok();
+  }
+  // Older kernels without IFLA_PARENT_DEV_NAME: the pod's own sysfs view shows the netdev.
+  Status s = view_->InNetns(pod, [&](const std::string& root) -> Status {
+    RDMAK8S_ASSIGN_OR_RETURN(*dev, RdmaSysfs(root).ResolveByNetdev(env_.ifname, port));
+    return Status::Ok();
+  });
+  if (!s.ok()) return Fail(kErrDeviceNotFound, s.Prepend(what));
+  return Status::Ok();
+}
+
+Status Invocation::CheckUsable(const SysfsDevice& dev, const std::vector<uint32_t>& ports) {
+  if (ports.empty()) {
+    return Fail(kErrInvalidConfig, InvalidArgumentError("RDMA device " + dev.name + " has no port " +
+                                                        std::to_string(conf_.port)));
+  }
+  if (dev.transport != Transport::kIb) return Status::Ok();
+  for (auto port : ports) {
+    auto st = host_sysfs_.ReadPortState(dev.name, port);
+    if (!st.ok()) return Fail(kErrIo, st.status());
+    const std::string where = dev.name + " port " + std::to_string(port);
+    if (*st == PortState::kInit || *st == PortState::kArmed) {
+      return Fail(kErrTryAgainLater,
+                  UnavailableError("InfiniBand port " + where + " is " +
+                                   PortStateText(*st) +
+                                   ", not ACTIVE (subnet manager not done yet)"));
+    }
+    if (*st != PortState::kActive) {
+      return Fail(kErrWiring, FailedPreconditionError("InfiniBand port " + where + " is " +
+                                                      PortStateText(*st)));
+    }
+    if (conf_.pkey) {
+      auto pkeys = host_sysfs_.ReadPkeys(dev.name, port);
+      if (!pkeys.ok()) return Fail(kErrIo, pkeys.status());
+      bool found = std::any_of(pkeys->begin(), pkeys->end(),
+                               [&](uint16_t k) { return (k & 0x7fff) == (*conf_.pkey & 0x7fff); });
+      if (!found) {
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "0x%04x", *conf_.pkey);
+        return Fail(kErrInvalidConfig, NotFoundError(std::string("pkey ") + buf +
+                                                     " is not in the PKey table of " + where));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<bool> Invocation::DeviceVisibleIn(const Netns* ns, const std::string& dev) {
+  RDMAK8S_ASSIGN_OR_RETURN(auto nl, RdmaIn(ns));
+  RDMAK8S_ASSIGN_OR_RETURN(auto devs, nl->ListDevices());
+  return std::any_of(devs.begin(), devs.end(), [&](const RdmaLinkInfo& d) { return d.name == dev; });
+}
+
+Status Invocation::WithDeviceSysfs(const AttachmentRecord& rec, const Netns* pod,
+                                   const std::function<Status(const std::string&)>& fn) {
+  if (rec.moved && pod != nullptr) return view_->InNetns(*pod, fn);
+  return fn(sysfs_root_);
+}
+
+Status Invocation::ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb) {
+  if (rec->knobs.empty()) return Status::Ok();
+  auto others = store_.List();
+  if (!others.ok()) return Fail(kErrState, others.status().Prepend("read other attachments"));
+  // Refuse conflicts before touching anything.
+  for (const auto& [id, value] : rec->knobs) {
+    for (const auto& o : *others) {
+      if (o.Key() == rec->Key()) continue;
+      auto it = o.knobs.find(id);
+      if (it != o.knobs.end() && it->second != value) {
+        return Fail(kErrQos, FailedPreconditionError(
+                                 "qos: " + rec->Key() + " needs " + id + " = " + value +
+                                 ", but live attachment " + o.Key() + " needs " + it->second));
+      }
+    }
+  }
+  KnobContext ctx{dcb, sysfs_root_, sysfs_root_, configfs_root_};
+  std::map<std::string, std::string> keep;
+  std::map<std::string, std::string> to_change;  // id -> current value
+  for (const auto& [id, value] : rec->knobs) {
+    auto cur = ReadKnob(ctx, id);
+    if (!cur.ok() && cur.status().code() == StatusCode::kUnimplemented) {
+      if (conf_.qos.strict) {
+        return Fail(kErrQos, cur.status().Prepend("qos (strict): " + id + " unsupported"));
+      }
+      log_.Warning("qos: " + id + " unsupported, skipped: " + cur.status().message());
+      continue;
+    }
+    if (!cur.ok()) return Fail(kErrQos, cur.status().Prepend("qos: read " + id));
+    keep[id] = value;
+    if (*cur == value) {
+      log_.Info("qos: " + id + " = " + value + " already in place");
+    } else {
+      to_change[id] = *cur;
+    }
+  }
+  if (!to_change.empty()) {
+    // Write-ahead, once for all knobs: the originals are on disk before any knob changes, so a
+    // crash can restore them.
+    auto originals = store_.LoadKnobs();
+    if (!originals.ok()) return Fail(kErrState, originals.status());
+    bool added = false;
+    for (const auto& [id, cur] : to_change) added |= originals->emplace(id, cur).second;
+    if (added) {
+      if (Status s = store_.SaveKnobs(*originals); !s.ok()) return Fail(kErrState, s);
+    }
+    for (const auto& [id, cur] : to_change) {
+      if (Status s = WriteKnob(ctx, id, keep[id]); !s.ok()) return Fail(kErrQos, s.Prepend("qos"));
+      log_.Info("qos: " + id + " = " + keep[id] + " applied (was " + cur + ")");
+    }
+  }
+  rec->knobs = std::move(keep);
+  return Status::Ok();
+}
+
+Status Invocation::EnsureIpv6(const Netns& pod) {
+  // /proc/sys/net resolves against the writing thread's netns.
+  return RunInNetns(pod, [&]() -> Status {
+    const std::string path = "/proc/sys/net/ipv6/conf/" + env_.ifname + "/disable_ipv6";
+    std::ofstream f(path);
+    if (!f) return ErrnoError(errno, "open " + path);
+    f << "0\n";
+    f.flush();
+    if (!f) return InternalError("write 0 to " + path);
+    return Status::Ok();
+  });
+}
+
+Status Invocation::CheckGids(const AttachmentRecord& rec, const Netns& pod,
+                             const std::vector<uint32_t>& ports, int timeout_ms) {
+  auto route = RouteIn(&pod);
+  if (!route.ok()) return Fail(kErrIo, route.status().Prepend("open rtnetlink in the pod"));
+  auto link = (*route)->GetLinkByName(env_.ifname);
+  if (!link.ok()) return Fail(kErrWiring, link.status().Prepend("pod interface for GIDs"));
+  auto addrs = (*route)->ListAddresses(link->ifindex);
+  if (!addrs.ok()) return Fail(kErrIo, addrs.status().Prepend("addresses of pod interface " + env_.ifname));
+  std::map<std::string, std::string> wanted;  // gid -> ip
+  for (const auto& a : *addrs) {
+    std::string gid = GidForIp(a.address);
+    if (!gid.empty()) wanted[gid] = a.address;
+  }
+  if (wanted.empty()) {
+    log_.Warning("pod interface " + env_.ifname + " has no IP: no GID to wait for");
+    return Status::Ok();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    std::vector<std::string> missing;
+    Status s = WithDeviceSysfs(rec, &pod, [&](const std::string& root) -> Status {
+      RdmaSysfs sys(root);
+      std::set<std::string> present;
+      for (auto port : ports) {
+        RDMAK8S_ASSIGN_OR_RETURN(auto gids, sys.ReadGids(rec.rdma_dev, port));
+        for (const auto& g : gids) {
+          unsigned char b[16];
+          if (g.type == "RoCE v2" && ParseGid(g.gid, b)) present.insert(GidForIp(g.gid));
+        }
+      }
+      for (const auto& [gid, ip] : wanted) {
+        if (!present.count(gid)) missing.push_back(gid + " (" + ip + ")");
+      }
+      return Status::Ok();
+    });
+    if (!s.ok()) return Fail(kErrIo, s.Prepend("read GID table of " + rec.rdma_dev));
+    if (missing.empty()) return Status::Ok();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Fail(kErrGidMissing,
+                  DeadlineExceededError("RoCE v2 GID " + Join(missing) + " not in the GID table of " +
+                                        rec.rdma_dev + " after " + std::to_string(timeout_ms) + " ms"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(o_.gid_poll_interval_ms));
+  }
+}
+
+Status Invocation::Release(const AttachmentRecord& rec) {
+  auto host = CurrentNetns();
+  if (!host.ok()) return Fail(kErrIo, host.status());
+  if (rec.moved) {
+    auto pod = rec.netns.empty() ? StatusOr<Netns>(NotFoundError("no netns recorded"))
+                                 : OpenNetns(rec.netns);
+    if (!pod.ok()) {
+      // The kernel returns RDMA devices to init_net when their netns dies (rdma_dev_exit_net).
+      log_.Info("pod netns of " + rec.Key() + " is gone (" + pod.status().message() + "): " +
+                rec.rdma_dev + " went home with it");
+    } else {
+      auto nl = RdmaIn(&*pod);
+      if (!nl.ok()) return Fail(kErrWiring, nl.status().Prepend("open RDMA netlink in the pod"));
+      Status s = (*nl)->MoveToNetns(rec.rdma_dev, host->fd());
+      if (s.code() == StatusCode::kNotFound) {
+        log_.Info(rec.rdma_dev + " is not in the pod netns any more: already home");
+      } else if (!s.ok()) {
+        return Fail(kErrWiring, s.Prepend("return " + rec.rdma_dev + " to the node"));
+      } else {
+        log_.Info("moved " + rec.rdma_dev + " back to the node's netns");
+      }
+    }
+  }
+  if (!rec.knobs.empty()) {
+    auto others = store_.List();
+    if (!others.ok()) return Fail(kErrState, others.status());
+    auto originals = store_.LoadKnobs();
+    if (!originals.ok()) return Fail(kErrState, originals.status());
+    std::unique_ptr<DcbNetlink> dcb;
+    if (auto d = Dcb(); d.ok()) dcb = std::move(*d);
+    KnobContext ctx{dcb.get(), sysfs_root_, sysfs_root_, configfs_root_};
+    Status first;
+    bool changed = false;
+    for (const auto& [id, value] : rec.knobs) {
+      bool needed = std::any_of(others->begin(), others->end(), [&](const AttachmentRecord& o) {
+        return o.Key() != rec.Key() && o.knobs.count(id);
+      });
+      if (needed) continue;  // the last attachment needing it restores it
+      auto orig = originals->find(id);
+      if (orig == originals->end()) continue;  // it was in place before us
+      Status s = WriteKnob(ctx, id, orig->second);
+      if (!s.ok() && s.code() != StatusCode::kUnimplemented) {
+        if (first.ok()) first = s.Prepend("restore qos knob");
+        continue;
+      }
+      log_.Info("qos: " + id + " restored to " + orig->second);
+      originals->erase(orig);
+      changed = true;
+    }
+    if (changed) {
+      if (Status s = store_.SaveKnobs(*originals); !s.ok()) return Fail(kErrState, s);
+    }
+    if (!first.ok()) return Fail(kErrQos, first);
+  }
+  if (Status s = store_.Remove(rec.network, rec.container_id, rec.ifname); !s.ok()) {
+    return Fail(kErrState, s);
+  }
+  return Status::Ok();
+}
+
+Status Invocation::Add(json* result) {
+  if (!conf_.prev_result) {
+    return Fail(kErrInvalidConfig,
+                InvalidArgumentError("rdmak8s is a chained plugin: ADD needs a prevResult "
+                                     "(put it after the plugin that creates " + env_.ifname + ")"));
+  }
+  CniError cerr;
+  auto converted = ConvertResult(*conf_.prev_result, conf_.cni_version, &cerr);
+  if (!converted) return Fail(cerr.code, InvalidArgumentError(cerr.msg));
+
+  auto pod = OpenNetns(env_.netns);
+  if (!pod.ok()) {
+    return Fail(pod.status().code() == StatusCode::kNotFound ? kErrUnknownContainer : kErrInvalidEnv,
+                pod.status().Prepend("CNI_NETNS"));
+  }
+  // Checked before the state dir is touched: a node without RDMA is left exactly as it was.
+  const std::string ib = sysfs_root_ + "/class/infiniband";
+  if (access(ib.c_str(), F_OK) != 0) {
+    return Fail(kErrDeviceNotFound,
+                ErrnoError(errno, "no RDMA on this node (no RDMA core loaded: " + ib + ")"));
+  }
+  auto lock = store_.Acquire();
+  if (!lock.ok()) return Fail(kErrState, lock.status());
+
+  std::string dev_name;
+  uint32_t resolved_port = 0;
+  RDMAK8S_RETURN_IF_ERROR(ResolveDevice(*pod, &dev_name, &resolved_port));
+  auto dev = host_sysfs_.ReadDevice(dev_name);
+  if (!dev.ok()) return Fail(kErrDeviceNotFound, dev.status().Prepend("read RDMA device"));
+  const std::vector<uint32_t> ports = PortsOf(*dev, resolved_port);
+  RDMAK8S_RETURN_IF_ERROR(CheckUsable(*dev, ports));
+
+  auto host_nl = RdmaIn(nullptr);
+  if (!host_nl.ok()) return Fail(kErrWiring, host_nl.status().Prepend("open RDMA netlink"));
+  auto mode = (*host_nl)->GetNetnsMode();
+  if (!mode.ok()) return Fail(kErrWiring, mode.status().Prepend("read RDMA netns mode"));
+  const std::string mode_name(RdmaNetnsModeName(*mode));
+  if (!conf_.netns_mode.empty() && conf_.netns_mode != mode_name) {
+    return Fail(kErrWiring, FailedPreconditionError("netconf wants RDMA netns mode " +
+                                                    conf_.netns_mode + ", the kernel is in " +
+                                                    mode_name + " mode"));
+  }
+
+  AttachmentRecord rec;
+  rec.network = conf_.name;
+  rec.container_id = env_.container_id;
+  rec.ifname = env_.ifname;
+  rec.netns = env_.netns;
+  rec.cni_version = conf_.cni_version;
+  rec.rdma_dev = dev_name;
+  rec.transport = TransportText(dev->transport);
+  rec.netns_mode = mode_name;
+  log_.Info("device " + dev_name + " (" + rec.transport + ", " + mode_name + " mode)");
+
+  bool need_move = false;
+  if (*mode == RdmaNetnsMode::kExclusive) {
+    auto here = DeviceVisibleIn(nullptr, dev_name);
+    if (!here.ok()) return Fail(kErrWiring, here.status().Prepend("list RDMA devices"));
+    if (*here) {
+      need_move = true;
+    } else {
+      auto there = DeviceVisibleIn(&*pod, dev_name);
+      if (!there.ok()) return Fail(kErrWiring, there.status().Prepend("list RDMA devices in the pod"));
+      if (!*there) {
+        return Fail(kErrWiring,
+                    FailedPreconditionError("RDMA device " + dev_name +
+                                            " is not in the node's netns (held by another pod?)"));
+      }
+      rec.moved = true;  // an earlier ADD of this attachment moved it
+    }
+  }
+
+  std::unique_ptr<DcbNetlink> dcb;
+  if (dev->transport == Transport::kRoce && !conf_.qos.empty()) {
+    std::string pf;
+    if (auto p = host_sysfs_.PfNetdev(*dev); p.ok()) {
+      pf = *p;
+    } else {
+      log_.Warning("qos: no PF netdev for " + dev_name + ": " + p.status().message());
+    }
+    rec.pf_netdev = pf;
+    rec.knobs = RequiredKnobs(conf_.qos, pf, dev_name, ports);
+    if (auto d = Dcb(); d.ok()) dcb = std::move(*d);
+  } else if (!conf_.qos.empty()) {
+    log_.Info("qos: ignored for " + rec.transport + " device " + dev_name +
+              " (lossless settings are for RoCE)");
+  }
+
+  // Write-ahead record: from here on a crash leaves enough on disk for DEL/GC to undo.
+  if (need_move) rec.moved = true;
+  if (Status s = store_.Save(rec); !s.ok()) return Fail(kErrState, s);
+  auto rollback = [&](Status cause) -> Status {
+    int code = code_;
+    log_.Error("ADD failed, rolling back: " + cause.message());
+    Status r = Release(rec);
+    if (!r.ok()) log_.Error("rollback incomplete: " + r.message());
+    code_ = code;
+    return cause;
+  };
+
+  const size_t planned_knobs = rec.knobs.size();
+  if (Status s = ApplyKnobs(&rec, dcb.get()); !s.ok()) return rollback(s);
+  // Unsupported knobs were dropped: record that (each save costs an fsync, so only then).
+  if (rec.knobs.size() != planned_knobs) {
+    if (Status s = store_.Save(rec); !s.ok()) return rollback(Fail(kErrState, s));
+  }
+
+  if (need_move) {
+    if (Status s = (*host_nl)->MoveToNetns(dev_name, pod->fd()); !s.ok()) {
+      // The record says moved (write-ahead); Release finds it not in the pod and calls it home.
+      return rollback(Fail(kErrWiring, s.Prepend("move RDMA device into the pod")));
+    }
+    log_.Info("moved " + dev_name + " into netns " + env_.netns);
+  } else {
+    auto visible = DeviceVisibleIn(&*pod, dev_name);
+    if (!visible.ok()) return rollback(Fail(kErrWiring, visible.status().Prepend("RDMA netlink in the pod")));
+    if (!*visible) {
+      return rollback(Fail(kErrWiring, FailedPreconditionError("RDMA device " + dev_name +
+                                                               " is not visible from the pod")));
+    }
+  }
+
+  if (conf_.ensure_ipv6_gid) {
+    if (Status s = EnsureIpv6(*pod); !s.ok()) return rollback(Fail(kErrIo, s.Prepend("ensureIPv6Gid")));
+  }
+  if (dev->transport == Transport::kRoce) {
+    if (Status s = CheckGids(rec, *pod, ports, conf_.gid_timeout_ms); !s.ok()) return rollback(s);
+  }
+
+  // SPEC.md 1.1.0 lets a plugin fill in pciID of the interface it wired.
+  if (CompareVersions(conf_.cni_version, "1.1.0") >= 0 && dev->parent.find(':') != std::string::npos &&
+      converted->contains("interfaces")) {
+    for (auto& i : (*converted)["interfaces"]) {
+      if (i.value("name", "") == env_.ifname && !i.value("sandbox", "").empty() &&
+          !i.contains("pciID")) {
+        i["pciID"] = dev->parent;
+      }
+    }
+  }
+  *result = std::move(*converted);
+  return Status::Ok();
+}
+
+Status Invocation::Del() {
+  if (access(store_.dir().c_str(), F_OK) != 0 && errno == ENOENT) {
+    log_.Info("no state dir " + store_.dir() + ": nothing was attached here");
+    return Status::Ok();  // and don't create one: a DEL after a failed ADD leaves no trace
+  }
+  auto lock = store_.Acquire();
+  if (!lock.ok()) return Fail(kErrState, lock.status());
+  auto rec = store_.Load(conf_.name, env_.container_id, env_.ifname);
+  if (!rec.ok()) {
+    if (rec.status().code() == StatusCode::kNotFound) {
+      log_.Info("no attachment recorded: nothing to undo");
+      return Status::Ok();
+    }
+    return Fail(kErrState, rec.status());
+  }
+  return Release(*rec);
+}
+
+Status Invocation::Check() {
+  if (!conf_.prev_result) {
+    return Fail(kErrInvalidConfig, InvalidArgumentError("CHECK needs a prevResult"));
+  }
+  CniError cerr;
+  if (!ConvertResult(*conf_.prev_result, conf_.cni_version, &cerr)) {
+    return Fail(cerr.code, InvalidArgumentError(cerr.msg));
+  }
+  auto pod = OpenNetns(env_.netns);
+  if (!pod.ok()) return Fail(kErrUnknownContainer, pod.status().Prepend("CNI_NETNS"));
+  auto lock = store_.Acquire();
+  if (!lock.ok()) return Fail(kErrState, lock.status());
+  auto rec = store_.Load(conf_.name, env_.container_id, env_.ifname);
+  if (!rec.ok()) {
+    return Fail(rec.status().code() == StatusCode::kNotFound ? kErrWiring : kErrState,
+                rec.status().Prepend("no record of this attachment"));
+  }
+  // The device is where it should be.
+  auto visible = DeviceVisibleIn(&*pod, rec->rdma_dev);
+  if (!visible.ok()) return Fail(kErrWiring, visible.status());
+  if (!*visible) {
+    return Fail(kErrWiring, FailedPreconditionError("RDMA device " + rec->rdma_dev +
+                                                    " is not visible in the pod's netns"));
+  }
+  if (rec->moved) {
+    auto home = DeviceVisibleIn(nullptr, rec->rdma_dev);
+    if (home.ok() && *home) {
+      return Fail(kErrWiring, FailedPreconditionError("RDMA device " + rec->rdma_dev +
+                                                      " is back in the node's netns"));
+    }
+  }
+  std::vector<uint32_t> ports;
+  Status s = WithDeviceSysfs(*rec, &*pod, [&](const std::string& root) -> Status {
+    RDMAK8S_ASSIGN_OR_RETURN(auto dev, RdmaSysfs(root).ReadDevice(rec->rdma_dev));
+    ports = PortsOf(dev, 0);
+    return Status::Ok();
+  });
+  if (!s.ok()) return Fail(kErrWiring, s.Prepend("read RDMA device"));
+  if (rec->transport == "ib" && !rec->moved) RDMAK8S_RETURN_IF_ERROR(CheckUsable(
+      host_sysfs_.ReadDevice(rec->rdma_dev).value_or(SysfsDevice{}), ports));
+  if (rec->transport == "roce") RDMAK8S_RETURN_IF_ERROR(CheckGids(*rec, *pod, ports, 0));
+  std::unique_ptr<DcbNetlink> dcb;
+  if (auto d = Dcb(); d.ok()) dcb = std::move(*d);
+  for (const auto& [id, value] : rec->knobs) {
+    StatusOr<std::string> cur = std::string();
+    Status rs = WithDeviceSysfs(*rec, &*pod, [&](const std::string& root) -> Status {
+      KnobContext ctx{dcb.get(), sysfs_root_, root, configfs_root_};
+      cur = ReadKnob(ctx, id);
+      return Status::Ok();
+    });
+    if (!rs.ok()) return Fail(kErrIo, rs);
+    if (!cur.ok()) return Fail(kErrQos, cur.status().Prepend("qos: read " + id));
+    if (*cur != value) {
+      return Fail(kErrQos, FailedPreconditionError("qos: " + id + " is " + *cur + ", want " + value));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Invocation::Gc() {
+  if (access(store_.dir().c_str(), F_OK) != 0 && errno == ENOENT) return Status::Ok();
+  auto lock = store_.Acquire();
+  if (!lock.ok()) return Fail(kErrState, lock.status());
+  auto recs = store_.List(conf_.name);
+  if (!recs.ok()) return Fail(kErrState, recs.status());
+  std::set<std::pair<std::string, std::string>> valid;
+  for (const auto& a : conf_.valid_attachments) valid.insert({a.container_id, a.ifname});
+  Status first;
+  int first_code = 0;
+  for (const auto& rec : *recs) {
+    if (valid.count({rec.container_id, rec.ifname})) continue;
+    log_.Info("GC: releasing stale attachment " + rec.Key());
+    if (Status s = Release(rec); !s.ok() && first.ok()) {
+      first = s.Prepend("GC " + rec.Key());
+      first_code = code_;
+    }
+  }
+  if (!first.ok()) return Fail(first_code, first);
+  return Status::Ok();
+}
+
+Status Invocation::StatusCmd() {
+  const std::string ib = sysfs_root_ + "/class/infiniband";
+  if (access(ib.c_str(), F_OK) != 0) {
+    return Fail(kErrPluginNotAvailable,
+                ErrnoError(errno, "RDMA unavailable: no RDMA core (" + ib + ")"));
+  }
+  auto nl = RdmaIn(nullptr);
+  if (!nl.ok()) return Fail(kErrPluginNotAvailable, nl.status().Prepend("RDMA netlink unavailable"));
+  auto mode = (*nl)->GetNetnsMode();
+  if (!mode.ok()) return Fail(kErrPluginNotAvailable, mode.status().Prepend("read RDMA netns mode"));
+  if (!conf_.netns_mode.empty() && conf_.netns_mode != RdmaNetnsModeName(*mode)) {
+    return Fail(kErrPluginNotAvailable,
+                FailedPreconditionError("netconf wants RDMA netns mode " + conf_.netns_mode +
+                                        ", the kernel is in " +
+                                        std::string(RdmaNetnsModeName(*mode)) + " mode"));
+  }
+  if (!conf_.device_id.empty()) {
+    auto r = host_sysfs_.ResolveDeviceId(conf_.device_id);
+    if (!r.ok()) return Fail(kErrPluginNotAvailable, r.status());
+  }
+  return Status::Ok();
+}
+
+PluginOutput Run(const PluginOptions& options, const std::function<const char*(const char*)>& getenv,
+                 std::string_view stdin_data) {
+  Logger log;
+  log.Configure(LogLevel::kInfo, "", options.stderr_fd);
+  CniError err;
+  const std::string peeked = PeekCniVersion(stdin_data);
+  const std::string err_version = IsSupportedVersion(peeked) ? peeked : std::string(kLatestVersion);
+  auto env = ParseEnv(getenv, &err);
+  if (!env) {
+    log.Error(err.msg);
+    return {1, ErrorJson(err, err_version)};
+  }
+  if (env->command == Command::kVersion) return {0, VersionJson(err_version)};
+  auto conf = ParseNetConf(stdin_data, env->command, &err);
+  if (!conf) {
+    log.Error(err.msg);
+    return {1, ErrorJson(err, err_version)};
+  }
+  log.Configure(conf->log_level, conf->log_file, options.stderr_fd);
+  log.SetContext(std::string(CommandName(env->command)) + " " + conf->name +
+                 (env->container_id.empty() ? "" : " " + env->container_id + "/" + env->ifname));
+  auto too_old = [&](std::string_view min) {
+    CniError e{kErrIncompatibleVersion,
+               "config version " + conf->cni_version + " does not allow " +
+                   std::string(CommandName(env->command)) + " (needs " + std::string(min) + "+)",
+               ""};
+    log.Error(e.msg);
+    return PluginOutput{1, ErrorJson(e, conf->cni_version)};
+  };
+  if (env->command == Command::kCheck && CompareVersions(conf->cni_version, "0.4.0") < 0) {
+    return too_old("0.4.0");
+  }
+  if ((env->command == Command::kGc || env->command == Command::kStatus) &&
+      CompareVersions(conf->cni_version, "1.1.0") < 0) {
+    return too_old("1.1.0");
+  }
+  Invocation inv(options, *env, *conf, log);
+  json result;
+  Status s;
+  switch (env->command) {
+    case Command::kAdd: s = inv.Add(&result); break;
+    case Command::kDel: s = inv.Del(); break;
+    case Command::kCheck: s = inv.Check(); break;
+    case Command::kGc: s = inv.Gc(); break;
+    case Command::kStatus: s = inv.StatusCmd(); break;
+    case Command::kVersion: break;
+  }
+  if (!s.ok()) {
+    log.Error(s.message());
+    return {1, ErrorJson({inv.code(), s.message(), std::string(StatusCodeName(s.code()))},
+                         conf->cni_version)};
+  }
+  if (env->command == Command::kAdd) return {0, result.dump()};
+  return {0, ""};
+}
+
+}  // namespace
+
+PluginOutput RunPlugin(const PluginOptions& options,
+                       const std::function<const char*(const char*)>& getenv,
+                       std::string_view stdin_data) {
+  try {
+    return Run(options, getenv, stdin_data);
+  } catch (const std::exception& e) {  // a library threw where we did not expect it
+    return {1, ErrorJson({kErrIo, std::string("internal error: ") + e.what(), ""}, kLatestVersion)};
+  }
+}
+
+}  // namespace rdmak8s::cni

@@ -1,0 +1,59 @@
+// The rdmak8s chained CNI plugin as a library: one call per invocation, everything host-specific
+// injected through PluginOptions, so tests drive it in-process against real network namespaces,
+// fixture sysfs trees and fake RDMA/DCB netlink, while main.cc wires the real ones.
+//
+// What each command does (docs/cni.md has the full story):
+//   ADD    resolve the RDMA device (deviceID, or CNI_IFNAME's device in the pod), check it (IB port
+//          ACTIVE, pkey), apply QoS knobs, move it into the pod (exclusive mode) or check it is
+//          visible there (shared), wait for the pod IPs' RoCE v2 GIDs, record the attachment,
+//          return prevResult. Any failure undoes every step done.
+//   DEL    undo what the record says; missing netns/record/device-at-home are success.
+//   CHECK  verify the device, GIDs and every recorded knob still hold.
+//   GC     release every attachment of the network not in cni.dev/valid-attachments.
+//   STATUS error 50 when RDMA is unavailable or the netns mode can't serve the config.
+//   VERSION the supported spec versions.
+//
+// Thread safety: RunPlugin may run concurrently from several threads or processes sharing a state
+// dir (a file lock serialises them); the options' factories must then be thread safe.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "cni/sysfs_view.h"
+#include "rdmak8s/dcb_netlink.h"
+#include "rdmak8s/rdma_netlink.h"
+#include "rdmak8s/route_netlink.h"
+#include "rdmak8s/status.h"
+
+namespace rdmak8s::cni {
+
+struct PluginOptions {
+  // Defaults for host paths; the netconf's sysfsRoot/configfsRoot/stateDir override them.
+  std::string sysfs_root = "/sys";
+  std::string configfs_root = "/sys/kernel/config";
+  std::string state_dir = "/var/lib/cni/rdmak8s";
+  // Each opens a handle in the calling thread's current netns.
+  std::function<StatusOr<std::unique_ptr<RdmaNetlink>>()> new_rdma_netlink;
+  std::function<StatusOr<std::unique_ptr<DcbNetlink>>()> new_dcb_netlink;
+  std::function<StatusOr<std::unique_ptr<RouteNetlink>>()> new_route_netlink;
+  // How to read a pod netns's sysfs when sysfs_root is the real "/sys" (not owned; null: read
+  // sysfs_root as is). A netconf sysfsRoot always reads that tree as is.
+  SysfsView* pod_sysfs = nullptr;
+  int gid_poll_interval_ms = 10;
+  int stderr_fd = 2;  // logs; -1 to silence
+};
+
+struct PluginOutput {
+  int exit_code = 0;
+  std::string stdout_data;  // the result, the VERSION answer, or the error object
+};
+
+// One invocation: `getenv` reads CNI_* variables, `stdin_data` is the netconf.
+PluginOutput RunPlugin(const PluginOptions& options,
+                       const std::function<const char*(const char*)>& getenv,
+                       std::string_view stdin_data);
+
+}  // namespace rdmak8s::cni

@@ -1,0 +1,247 @@
+#include "cni/rdma_sysfs.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+
+namespace rdmak8s::cni {
+
+namespace {
+
+StatusOr<std::string> ReadAttr(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, "read " + path);
+  char buf[512];
+  ssize_t n;
+  do {
+    n = read(fd, buf, sizeof buf - 1);
+  } while (n < 0 && errno == EINTR);
+  int e = errno;
+  close(fd);
+  if (n < 0) return ErrnoError(e, "read " + path);
+  std::string s(buf, static_cast<size_t>(n));
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+StatusOr<std::vector<std::string>> ListDir(const std::string& path) {
+  DIR* d = opendir(path.c_str());
+  if (d == nullptr) return ErrnoError(errno, "list " + path);
+  std::vector<std::string> out;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") out.push_back(n);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string Canonical(const std::string& path) {
+  char buf[PATH_MAX];
+  if (realpath(path.c_str(), buf) == nullptr) return "";
+  return buf;
+}
+
+std::string Basename(const std::string& p) { return p.substr(p.rfind('/') + 1); }
+
+}  // namespace
+
+bool ParseGid(const std::string& text, unsigned char out[16]) {
+  return inet_pton(AF_INET6, text.c_str(), out) == 1;
+}
+
+std::string GidForIp(const std::string& ip) {
+  unsigned char b[16] = {0};
+  unsigned char v4[4];
+  if (inet_pton(AF_INET, ip.c_str(), v4) == 1) {
+    b[10] = 0xff;
+    b[11] = 0xff;
+    std::copy(v4, v4 + 4, b + 12);
+  } else if (inet_pton(AF_INET6, ip.c_str(), b) != 1) {
+    return "";
+  }
+  char s[40];
+  std::snprintf(s, sizeof s, "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
+                b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+                b[13], b[14], b[15]);
+  return s;
+}
+
+StatusOr<std::vector<std::string>> RdmaSysfs::ListDevices() const {
+  return ListDir(root_ + "/class/infiniband");
+}
+
+StatusOr<PortState> RdmaSysfs::ReadPortState(const std::string& dev, uint32_t port) const {
+  RDMAK8S_ASSIGN_OR_RETURN(
+      std::string s,
+      ReadAttr(root_ + "/class/infiniband/" + dev + "/ports/" + std::to_string(port) + "/state"));
+  int n = std::atoi(s.c_str());  // "4: ACTIVE"
+  if (n < 0 || n > 5) return InternalError("port state \"" + s + "\" of " + dev + " not understood");
+  return static_cast<PortState>(n);
+}
+
+StatusOr<SysfsDevice> RdmaSysfs::ReadDevice(const std::string& name) const {
+  const std::string base = root_ + "/class/infiniband/" + name;
+  SysfsDevice d;
+  d.name = name;
+  RDMAK8S_ASSIGN_OR_RETURN(std::string node_type, ReadAttr(base + "/node_type"));
+  d.parent_path = Canonical(base + "/device");
+  if (!d.parent_path.empty()) d.parent = Basename(d.parent_path);
+  if (auto p = ReadAttr(base + "/parent"); p.ok()) d.lower_netdev = *p;
+  RDMAK8S_ASSIGN_OR_RETURN(auto ports, ListDir(base + "/ports"));
+  for (const auto& p : ports) {
+    SysfsPort port;
+    port.port_num = static_cast<uint32_t>(std::atoi(p.c_str()));
+    RDMAK8S_ASSIGN_OR_RETURN(port.state, ReadPortState(name, port.port_num));
+    RDMAK8S_ASSIGN_OR_RETURN(port.link_layer, ReadAttr(base + "/ports/" + p + "/link_layer"));
+    d.ports.push_back(port);
+  }
+  std::sort(d.ports.begin(), d.ports.end(),
+            [](auto& a, auto& b) { return a.port_num < b.port_num; });
+  if (std::atoi(node_type.c_str()) == static_cast<int>(NodeType::kRnic)) {
+    d.transport = Transport::kIwarp;
+  } else if (!d.ports.empty() && d.ports[0].link_layer == "InfiniBand") {
+    d.transport = Transport::kIb;
+  } else if (!d.ports.empty() && d.ports[0].link_layer == "Ethernet") {
+    d.transport = Transport::kRoce;
+  }
+  return d;
+}
+
+StatusOr<std::vector<SysfsGid>> RdmaSysfs::ReadGids(const std::string& dev, uint32_t port) const {
+  const std::string base = root_ + "/class/infiniband/" + dev + "/ports/" + std::to_string(port);
+  RDMAK8S_ASSIGN_OR_RETURN(auto names, ListDir(base + "/gids"));
+  std::vector<SysfsGid> out;
+  for (const auto& n : names) {
+    auto g = ReadAttr(base + "/gids/" + n);
+    if (!g.ok()) {
+      if (g.status().code() == StatusCode::kNotFound) continue;  // removed meanwhile
+      return g.status();
+    }
+    unsigned char b[16];
+    if (!ParseGid(*g, b)) continue;
+    if (std::all_of(b, b + 16, [](unsigned char c) { return c == 0; })) continue;
+    SysfsGid gid;
+    gid.index = static_cast<uint32_t>(std::atoi(n.c_str()));
+    gid.gid = *g;
+    // The kernel answers EINVAL for attributes of empty/IB GIDs: absent, not an error.
+    if (auto t = ReadAttr(base + "/gid_attrs/types/" + n); t.ok()) gid.type = *t;
+    if (auto nd = ReadAttr(base + "/gid_attrs/ndevs/" + n); nd.ok()) gid.netdev = *nd;
+    out.push_back(gid);
+  }
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.index < b.index; });
+  return out;
+}
+
+StatusOr<std::vector<uint16_t>> RdmaSysfs::ReadPkeys(const std::string& dev, uint32_t port) const {
+  const std::string base = root_ + "/class/infiniband/" + dev + "/ports/" + std::to_string(port) +
+                           "/pkeys";
+  RDMAK8S_ASSIGN_OR_RETURN(auto names, ListDir(base));
+  std::vector<uint16_t> out;
+  for (const auto& n : names) {
+    RDMAK8S_ASSIGN_OR_RETURN(std::string v, ReadAttr(base + "/" + n));
+    long k = std::strtol(v.c_str(), nullptr, 0);
+    if (k != 0) out.push_back(static_cast<uint16_t>(k));
+  }
+  return out;
+}
+
+StatusOr<std::string> RdmaSysfs::ResolveByParent(const std::string& parent) const {
+  RDMAK8S_ASSIGN_OR_RETURN(auto devs, ListDevices());
+  std::vector<std::string> hits;
+  for (const auto& d : devs) {
+    std::string p = Canonical(root_ + "/class/infiniband/" + d + "/device");
+    if (!p.empty() && Basename(p) == parent) hits.push_back(d);
+  }
+  if (hits.empty()) return NotFoundError("no RDMA device on bus device " + parent);
+  if (hits.size() > 1) {
+    std::string all;
+    for (const auto& h : hits) all += (all.empty() ? "" : ", ") + h;
+    return InvalidArgumentError("several RDMA devices on bus device " + parent + ": " + all +
+                                "; set deviceID to one RDMA device name");
+  }
+  return hits[0];
+}
+
+StatusOr<std::string> RdmaSysfs::ResolveDeviceId(const std::string& id) const {
+  if (id.empty() || id.find('/') != std::string::npos || id == "." || id == "..") {
+    return InvalidArgumentError("deviceID \"" + id + "\" is not a device name");
+  }
+  if (access((root_ + "/class/infiniband/" + id).c_str(), F_OK) == 0) return id;
+  auto r = ResolveByParent(id);
+  if (!r.ok() && r.status().code() == StatusCode::kNotFound) {
+    return NotFoundError("deviceID " + id + ": no RDMA device, PCI function or auxiliary device " +
+                         "of that name has an RDMA device under " + root_ + "/class/infiniband");
+  }
+  return r;
+}
+
+StatusOr<std::string> RdmaSysfs::ResolveByNetdev(const std::string& netdev,
+                                                 uint32_t* port_num) const {
+  const std::string base = root_ + "/class/net/" + netdev;
+  if (access(base.c_str(), F_OK) != 0) return ErrnoError(errno, "netdev " + netdev + " in " + root_);
+  if (auto p = ReadAttr(base + "/dev_port"); p.ok() && port_num != nullptr) {
+    *port_num = static_cast<uint32_t>(std::atoi(p->c_str())) + 1;
+  }
+  std::string dev = Canonical(base + "/device");
+  if (!dev.empty()) return ResolveByParent(Basename(dev));
+  // Soft devices: rxe names its netdev in `parent`; any device may list it as a GID's ndev.
+  RDMAK8S_ASSIGN_OR_RETURN(auto devs, ListDevices());
+  for (const auto& d : devs) {
+    auto p = ReadAttr(root_ + "/class/infiniband/" + d + "/parent");
+    if (p.ok() && *p == netdev) return d;
+  }
+  // Stacked netdevs (VLAN, bond slave chains): follow lower_* links.
+  if (auto entries = ListDir(base); entries.ok()) {
+    for (const auto& e : *entries) {
+      if (e.rfind("lower_", 0) == 0) {
+        auto r = ResolveByNetdev(e.substr(6), port_num);
+        if (r.ok() || r.status().code() != StatusCode::kNotFound) return r;
+      }
+    }
+  }
+  for (const auto& d : devs) {
+    auto ports = ListDir(root_ + "/class/infiniband/" + d + "/ports");
+    if (!ports.ok()) continue;
+    for (const auto& p : *ports) {
+      auto ndevs = ListDir(root_ + "/class/infiniband/" + d + "/ports/" + p + "/gid_attrs/ndevs");
+      if (!ndevs.ok()) continue;
+      for (const auto& i : *ndevs) {
+        auto nd = ReadAttr(root_ + "/class/infiniband/" + d + "/ports/" + p + "/gid_attrs/ndevs/" + i);
+        if (nd.ok() && *nd == netdev) {
+          if (port_num != nullptr) *port_num = static_cast<uint32_t>(std::atoi(p.c_str()));
+          return d;
+        }
+      }
+    }
+  }
+  return NotFoundError("no RDMA device behind netdev " + netdev);
+}
+
+StatusOr<std::string> RdmaSysfs::PfNetdev(const SysfsDevice& dev) const {
+  if (dev.parent_path.empty()) {
+    if (!dev.lower_netdev.empty()) return dev.lower_netdev;
+    return NotFoundError("RDMA device " + dev.name + " has neither a bus device nor a parent netdev");
+  }
+  std::string pci = dev.parent_path;
+  // An auxiliary device (SF) sits under the PCI function that owns it.
+  if (access((pci + "/net").c_str(), F_OK) != 0 || dev.parent.find(':') == std::string::npos) {
+    std::string up = pci.substr(0, pci.rfind('/'));
+    if (access((pci + "/physfn").c_str(), F_OK) != 0) pci = up;
+  }
+  if (std::string pf = Canonical(pci + "/physfn"); !pf.empty()) pci = pf;
+  auto nets = ListDir(pci + "/net");
+  if (!nets.ok()) return nets.status().Prepend("netdev of the PF of " + dev.name);
+  if (nets->empty()) return NotFoundError("PF " + Basename(pci) + " of " + dev.name + " has no netdev");
+  return (*nets)[0];
+}
+
+}  // namespace rdmak8s::cni

@@ -1,0 +1,74 @@
+// What the CNI reads from sysfs about RDMA devices, under a configurable root (fixture trees in
+// tests). Narrower and cheaper than full discovery (discovery.h): an ADD touches one device.
+//   class/infiniband/<dev>/{device,parent,node_type}, ports/<n>/{state,link_layer,pkeys/<i>,
+//   gids/<i>,gid_attrs/types/<i>,gid_attrs/ndevs/<i>}, class/net/<netdev>/{device,dev_port,
+//   lower_*}, bus/pci/devices/<bdf>/{physfn,net/}
+// A missing file is kNotFound, never folded into a generic failure.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rdmak8s/device.h"
+#include "rdmak8s/status.h"
+
+namespace rdmak8s::cni {
+
+struct SysfsGid {
+  uint32_t index = 0;
+  std::string gid;        // as printed: 8 groups of 4 hex digits
+  std::string type;       // "RoCE v2", "IB/RoCE v1", "" when unreadable
+  std::string netdev;
+};
+
+struct SysfsPort {
+  uint32_t port_num = 0;
+  PortState state = PortState::kNop;
+  std::string link_layer;
+};
+
+struct SysfsDevice {
+  std::string name;
+  std::string parent;       // basename of the `device` link: PCI address or auxiliary name
+  std::string parent_path;  // its canonical path; empty for a virtual device
+  std::string lower_netdev; // soft devices (rxe `parent` attribute)
+  Transport transport = Transport::kUnknown;
+  std::vector<SysfsPort> ports;
+};
+
+class RdmaSysfs {
+ public:
+  explicit RdmaSysfs(std::string root) : root_(std::move(root)) {}
+  const std::string& root() const { return root_; }
+
+  // kNotFound when class/infiniband does not exist (no RDMA core).
+  StatusOr<std::vector<std::string>> ListDevices() const;
+  StatusOr<SysfsDevice> ReadDevice(const std::string& rdma_dev) const;
+  StatusOr<std::vector<SysfsGid>> ReadGids(const std::string& rdma_dev, uint32_t port) const;
+  StatusOr<std::vector<uint16_t>> ReadPkeys(const std::string& rdma_dev, uint32_t port) const;
+  StatusOr<PortState> ReadPortState(const std::string& rdma_dev, uint32_t port) const;
+
+  // deviceID as Multus passes it: an RDMA device name, a PCI address or an auxiliary device
+  // name. kNotFound when nothing matches; kInvalidArgument naming them when several do.
+  StatusOr<std::string> ResolveDeviceId(const std::string& id) const;
+  // The RDMA device on the bus device named `parent` (IFLA_PARENT_DEV_NAME).
+  StatusOr<std::string> ResolveByParent(const std::string& parent) const;
+  // The RDMA device of a netdev visible in this sysfs: its bus device, or (VLAN, bond) its lower
+  // devices, or a soft device's `parent`, or a GID's ndev. *port_num gets dev_port+1 when known.
+  StatusOr<std::string> ResolveByNetdev(const std::string& netdev, uint32_t* port_num) const;
+  // The netdev of the physical function behind the device (DCB and ECN live there): the PF of a
+  // VF, the PCI owner of an SF, the device itself for a PF, the lower netdev of a soft device.
+  // kNotFound when there is none.
+  StatusOr<std::string> PfNetdev(const SysfsDevice& dev) const;
+
+ private:
+  std::string root_;
+};
+
+// Parses a GID as sysfs prints it into 16 bytes; false if malformed.
+bool ParseGid(const std::string& text, unsigned char out[16]);
+// The RoCE v2 GID text of an IP ("10.0.0.2" -> "0000:...:ffff:0a00:0002"); "" if not an IP.
+std::string GidForIp(const std::string& ip);
+
+}  // namespace rdmak8s::cni

@@ -1,0 +1,146 @@
+// The built `rdmak8s` binary as a runtime sees it: spec answers on stdout, its linkage, and what
+// it does on this machine, whose kernel has no RDMA at all.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cni_test_util.h"
+
+namespace rdmak8s::cni {
+namespace {
+
+using nlohmann::json;
+
+const std::string kBinary = std::string(RDMAK8S_BINARY_DIR) + "/cni/rdmak8s";
+
+struct Output {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs the binary with exactly `env` and `input` on stdin.
+Output RunBinary(const std::map<std::string, std::string>& env, const std::string& input) {
+  testing::TempDir t;
+  const std::string in = t.path() + "/in", out = t.path() + "/out", err = t.path() + "/err";
+  EXPECT_TRUE(testing::WriteFile(in, input));
+  std::string cmd = "env -i";
+  for (const auto& [k, v] : env) cmd += " '" + k + "=" + v + "'";
+  cmd += " " + kBinary + " <" + in + " >" + out + " 2>" + err;
+  int rc = std::system(cmd.c_str());
+  Output o;
+  o.exit_code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  o.out = testing::ReadFile(out);
+  o.err = testing::ReadFile(err);
+  return o;
+}
+
+json Parse(const Output& o) {
+  json j = json::parse(o.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << "stdout is not JSON: " << o.out;
+  return j;
+}
+
+TEST(BinaryTest, NeedsNothingBeyondGlibc) {
+#ifdef RDMAK8S_SANITIZED
+  GTEST_SKIP() << "sanitizer builds link libasan/libubsan and a shared libstdc++";
+#endif
+  FILE* p = popen(("readelf -d " + kBinary + " | grep NEEDED").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char line[512];
+  std::set<std::string> needed;
+  while (fgets(line, sizeof line, p) != nullptr) {
+    std::string l(line);
+    auto a = l.find('['), b = l.find(']');
+    if (a != std::string::npos && b != std::string::npos) needed.insert(l.substr(a + 1, b - a - 1));
+  }
+  pclose(p);
+  const std::set<std::string> glibc = {"libc.so.6", "libm.so.6", "ld-linux-x86-64.so.2",
+                                       "libpthread.so.0", "libdl.so.2", "librt.so.1"};
+  ASSERT_FALSE(needed.empty());
+  for (const auto& n : needed) EXPECT_TRUE(glibc.count(n)) << kBinary << " needs " << n;
+}
+
+TEST(BinaryTest, VersionListsSupportedVersions) {
+  auto o = RunBinary({{"CNI_COMMAND", "VERSION"}}, R"({"cniVersion":"0.4.0"})");
+  EXPECT_EQ(o.exit_code, 0);
+  json j = Parse(o);
+  EXPECT_EQ(j["cniVersion"], "0.4.0");
+  EXPECT_EQ(j["supportedVersions"], json({"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"}));
+  EXPECT_EQ(Parse(RunBinary({{"CNI_COMMAND", "VERSION"}}, ""))["cniVersion"], "1.1.0");
+}
+
+TEST(BinaryTest, MissingCommandIsCode4OnStdoutAndLoggedOnStderr) {
+  auto o = RunBinary({}, R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s"})");
+  EXPECT_EQ(o.exit_code, 1);
+  json j = Parse(o);
+  EXPECT_EQ(j["code"], 4);
+  EXPECT_EQ(j["cniVersion"], "1.0.0");
+  EXPECT_NE(o.err.find("CNI_COMMAND"), std::string::npos);
+}
+
+TEST(BinaryTest, MissingEnvForAddIsCode4NamingTheVariable) {
+  auto o = RunBinary({{"CNI_COMMAND", "ADD"}, {"CNI_CONTAINERID", "c1"}, {"CNI_IFNAME", "net1"}},
+                     R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s"})");
+  EXPECT_EQ(Parse(o)["code"], 4);
+  EXPECT_NE(Parse(o)["msg"].get<std::string>().find("CNI_NETNS"), std::string::npos);
+}
+
+TEST(BinaryTest, BadContainerIdIsCode4) {
+  auto o = RunBinary({{"CNI_COMMAND", "DEL"}, {"CNI_CONTAINERID", "../../x"}, {"CNI_IFNAME", "net1"}},
+                     R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s"})");
+  EXPECT_EQ(Parse(o)["code"], 4);
+}
+
+TEST(BinaryTest, MalformedStdinIsCode6) {
+  auto o = RunBinary({{"CNI_COMMAND", "DEL"}, {"CNI_CONTAINERID", "c1"}, {"CNI_IFNAME", "net1"}}, "{nope");
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_EQ(Parse(o)["code"], 6);
+}
+
+TEST(BinaryTest, UnsupportedVersionIsCode1) {
+  auto o = RunBinary({{"CNI_COMMAND", "DEL"}, {"CNI_CONTAINERID", "c1"}, {"CNI_IFNAME", "net1"}},
+                     R"({"cniVersion":"0.2.0","name":"n","type":"rdmak8s"})");
+  EXPECT_EQ(Parse(o)["code"], 1);
+}
+
+TEST(BinaryTest, BadNetworkNameIsCode7) {
+  auto o = RunBinary({{"CNI_COMMAND", "DEL"}, {"CNI_CONTAINERID", "c1"}, {"CNI_IFNAME", "net1"}},
+                     R"({"cniVersion":"1.0.0","name":"../etc","type":"rdmak8s"})");
+  EXPECT_EQ(Parse(o)["code"], 7);
+}
+
+TEST(BinaryTest, StatusIs50OnThisRdmaLessHost) {
+  if (access("/sys/class/infiniband", F_OK) == 0) GTEST_SKIP() << "this host has RDMA";
+  auto o = RunBinary({{"CNI_COMMAND", "STATUS"}, {"CNI_PATH", "/opt/cni/bin"}},
+                     R"({"cniVersion":"1.1.0","name":"n","type":"rdmak8s"})");
+  EXPECT_EQ(o.exit_code, 1);
+  EXPECT_EQ(Parse(o)["code"], 50);
+  EXPECT_NE(Parse(o)["msg"].get<std::string>().find("class/infiniband"), std::string::npos);
+}
+
+TEST(BinaryTest, DelOfAnUnknownAttachmentSucceedsWithEmptyStdout) {
+  testing::TempDir t;
+  auto o = RunBinary({{"CNI_COMMAND", "DEL"}, {"CNI_CONTAINERID", "c1"}, {"CNI_IFNAME", "net1"},
+                      {"CNI_PATH", "/opt/cni/bin"}},
+                     R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s","stateDir":")" + t.path() + R"("})");
+  EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
+  EXPECT_TRUE(o.out.empty());
+}
+
+TEST(BinaryTest, CheckOn031IsCode1) {
+  auto o = RunBinary({{"CNI_COMMAND", "CHECK"}, {"CNI_CONTAINERID", "c1"}, {"CNI_IFNAME", "net1"},
+                      {"CNI_NETNS", "/proc/self/ns/net"}},
+                     R"({"cniVersion":"0.3.1","name":"n","type":"rdmak8s","prevResult":{}})");
+  EXPECT_EQ(Parse(o)["code"], 1);
+}
+
+}  // namespace
+}  // namespace rdmak8s::cni

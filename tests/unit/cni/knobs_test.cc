@@ -1,0 +1,107 @@
+#include "cni/knobs.h"
+
+#include <gtest/gtest.h>
+
+#include "cni_test_util.h"
+#include "fakes/fake_dcb_netlink.h"
+
+namespace rdmak8s::cni {
+namespace {
+
+using testing::ReadFile;
+using testing::TempDir;
+using testing::WriteFile;
+
+TEST(KnobsTest, RequiredKnobsNameTheirObjects) {
+  QosConfig q;
+  q.trust = "dscp";
+  q.pfc = {3};
+  q.dscp_to_priority = {{26, 3}};
+  q.ecn = {3};
+  q.roce_tos = 106;
+  q.traffic_class = 96;
+  auto k = RequiredKnobs(q, "pf0", "mlx5_1", {1, 2});
+  EXPECT_EQ(k.at("trust:pf0"), "dscp");
+  EXPECT_EQ(k.at("pfc:pf0:3"), "on");
+  EXPECT_EQ(k.at("app:pf0:26"), "3");
+  EXPECT_EQ(k.at("ecn:pf0:rp:3"), "1");
+  EXPECT_EQ(k.at("ecn:pf0:np:3"), "1");
+  EXPECT_EQ(k.at("tos:mlx5_1:2"), "106");
+  EXPECT_EQ(k.at("tc:mlx5_1:1"), "96");
+  EXPECT_TRUE(IsNodeWideKnob("pfc:pf0:3"));
+  EXPECT_FALSE(IsNodeWideKnob("tos:mlx5_1:1"));
+  EXPECT_EQ(RequiredKnobs(q, "", "mlx5_1", {1}).count("pfc::3"), 0u) << "no PF: no node-wide knobs";
+}
+
+TEST(KnobsTest, DcbKnobsReadAndWrite) {
+  FakeDcbNetlink dcb;
+  dcb.AddNetdev("pf0");
+  KnobContext ctx{&dcb, "", "", ""};
+  EXPECT_EQ(*ReadKnob(ctx, "pfc:pf0:3"), "off");
+  ASSERT_TRUE(WriteKnob(ctx, "pfc:pf0:3", "on").ok());
+  ASSERT_TRUE(WriteKnob(ctx, "pfc:pf0:4", "on").ok());
+  EXPECT_EQ(dcb.Find("pf0")->pfc.enabled, (1 << 3) | (1 << 4));
+  ASSERT_TRUE(WriteKnob(ctx, "pfc:pf0:3", "off").ok());
+  EXPECT_EQ(dcb.Find("pf0")->pfc.enabled, 1 << 4) << "other bits untouched";
+  EXPECT_EQ(*ReadKnob(ctx, "trust:pf0"), "pcp");
+  ASSERT_TRUE(WriteKnob(ctx, "trust:pf0", "dscp").ok());
+  EXPECT_EQ(*ReadKnob(ctx, "trust:pf0"), "dscp");
+}
+
+TEST(KnobsTest, AppKnobReplacesAnEntryWithAnotherPriority) {
+  FakeDcbNetlink dcb;
+  dcb.AddNetdev("pf0").app = {{kDcbAppSelDscp, 26, 5}, {kDcbAppSelDscp, 10, 1}};
+  KnobContext ctx{&dcb, "", "", ""};
+  EXPECT_EQ(*ReadKnob(ctx, "app:pf0:26"), "5");
+  EXPECT_EQ(*ReadKnob(ctx, "app:pf0:48"), "none");
+  ASSERT_TRUE(WriteKnob(ctx, "app:pf0:26", "3").ok());
+  EXPECT_EQ(*ReadKnob(ctx, "app:pf0:26"), "3");
+  EXPECT_EQ(dcb.Find("pf0")->app.size(), 2u);
+  ASSERT_TRUE(WriteKnob(ctx, "app:pf0:26", "none").ok());
+  EXPECT_EQ(*ReadKnob(ctx, "app:pf0:26"), "none");
+  EXPECT_EQ(*ReadKnob(ctx, "app:pf0:10"), "1") << "other DSCPs untouched";
+}
+
+TEST(KnobsTest, UnsupportedIsUnimplemented) {
+  FakeDcbNetlink dcb;
+  FakeDcbNetlink::NetdevState veth;
+  veth.unsupported = true;
+  dcb.AddNetdev("veth0", veth);
+  FakeDcbNetlink::NetdevState old_kernel;
+  old_kernel.trust = std::nullopt;
+  dcb.AddNetdev("pf0", old_kernel);
+  TempDir t;
+  KnobContext ctx{&dcb, t.path() + "/sys", t.path() + "/sys", t.path() + "/config"};
+  EXPECT_EQ(ReadKnob(ctx, "pfc:veth0:3").status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(ReadKnob(ctx, "trust:pf0").status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(ReadKnob(ctx, "ecn:pf0:rp:3").status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(ReadKnob(ctx, "tos:mlx5_0:1").status().code(), StatusCode::kUnimplemented) << "no rdma_cm configfs";
+  EXPECT_EQ(ReadKnob(ctx, "tc:mlx5_0:1").status().code(), StatusCode::kUnimplemented);
+  KnobContext no_dcb{nullptr, "", "", ""};
+  EXPECT_EQ(ReadKnob(no_dcb, "pfc:pf0:3").status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(ReadKnob(ctx, "pfc:nosuch:3").status().code(), StatusCode::kNotFound) << "missing is not unsupported";
+  EXPECT_EQ(ReadKnob(ctx, "bogus:x").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(KnobsTest, FileKnobsAndTheRdmaCmGroupIsCreatedByMkdir) {
+  TempDir t;
+  const std::string sys = t.path() + "/sys", cfg = t.path() + "/config";
+  ASSERT_TRUE(WriteFile(sys + "/class/net/pf0/ecn/roce_np/enable/3", "0\n"));
+  ASSERT_TRUE(WriteFile(sys + "/class/infiniband/mlx5_0/tc/1/traffic_class", "0\n"));
+  ASSERT_EQ(std::system(("mkdir -p " + cfg + "/rdma_cm").c_str()), 0);
+  KnobContext ctx{nullptr, sys, sys, cfg};
+  ASSERT_TRUE(WriteKnob(ctx, "ecn:pf0:np:3", "1").ok());
+  EXPECT_EQ(ReadFile(sys + "/class/net/pf0/ecn/roce_np/enable/3"), "1");
+  ASSERT_TRUE(WriteKnob(ctx, "tc:mlx5_0:1", "106").ok());
+  EXPECT_EQ(*ReadKnob(ctx, "tc:mlx5_0:1"), "106");
+  // configfs makes ports/<n>/default_roce_tos appear on mkdir; a plain directory can't, so the
+  // attribute stays missing: unsupported, but the group directory was created.
+  EXPECT_EQ(ReadKnob(ctx, "tos:mlx5_0:1").status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(access((cfg + "/rdma_cm/mlx5_0").c_str(), F_OK), 0);
+  ASSERT_TRUE(WriteFile(cfg + "/rdma_cm/mlx5_0/ports/1/default_roce_tos", "0\n"));
+  ASSERT_TRUE(WriteKnob(ctx, "tos:mlx5_0:1", "106").ok());
+  EXPECT_EQ(*ReadKnob(ctx, "tos:mlx5_0:1"), "106");
+}
+
+}  // namespace
+}  // namespace rdmak8s::cni

@@ -1,0 +1,56 @@
+#include "cni/log.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "cni_test_util.h"
+
+namespace rdmak8s::cni {
+namespace {
+
+TEST(LoggerTest, WritesAtOrAboveTheLevelToStderrAndTheFile) {
+  testing::TempDir t;
+  const std::string file = t.path() + "/cni.log";
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  {
+    Logger log;
+    log.Configure(LogLevel::kWarning, file, fds[1]);
+    log.SetContext("ADD net c1/net1");
+    log.Info("not shown");
+    log.Warning("shown warning");
+    log.Error("shown error");
+  }
+  close(fds[1]);
+  char buf[4096];
+  ssize_t n = read(fds[0], buf, sizeof buf);
+  close(fds[0]);
+  std::string err(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  std::string logged = testing::ReadFile(file);
+  for (const std::string& s : {err, logged}) {
+    EXPECT_EQ(s.find("not shown"), std::string::npos);
+    EXPECT_NE(s.find("WARN rdmak8s["), std::string::npos) << s;
+    EXPECT_NE(s.find("ADD net c1/net1: shown warning"), std::string::npos) << s;
+    EXPECT_NE(s.find("ERROR"), std::string::npos);
+  }
+}
+
+TEST(LoggerTest, UnwritableLogFileIsReportedOnStderrAndLoggingGoesOn) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  {
+    Logger log;
+    log.Configure(LogLevel::kInfo, "/nonexistent-dir/cni.log", fds[1]);
+    log.Info("still here");
+  }
+  close(fds[1]);
+  char buf[4096];
+  ssize_t n = read(fds[0], buf, sizeof buf);
+  close(fds[0]);
+  std::string err(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  EXPECT_NE(err.find("cannot open logFile /nonexistent-dir/cni.log"), std::string::npos) << err;
+  EXPECT_NE(err.find("still here"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rdmak8s::cni

@@ -1,0 +1,98 @@
+#include "cni/netconf.h"
+
+#include <gtest/gtest.h>
+
+namespace rdmak8s::cni {
+namespace {
+
+std::optional<NetConf> Parse(const std::string& s, CniError* err, Command c = Command::kAdd) {
+  return ParseNetConf(s, c, err);
+}
+
+TEST(NetConfTest, MalformedJsonIsCode6) {
+  CniError err;
+  EXPECT_FALSE(Parse("{not json", &err));
+  EXPECT_EQ(err.code, kErrDecode);
+  EXPECT_FALSE(Parse("", &err));
+  EXPECT_EQ(err.code, kErrDecode);
+  EXPECT_FALSE(Parse("[1,2]", &err));
+  EXPECT_EQ(err.code, kErrDecode);
+}
+
+TEST(NetConfTest, MissingOrUnsupportedVersionIsCode1) {
+  CniError err;
+  EXPECT_FALSE(Parse(R"({"name":"n","type":"rdmak8s"})", &err));
+  EXPECT_EQ(err.code, kErrIncompatibleVersion);
+  EXPECT_FALSE(Parse(R"({"cniVersion":"0.2.0","name":"n","type":"rdmak8s"})", &err));
+  EXPECT_EQ(err.code, kErrIncompatibleVersion);
+  EXPECT_NE(err.msg.find("0.2.0"), std::string::npos);
+}
+
+TEST(NetConfTest, BadNetworkNameIsCode7) {
+  CniError err;
+  EXPECT_FALSE(Parse(R"({"cniVersion":"1.0.0","name":"../../etc","type":"rdmak8s"})", &err));
+  EXPECT_EQ(err.code, kErrInvalidConfig);
+  EXPECT_NE(err.msg.find("network name"), std::string::npos);
+}
+
+TEST(NetConfTest, ParsesEveryField) {
+  CniError err;
+  auto c = Parse(R"({"cniVersion":"1.1.0","name":"rdma","type":"rdmak8s","deviceID":"0000:5e:00.2",
+    "port":1,"gidTimeoutMs":100,"ensureIPv6Gid":true,"pkey":"0x8001","netnsMode":"exclusive",
+    "sysfsRoot":"/tmp/s","configfsRoot":"/tmp/c","stateDir":"/tmp/st","logFile":"/tmp/l","logLevel":"debug",
+    "qos":{"trust":"dscp","pfc":[3,3,4],"dscpToPriority":{"26":3,"48":6},"ecn":[3],"roceTos":106,
+           "trafficClass":106,"strict":true},
+    "prevResult":{"cniVersion":"1.1.0"}})", &err);
+  ASSERT_TRUE(c) << err.msg;
+  EXPECT_EQ(c->device_id, "0000:5e:00.2");
+  EXPECT_EQ(c->port, 1u);
+  EXPECT_EQ(c->gid_timeout_ms, 100);
+  EXPECT_TRUE(c->ensure_ipv6_gid);
+  EXPECT_EQ(*c->pkey, 0x8001);
+  EXPECT_EQ(c->netns_mode, "exclusive");
+  EXPECT_EQ(c->sysfs_root, "/tmp/s");
+  EXPECT_EQ(c->log_level, LogLevel::kDebug);
+  EXPECT_EQ(*c->qos.trust, "dscp");
+  EXPECT_EQ(c->qos.pfc, (std::vector<uint8_t>{3, 4}));
+  EXPECT_EQ(c->qos.dscp_to_priority.at(26), 3);
+  EXPECT_EQ(c->qos.dscp_to_priority.at(48), 6);
+  EXPECT_EQ(*c->qos.roce_tos, 106);
+  EXPECT_TRUE(c->qos.strict);
+  EXPECT_TRUE(c->prev_result.has_value());
+}
+
+TEST(NetConfTest, RuntimeConfigDeviceIdWins) {
+  CniError err;
+  auto c = Parse(R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s","deviceID":"a",
+                     "runtimeConfig":{"deviceID":"mlx5_3"}})", &err);
+  ASSERT_TRUE(c) << err.msg;
+  EXPECT_EQ(c->device_id, "mlx5_3");
+}
+
+TEST(NetConfTest, InvalidFieldsAreCode7NamingTheField) {
+  for (std::string bad : {R"("qos":{"pfc":[8]})", R"("qos":{"trust":"vlan"})",
+                          R"("qos":{"dscpToPriority":{"64":1}})", R"("qos":{"dscpToPriority":{"10":9}})",
+                          R"("qos":{"roceTos":256})", R"("gidTimeoutMs":-1)", R"("pkey":"0x0000")",
+                          R"("pkey":"zz")", R"("logLevel":"loud")", R"("netnsMode":"both")",
+                          R"("deviceID":5)", R"("ensureIPv6Gid":"yes")", R"("qos":[])",
+                          R"("prevResult":[])"}) {
+    CniError err;
+    EXPECT_FALSE(Parse(R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s",)" + bad + "}", &err)) << bad;
+    EXPECT_EQ(err.code, kErrInvalidConfig) << bad;
+  }
+}
+
+TEST(NetConfTest, GcReadsValidAttachments) {
+  CniError err;
+  auto c = Parse(R"({"cniVersion":"1.1.0","name":"n","type":"rdmak8s",
+     "cni.dev/valid-attachments":[{"containerID":"c1","ifname":"net1"}]})", &err, Command::kGc);
+  ASSERT_TRUE(c) << err.msg;
+  ASSERT_EQ(c->valid_attachments.size(), 1u);
+  EXPECT_EQ(c->valid_attachments[0].container_id, "c1");
+  EXPECT_FALSE(Parse(R"({"cniVersion":"1.1.0","name":"n","cni.dev/valid-attachments":[{"containerID":1}]})",
+                     &err, Command::kGc));
+  EXPECT_EQ(err.code, kErrInvalidConfig);
+}
+
+}  // namespace
+}  // namespace rdmak8s::cni

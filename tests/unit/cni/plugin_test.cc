@@ -1,0 +1,719 @@
+// The plugin library end to end, in-process: real network namespaces (a "node" netns the plugin
+// runs in, one per pod), veth and macvlan pod interfaces, a copy of a kernel-shaped sysfs fixture
+// tree, and FakeRdmaNetlink / FakeDcbNetlink for what this machine's kernel lacks.
+#include "cni/plugin.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <map>
+#include <thread>
+
+#include "cni/rdma_sysfs.h"
+#include "cni/spec.h"
+#include "cni/state.h"
+#include "cni_test_util.h"
+#include "fakes/fake_dcb_netlink.h"
+#include "fakes/fake_rdma_netlink.h"
+#include "support/throwaway_netns.h"
+
+namespace rdmak8s::cni {
+namespace {
+
+using nlohmann::json;
+using rdmak8s::testing::NewThrowawayNetns;
+using rdmak8s::testing::ShIn;
+using testing::ReadFile;
+using testing::TempDir;
+using testing::WriteFile;
+
+// Forwards to one FakeDcbNetlink shared by every invocation (the "kernel" state).
+class SharedDcb : public DcbNetlink {
+ public:
+  explicit SharedDcb(FakeDcbNetlink* f) : f_(f) {}
+  StatusOr<PfcState> GetPfc(std::string_view n) override { return f_->GetPfc(n); }
+  Status SetPfcEnabled(std::string_view n, uint8_t m) override { return f_->SetPfcEnabled(n, m); }
+  StatusOr<std::vector<DcbAppEntry>> GetApp(std::string_view n) override { return f_->GetApp(n); }
+  Status AddApp(std::string_view n, const std::vector<DcbAppEntry>& e) override { return f_->AddApp(n, e); }
+  Status DelApp(std::string_view n, const std::vector<DcbAppEntry>& e) override { return f_->DelApp(n, e); }
+  StatusOr<DcbTrust> GetTrust(std::string_view n) override { return f_->GetTrust(n); }
+  Status SetTrust(std::string_view n, DcbTrust t) override { return f_->SetTrust(n, t); }
+
+ private:
+  FakeDcbNetlink* f_;
+};
+
+struct Pod {
+  Netns ns;
+  std::string key;  // FakeRdmaNetlink netns key
+  std::string ip;
+};
+
+class PluginTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto node = NewThrowawayNetns();
+    ASSERT_TRUE(node.ok()) << node.status().ToString();
+    node_ = std::move(*node);
+    node_key_ = FakeRdmaNetlink::NetnsKey(node_.fd());
+    ASSERT_TRUE(ShIn(node_, "ip link set lo up").ok());
+    sysfs_ = tmp_.path() + "/sys";
+    configfs_ = tmp_.path() + "/config";
+    state_ = tmp_.path() + "/state";
+    UseFixture("mlx5_roce_sriov");
+    world_ = std::make_shared<FakeRdmaNetlink::World>();
+    FakeRdmaNetlink host(world_, node_key_);
+    for (auto d : {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"}) host.AddDevice(d);
+    dcb_.AddNetdev("ens1f0np0");
+    options_.sysfs_root = sysfs_;
+    options_.configfs_root = configfs_;
+    options_.state_dir = state_;
+    options_.gid_poll_interval_ms = 5;
+    options_.new_rdma_netlink = [w = world_]() -> StatusOr<std::unique_ptr<RdmaNetlink>> {
+      auto cur = CurrentNetns();
+      if (!cur.ok()) return cur.status();
+      return std::unique_ptr<RdmaNetlink>(new FakeRdmaNetlink(w, FakeRdmaNetlink::NetnsKey(cur->fd())));
+    };
+    options_.new_dcb_netlink = [this]() -> StatusOr<std::unique_ptr<DcbNetlink>> {
+      return std::unique_ptr<DcbNetlink>(new SharedDcb(&dcb_));
+    };
+    options_.new_route_netlink = [] { return NewRouteNetlink(); };
+  }
+
+  void TearDown() override { StopGidWriter(); }
+
+  void UseFixture(const std::string& name) {
+    ASSERT_EQ(std::system(("rm -rf '" + sysfs_ + "' '" + configfs_ + "'").c_str()), 0);
+    ASSERT_TRUE(testing::CopyFixture(name, sysfs_));
+    ASSERT_EQ(std::system(("mkdir -p '" + configfs_ + "/rdma_cm'").c_str()), 0);
+    if (name == "mlx5_roce_sriov") {
+      for (int p = 0; p < 8; ++p) {
+        for (auto side : {"rp", "np"}) {
+          ASSERT_TRUE(WriteFile(sysfs_ + "/class/net/ens1f0np0/ecn/roce_" + side + "/enable/" +
+                                std::to_string(p), "0\n"));
+        }
+      }
+      for (auto d : {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"}) {
+        ASSERT_TRUE(WriteFile(configfs_ + "/rdma_cm/" + d + "/ports/1/default_roce_tos", "0\n"));
+        ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/" + d + "/tc/1/traffic_class", "0\n"));
+      }
+    }
+  }
+
+  // A pod netns with `ifname` (a veth end, or a macvlan of node netdev `lower`) holding `ip`/24.
+  Pod NewPod(const std::string& ip, const std::string& lower = "", const std::string& ifname = "net1") {
+    Pod p;
+    auto ns = NewThrowawayNetns();
+    EXPECT_TRUE(ns.ok());
+    p.ns = std::move(*ns);
+    p.key = FakeRdmaNetlink::NetnsKey(p.ns.fd());
+    p.ip = ip;
+    const std::string tmpname = "t" + std::to_string(counter_++);
+    std::string cmd = lower.empty()
+                          ? "ip link add " + tmpname + " type veth peer name h" + tmpname
+                          : "ip link add " + tmpname + " link " + lower + " type macvlan mode bridge";
+    EXPECT_TRUE(ShIn(node_, cmd).ok()) << cmd;
+    Status s = RunInNetns(node_, [&]() -> Status {
+      RDMAK8S_ASSIGN_OR_RETURN(auto rt, NewRouteNetlink());
+      return rt->MoveLinkToNetns(tmpname, p.ns.fd(), ifname);
+    });
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_TRUE(ShIn(p.ns, "sysctl -w net.ipv6.conf." + ifname + ".disable_ipv6=1 && ip addr add " + ip +
+                               "/24 dev " + ifname + " && ip link set " + ifname + " up").ok());
+    return p;
+  }
+
+  // What the kernel does for a RoCE device: a RoCE v2 GID per IP of the netdev.
+  void AddGid(const std::string& dev, const std::string& ip, int index) {
+    const std::string base = sysfs_ + "/class/infiniband/" + dev + "/ports/1/";
+    ASSERT_TRUE(WriteFile(base + "gid_attrs/types/" + std::to_string(index), "RoCE v2\n"));
+    ASSERT_TRUE(WriteFile(base + "gids/" + std::to_string(index), GidForIp(ip) + "\n"));
+  }
+  // Writes GIDs for every address the pod interface has, as they appear, until stopped.
+  void StartGidWriter(const std::string& dev, Pod* pod, const std::string& ifname = "net1") {
+    stop_writer_ = false;
+    writer_ = std::thread([this, dev, pod, ifname] {
+      int index = 200;
+      std::set<std::string> done;
+      while (!stop_writer_) {
+        (void)RunInNetns(pod->ns, [&]() -> Status {
+          RDMAK8S_ASSIGN_OR_RETURN(auto rt, NewRouteNetlink());
+          RDMAK8S_ASSIGN_OR_RETURN(auto link, rt->GetLinkByName(ifname));
+          RDMAK8S_ASSIGN_OR_RETURN(auto addrs, rt->ListAddresses(link.ifindex));
+          for (const auto& a : addrs) {
+            if (done.insert(a.address).second) AddGid(dev, a.address, index++);
+          }
+          return Status::Ok();
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    });
+  }
+  void StopGidWriter() {
+    stop_writer_ = true;
+    if (writer_.joinable()) writer_.join();
+  }
+
+  json Conf(const std::string& version, const Pod* pod, json extra = json::object(),
+            const std::string& ifname = "net1") {
+    json c = {{"cniVersion", version}, {"name", "rdma"}, {"type", "rdmak8s"}, {"gidTimeoutMs", 2000}};
+    if (pod != nullptr) {
+      json prev = {{"cniVersion", version},
+                   {"interfaces", {{{"name", ifname}, {"mac", "02:00:00:00:00:01"}, {"sandbox", pod->ns.path()}}}},
+                   {"ips", {{{"address", pod->ip + "/24"}, {"interface", 0}}}}};
+      if (CompareVersions(version, "1.0.0") < 0) prev["ips"][0]["version"] = "4";
+      c["prevResult"] = prev;
+    }
+    for (auto& [k, v] : extra.items()) c[k] = v;
+    return c;
+  }
+
+  PluginOutput Run(const std::string& cmd, const std::string& cid, const Pod* pod, const json& conf,
+                   const std::string& ifname = "net1") {
+    std::map<std::string, std::string> env = {{"CNI_COMMAND", cmd}, {"CNI_PATH", "/opt/cni/bin"}};
+    if (!cid.empty()) env["CNI_CONTAINERID"] = cid;
+    if (!ifname.empty() && cmd != "GC" && cmd != "STATUS") env["CNI_IFNAME"] = ifname;
+    if (pod != nullptr) env["CNI_NETNS"] = pod->ns.path();
+    PluginOutput out;
+    Status s = RunInNetns(node_, [&]() -> Status {
+      out = RunPlugin(options_, [&](const char* k) -> const char* {
+        auto it = env.find(k);
+        return it == env.end() ? nullptr : it->second.c_str();
+      }, conf.dump());
+      return Status::Ok();
+    });
+    EXPECT_TRUE(s.ok());
+    return out;
+  }
+
+  static int Code(const PluginOutput& out) {
+    json j = json::parse(out.stdout_data, nullptr, false);
+    return j.is_object() && j.contains("code") ? j["code"].get<int>() : 0;
+  }
+  static std::string Msg(const PluginOutput& out) {
+    json j = json::parse(out.stdout_data, nullptr, false);
+    return j.is_object() && j.contains("msg") ? j["msg"].get<std::string>() : "";
+  }
+  std::vector<std::string> DevicesIn(const std::string& key) {
+    return FakeRdmaNetlink(world_, key).DeviceNamesIn(key);
+  }
+  bool In(const std::string& key, const std::string& dev) {
+    auto v = DevicesIn(key);
+    return std::find(v.begin(), v.end(), dev) != v.end();
+  }
+  size_t Records() {
+    StateStore s(state_);
+    auto l = s.List();
+    EXPECT_TRUE(l.ok()) << l.status().ToString();
+    return l.ok() ? l->size() : 999;
+  }
+  std::map<std::string, std::string> Originals() { return *StateStore(state_).LoadKnobs(); }
+  uint8_t Pfc() { return dcb_.Find("ens1f0np0")->pfc.enabled; }
+
+  TempDir tmp_;
+  Netns node_;
+  std::string node_key_, sysfs_, configfs_, state_;
+  std::shared_ptr<FakeRdmaNetlink::World> world_;
+  FakeDcbNetlink dcb_;
+  PluginOptions options_;
+  int counter_ = 0;
+  std::thread writer_;
+  std::atomic<bool> stop_writer_{false};
+};
+
+const json kQos = {{"qos", {{"trust", "dscp"}, {"pfc", {3}}, {"dscpToPriority", {{"26", 3}}}, {"ecn", {3}},
+                            {"roceTos", 106}, {"trafficClass", 106}}}};
+
+TEST_F(PluginTest, AddExclusiveMovesDeviceIntoPodAndDelBringsItHome) {
+  Pod pod = NewPod("10.77.0.2");
+  AddGid("mlx5_1", pod.ip, 100);
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "0000:5e:00.2"}});
+  auto out = Run("ADD", "c1", &pod, conf);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  json res = json::parse(out.stdout_data);
+  EXPECT_EQ(res, conf["prevResult"]) << "the chained result is the prevResult, unchanged";
+  EXPECT_TRUE(In(pod.key, "mlx5_1"));
+  EXPECT_FALSE(In(node_key_, "mlx5_1"));
+  EXPECT_EQ(Records(), 1u);
+  out = Run("DEL", "c1", &pod, conf);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_TRUE(out.stdout_data.empty());
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  EXPECT_EQ(Records(), 0u);
+}
+
+TEST_F(PluginTest, EveryCommandInEverySpecVersion) {
+  Pod pod = NewPod("10.77.0.3");
+  AddGid("mlx5_1", pod.ip, 100);
+  for (auto v : kSupportedVersions) {
+    const std::string ver(v);
+    SCOPED_TRACE(ver);
+    json conf = Conf(ver, &pod, {{"deviceID", "mlx5_1"}});
+    auto out = Run("ADD", "c1", &pod, conf);
+    ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+    json res = json::parse(out.stdout_data);
+    EXPECT_EQ(res["cniVersion"], ver);
+    EXPECT_EQ(res["ips"][0].contains("version"), CompareVersions(ver, "1.0.0") < 0);
+    out = Run("CHECK", "c1", &pod, conf);
+    if (CompareVersions(ver, "0.4.0") < 0) {
+      EXPECT_EQ(Code(out), kErrIncompatibleVersion) << out.stdout_data;
+    } else {
+      EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
+    }
+    json plain = Conf(ver, nullptr);
+    out = Run("STATUS", "", nullptr, plain);
+    if (CompareVersions(ver, "1.1.0") < 0) EXPECT_EQ(Code(out), kErrIncompatibleVersion);
+    else EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
+    out = Run("GC", "", nullptr, plain);
+    if (CompareVersions(ver, "1.1.0") < 0) {
+      EXPECT_EQ(Code(out), kErrIncompatibleVersion);
+    }
+    out = Run("DEL", "c1", &pod, conf);
+    EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
+    EXPECT_TRUE(In(node_key_, "mlx5_1"));
+    EXPECT_EQ(Records(), 0u);
+  }
+}
+
+TEST_F(PluginTest, PrevResultInAnOlderShapeIsConvertedToTheConfigVersion) {
+  Pod pod = NewPod("10.77.0.4");
+  AddGid("mlx5_1", pod.ip, 100);
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
+  conf["prevResult"]["ips"][0]["version"] = "4";  // a 0.4.0-shaped entry
+  auto out = Run("ADD", "c1", &pod, conf);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_FALSE(json::parse(out.stdout_data)["ips"][0].contains("version"));
+}
+
+TEST_F(PluginTest, Add110FillsPciIdOfThePodInterface) {
+  Pod pod = NewPod("10.77.0.5");
+  AddGid("mlx5_1", pod.ip, 100);
+  auto out = Run("ADD", "c1", &pod, Conf("1.1.0", &pod, {{"deviceID", "mlx5_1"}}));
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_EQ(json::parse(out.stdout_data)["interfaces"][0]["pciID"], "0000:5e:00.2");
+}
+
+TEST_F(PluginTest, AddWithoutPrevResultIsCode7AndTouchesNothing) {
+  Pod pod = NewPod("10.77.0.6");
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", nullptr, {{"deviceID", "mlx5_1"}}));
+  EXPECT_EQ(Code(out), kErrInvalidConfig);
+  EXPECT_NE(Msg(out).find("prevResult"), std::string::npos);
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  EXPECT_EQ(Records(), 0u);
+}
+
+TEST_F(PluginTest, AddWithMissingNetnsIsCode3) {
+  Pod pod = NewPod("10.77.0.7");
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
+  std::map<std::string, std::string> env;
+  auto out = [&] {
+    PluginOutput o;
+    (void)RunInNetns(node_, [&]() -> Status {
+      o = RunPlugin(options_, [](const char* k) -> const char* {
+        std::string_view key(k);
+        if (key == "CNI_COMMAND") return "ADD";
+        if (key == "CNI_CONTAINERID") return "c1";
+        if (key == "CNI_IFNAME") return "net1";
+        if (key == "CNI_NETNS") return "/proc/self/ns/nosuch";
+        return nullptr;
+      }, conf.dump());
+      return Status::Ok();
+    });
+    return o;
+  }();
+  EXPECT_EQ(Code(out), kErrUnknownContainer) << out.stdout_data;
+}
+
+TEST_F(PluginTest, AddWithoutDeviceIdFollowsMacvlanToItsLowerDevice) {
+  world_->mode = RdmaNetnsMode::kShared;
+  ASSERT_TRUE(ShIn(node_, "ip link add ens1f0np0 type veth peer name ensx && ip link set ens1f0np0 up && ip link set ensx up").ok());
+  Pod pod = NewPod("10.77.0.8", "ens1f0np0");
+  StartGidWriter("mlx5_0", &pod);
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  auto rec = StateStore(state_).Load("rdma", "c1", "net1");
+  ASSERT_TRUE(rec.ok());
+  EXPECT_EQ(rec->rdma_dev, "mlx5_0");
+  EXPECT_FALSE(rec->moved) << "shared mode moves nothing";
+  EXPECT_EQ(rec->netns_mode, "shared");
+  EXPECT_EQ(Run("CHECK", "c1", &pod, Conf("1.0.0", &pod)).exit_code, 0);
+  EXPECT_EQ(Run("DEL", "c1", &pod, Conf("1.0.0", &pod)).exit_code, 0);
+}
+
+TEST_F(PluginTest, AddWithoutDeviceIdOnAVethIsAClearNotFound) {
+  Pod pod = NewPod("10.77.0.9");
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
+  EXPECT_EQ(Code(out), kErrDeviceNotFound) << out.stdout_data;
+  EXPECT_NE(Msg(out).find("net1"), std::string::npos) << Msg(out);
+  EXPECT_EQ(Records(), 0u);
+}
+
+TEST_F(PluginTest, UnknownDeviceIdIsCode100NamingIt) {
+  Pod pod = NewPod("10.77.0.10");
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "0000:99:00.1"}}));
+  EXPECT_EQ(Code(out), kErrDeviceNotFound);
+  EXPECT_NE(Msg(out).find("0000:99:00.1"), std::string::npos);
+}
+
+TEST_F(PluginTest, AddWaitsForTheGidToAppear) {
+  Pod pod = NewPod("10.77.0.11");
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    AddGid("mlx5_1", pod.ip, 101);
+  });
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"gidTimeoutMs", 5000}}));
+  late.join();
+  EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
+}
+
+TEST_F(PluginTest, MissingGidFailsNamingItAndRollsBackMoveAndQos) {
+  Pod pod = NewPod("10.77.0.12");
+  json extra = kQos;
+  extra["deviceID"] = "mlx5_1";
+  extra["gidTimeoutMs"] = 50;
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, extra));
+  EXPECT_EQ(Code(out), kErrGidMissing) << out.stdout_data;
+  EXPECT_NE(Msg(out).find(GidForIp(pod.ip)), std::string::npos) << Msg(out);
+  EXPECT_TRUE(In(node_key_, "mlx5_1")) << "moved back";
+  EXPECT_EQ(Pfc(), 0);
+  EXPECT_TRUE(dcb_.Find("ens1f0np0")->app.empty());
+  EXPECT_EQ(*dcb_.Find("ens1f0np0")->trust, DcbTrust::kPcp);
+  EXPECT_EQ(ReadFile(sysfs_ + "/class/net/ens1f0np0/ecn/roce_np/enable/3"), "0");
+  EXPECT_EQ(ReadFile(configfs_ + "/rdma_cm/mlx5_1/ports/1/default_roce_tos"), "0");
+  EXPECT_EQ(ReadFile(sysfs_ + "/class/infiniband/mlx5_1/tc/1/traffic_class"), "0");
+  EXPECT_EQ(Records(), 0u);
+  EXPECT_TRUE(Originals().empty());
+}
+
+TEST_F(PluginTest, FailedMoveRollsBackQos) {
+  Pod pod = NewPod("10.77.0.13");
+  AddGid("mlx5_1", pod.ip, 100);
+  world_->fail_move = InternalError("move RDMA device mlx5_1: Invalid argument");
+  json extra = kQos;
+  extra["deviceID"] = "mlx5_1";
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, extra));
+  EXPECT_EQ(Code(out), kErrWiring) << out.stdout_data;
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  EXPECT_EQ(Pfc(), 0);
+  EXPECT_TRUE(dcb_.Find("ens1f0np0")->app.empty());
+  EXPECT_EQ(ReadFile(configfs_ + "/rdma_cm/mlx5_1/ports/1/default_roce_tos"), "0");
+  EXPECT_EQ(Records(), 0u);
+  EXPECT_TRUE(Originals().empty());
+}
+
+TEST_F(PluginTest, FailingQosStepRollsBackTheKnobsAlreadyApplied) {
+  Pod pod = NewPod("10.77.0.14");
+  AddGid("mlx5_1", pod.ip, 100);
+  // Knobs go in id order (app, ecn, pfc, tc, tos, trust): break ToS, after the others applied.
+  const std::string tos = configfs_ + "/rdma_cm/mlx5_1/ports/1/default_roce_tos";
+  ASSERT_EQ(std::system(("rm '" + tos + "' && mkdir '" + tos + "'").c_str()), 0);
+  json extra = kQos;
+  extra["deviceID"] = "mlx5_1";
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, extra));
+  EXPECT_EQ(Code(out), kErrQos) << out.stdout_data;
+  EXPECT_NE(Msg(out).find("default_roce_tos"), std::string::npos) << Msg(out);
+  EXPECT_EQ(Pfc(), 0);
+  EXPECT_TRUE(dcb_.Find("ens1f0np0")->app.empty());
+  EXPECT_EQ(ReadFile(sysfs_ + "/class/net/ens1f0np0/ecn/roce_rp/enable/3"), "0");
+  EXPECT_EQ(ReadFile(sysfs_ + "/class/infiniband/mlx5_1/tc/1/traffic_class"), "0");
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  EXPECT_EQ(Records(), 0u);
+}
+
+TEST_F(PluginTest, UnusableStateDirIsCode104AndTouchesNothing) {
+  Pod pod = NewPod("10.77.0.15");
+  ASSERT_TRUE(WriteFile(tmp_.path() + "/blocker", "x"));
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"},
+                                                          {"stateDir", tmp_.path() + "/blocker/state"}}));
+  EXPECT_EQ(Code(out), kErrState) << out.stdout_data;
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+}
+
+TEST_F(PluginTest, QosIsAppliedAndTheLastAttachmentRestoresNodeWideKnobs) {
+  Pod a = NewPod("10.77.0.16");
+  Pod b = NewPod("10.77.0.17");
+  AddGid("mlx5_1", a.ip, 100);
+  AddGid("mlx5_2", b.ip, 100);
+  json ea = kQos, eb = kQos;
+  ea["deviceID"] = "mlx5_1";
+  eb["deviceID"] = "mlx5_2";
+  ASSERT_EQ(Run("ADD", "ca", &a, Conf("1.0.0", &a, ea)).exit_code, 0);
+  EXPECT_EQ(Pfc(), 1 << 3);
+  EXPECT_EQ(*dcb_.Find("ens1f0np0")->trust, DcbTrust::kDscp);
+  ASSERT_EQ(dcb_.Find("ens1f0np0")->app.size(), 1u);
+  EXPECT_EQ(dcb_.Find("ens1f0np0")->app[0].protocol, 26);
+  EXPECT_EQ(ReadFile(sysfs_ + "/class/net/ens1f0np0/ecn/roce_np/enable/3"), "1");
+  EXPECT_EQ(ReadFile(configfs_ + "/rdma_cm/mlx5_1/ports/1/default_roce_tos"), "106");
+  EXPECT_EQ(ReadFile(sysfs_ + "/class/infiniband/mlx5_1/tc/1/traffic_class"), "106");
+  const int sets = dcb_.set_calls;
+  ASSERT_EQ(Run("ADD", "cb", &b, Conf("1.0.0", &b, eb)).exit_code, 0);
+  EXPECT_EQ(dcb_.set_calls, sets) << "node-wide knobs already in place: no DCB writes";
+  ASSERT_EQ(Run("DEL", "ca", &a, Conf("1.0.0", &a, ea)).exit_code, 0);
+  EXPECT_EQ(Pfc(), 1 << 3) << "b still needs PFC on priority 3";
+  EXPECT_EQ(ReadFile(configfs_ + "/rdma_cm/mlx5_1/ports/1/default_roce_tos"), "0") << "a's own ToS restored";
+  ASSERT_EQ(Run("DEL", "cb", &b, Conf("1.0.0", &b, eb)).exit_code, 0);
+  EXPECT_EQ(Pfc(), 0);
+  EXPECT_EQ(*dcb_.Find("ens1f0np0")->trust, DcbTrust::kPcp);
+  EXPECT_TRUE(dcb_.Find("ens1f0np0")->app.empty());
+  EXPECT_EQ(ReadFile(sysfs_ + "/class/net/ens1f0np0/ecn/roce_np/enable/3"), "0");
+  EXPECT_TRUE(Originals().empty());
+}
+
+TEST_F(PluginTest, SettingsAdminAlreadyHadAreLeftInPlaceOnDel) {
+  dcb_.Find("ens1f0np0")->pfc.enabled = 1 << 3;
+  Pod a = NewPod("10.77.0.18");
+  AddGid("mlx5_1", a.ip, 100);
+  json e = {{"deviceID", "mlx5_1"}, {"qos", {{"pfc", {3}}}}};
+  ASSERT_EQ(Run("ADD", "ca", &a, Conf("1.0.0", &a, e)).exit_code, 0);
+  ASSERT_EQ(Run("DEL", "ca", &a, Conf("1.0.0", &a, e)).exit_code, 0);
+  EXPECT_EQ(Pfc(), 1 << 3);
+}
+
+TEST_F(PluginTest, ConflictingQosIsRefusedNamingBothAttachments) {
+  Pod a = NewPod("10.77.0.19");
+  Pod b = NewPod("10.77.0.20");
+  AddGid("mlx5_1", a.ip, 100);
+  AddGid("mlx5_2", b.ip, 100);
+  ASSERT_EQ(Run("ADD", "ca", &a, Conf("1.0.0", &a, {{"deviceID", "mlx5_1"},
+                                                     {"qos", {{"dscpToPriority", {{"26", 3}}}}}})).exit_code, 0);
+  auto out = Run("ADD", "cb", &b, Conf("1.0.0", &b, {{"deviceID", "mlx5_2"},
+                                                     {"qos", {{"dscpToPriority", {{"26", 5}}}}}}));
+  EXPECT_EQ(Code(out), kErrQos);
+  EXPECT_NE(Msg(out).find("rdma/ca:net1"), std::string::npos) << Msg(out);
+  EXPECT_NE(Msg(out).find("rdma/cb:net1"), std::string::npos) << Msg(out);
+  EXPECT_TRUE(In(node_key_, "mlx5_2")) << "nothing done for the refused attachment";
+  EXPECT_EQ(dcb_.Find("ens1f0np0")->app[0].priority, 3);
+  EXPECT_EQ(Records(), 1u);
+}
+
+TEST_F(PluginTest, UnsupportedKnobWarnsOrFailsWhenStrict) {
+  ASSERT_EQ(std::system(("rm -rf '" + sysfs_ + "/class/net/ens1f0np0/ecn'").c_str()), 0);
+  Pod a = NewPod("10.77.0.21");
+  AddGid("mlx5_1", a.ip, 100);
+  json e = {{"deviceID", "mlx5_1"}, {"qos", {{"ecn", {3}}, {"pfc", {3}}}}};
+  ASSERT_EQ(Run("ADD", "ca", &a, Conf("1.0.0", &a, e)).exit_code, 0);
+  EXPECT_EQ(Run("CHECK", "ca", &a, Conf("1.0.0", &a, e)).exit_code, 0) << "unsupported knobs aren't checked";
+  ASSERT_EQ(Run("DEL", "ca", &a, Conf("1.0.0", &a, e)).exit_code, 0);
+  e["qos"]["strict"] = true;
+  auto out = Run("ADD", "ca", &a, Conf("1.0.0", &a, e));
+  EXPECT_EQ(Code(out), kErrQos);
+  EXPECT_NE(Msg(out).find("ecn"), std::string::npos);
+  EXPECT_EQ(Pfc(), 0) << "rolled back";
+}
+
+TEST_F(PluginTest, DelIsIdempotent) {
+  Pod pod = NewPod("10.77.0.22");
+  AddGid("mlx5_1", pod.ip, 100);
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
+  EXPECT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0) << "DEL before ADD";
+  ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
+  EXPECT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
+  EXPECT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0) << "second DEL";
+  EXPECT_EQ(Run("DEL", "c1", nullptr, conf).exit_code, 0) << "DEL without netns";
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+}
+
+TEST_F(PluginTest, DelAfterThePodNetnsIsGoneSucceeds) {
+  Pod pod = NewPod("10.77.0.23");
+  AddGid("mlx5_1", pod.ip, 100);
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
+  ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
+  pod.ns = Netns();  // the kernel destroys the netns (and returns the device to init_net)
+  auto out = Run("DEL", "c1", nullptr, conf);
+  EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_EQ(Records(), 0u);
+}
+
+TEST_F(PluginTest, DelWhenDeviceAlreadyHomeSucceeds) {
+  Pod pod = NewPod("10.77.0.24");
+  AddGid("mlx5_1", pod.ip, 100);
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
+  ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
+  FakeRdmaNetlink podview(world_, pod.key);
+  ASSERT_TRUE(podview.MoveToNetns("mlx5_1", node_.fd()).ok());
+  EXPECT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
+  EXPECT_EQ(Records(), 0u);
+}
+
+TEST_F(PluginTest, CheckDetectsDeviceGoneHomeAndKnobDrift) {
+  Pod pod = NewPod("10.77.0.25");
+  AddGid("mlx5_1", pod.ip, 100);
+  json e = kQos;
+  e["deviceID"] = "mlx5_1";
+  json conf = Conf("1.0.0", &pod, e);
+  ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
+  EXPECT_EQ(Run("CHECK", "c1", &pod, conf).exit_code, 0);
+  dcb_.Find("ens1f0np0")->pfc.enabled = 0;
+  auto out = Run("CHECK", "c1", &pod, conf);
+  EXPECT_EQ(Code(out), kErrQos);
+  EXPECT_NE(Msg(out).find("pfc:ens1f0np0:3"), std::string::npos) << Msg(out);
+  dcb_.Find("ens1f0np0")->pfc.enabled = 1 << 3;
+  ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/mlx5_1/tc/1/traffic_class", "0\n"));
+  EXPECT_EQ(Code(Run("CHECK", "c1", &pod, conf)), kErrQos);
+  ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/mlx5_1/tc/1/traffic_class", "106\n"));
+  EXPECT_EQ(Run("CHECK", "c1", &pod, conf).exit_code, 0);
+  FakeRdmaNetlink podview(world_, pod.key);
+  ASSERT_TRUE(podview.MoveToNetns("mlx5_1", node_.fd()).ok());
+  out = Run("CHECK", "c1", &pod, conf);
+  EXPECT_EQ(Code(out), kErrWiring);
+  EXPECT_NE(Msg(out).find("mlx5_1"), std::string::npos);
+}
+
+TEST_F(PluginTest, CheckDetectsAMissingGid) {
+  Pod pod = NewPod("10.77.0.26");
+  AddGid("mlx5_1", pod.ip, 100);
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
+  ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
+  ASSERT_EQ(std::system(("rm '" + sysfs_ + "/class/infiniband/mlx5_1/ports/1/gids/100'").c_str()), 0);
+  EXPECT_EQ(Code(Run("CHECK", "c1", &pod, conf)), kErrGidMissing);
+}
+
+TEST_F(PluginTest, GcReleasesAttachmentsNotInValidAttachments) {
+  Pod a = NewPod("10.77.0.27");
+  Pod b = NewPod("10.77.0.28");
+  AddGid("mlx5_1", a.ip, 100);
+  AddGid("mlx5_2", b.ip, 100);
+  ASSERT_EQ(Run("ADD", "ca", &a, Conf("1.1.0", &a, {{"deviceID", "mlx5_1"}, {"qos", {{"pfc", {2}}}}})).exit_code, 0);
+  ASSERT_EQ(Run("ADD", "cb", &b, Conf("1.1.0", &b, {{"deviceID", "mlx5_2"}})).exit_code, 0);
+  json gc = Conf("1.1.0", nullptr);
+  gc["cni.dev/valid-attachments"] = {{{"containerID", "cb"}, {"ifname", "net1"}}};
+  auto out = Run("GC", "", nullptr, gc);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_TRUE(In(node_key_, "mlx5_1")) << "stale attachment's device returned home";
+  EXPECT_TRUE(In(b.key, "mlx5_2")) << "valid attachment untouched";
+  EXPECT_EQ(Pfc(), 0);
+  EXPECT_EQ(Records(), 1u);
+  gc["cni.dev/valid-attachments"] = json::array();
+  ASSERT_EQ(Run("GC", "", nullptr, gc).exit_code, 0);
+  EXPECT_TRUE(In(node_key_, "mlx5_2"));
+  EXPECT_EQ(Records(), 0u);
+}
+
+TEST_F(PluginTest, StatusIsOkWithRdmaAnd50Otherwise) {
+  json conf = Conf("1.1.0", nullptr);
+  EXPECT_EQ(Run("STATUS", "", nullptr, conf).exit_code, 0);
+  conf["netnsMode"] = "shared";
+  auto out = Run("STATUS", "", nullptr, conf);
+  EXPECT_EQ(Code(out), kErrPluginNotAvailable) << "kernel is exclusive";
+  EXPECT_NE(Msg(out).find("exclusive"), std::string::npos);
+  conf.erase("netnsMode");
+  conf["deviceID"] = "mlx5_9";
+  EXPECT_EQ(Code(Run("STATUS", "", nullptr, conf)), kErrPluginNotAvailable);
+  conf.erase("deviceID");
+  world_->fail_get_mode = UnavailableError("netlink: Protocol not supported");
+  EXPECT_EQ(Code(Run("STATUS", "", nullptr, conf)), kErrPluginNotAvailable);
+  UseFixture("no_rdma");
+  out = Run("STATUS", "", nullptr, conf);
+  EXPECT_EQ(Code(out), kErrPluginNotAvailable);
+  EXPECT_NE(Msg(out).find("class/infiniband"), std::string::npos);
+}
+
+TEST_F(PluginTest, IbPortNotYetActiveIsTryAgainLater) {
+  UseFixture("mlx5_ib_2port");
+  world_->mode = RdmaNetnsMode::kShared;
+  Pod pod = NewPod("10.77.0.29");
+  ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/mlx5_0/ports/1/state", "2: INIT\n"));
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_0"}, {"port", 1}});
+  EXPECT_EQ(Code(Run("ADD", "c1", &pod, conf)), kErrTryAgainLater);
+  ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n"));
+  auto out = Run("ADD", "c1", &pod, conf);
+  EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
+  EXPECT_EQ(Code(Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_0"}, {"port", 2}}))),
+            kErrWiring) << "port 2 is DOWN";
+}
+
+TEST_F(PluginTest, IbPkeyMustBeInThePortsTable) {
+  UseFixture("mlx5_ib_2port");
+  world_->mode = RdmaNetnsMode::kShared;
+  Pod pod = NewPod("10.77.0.30");
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_0"}, {"port", 1}, {"pkey", "0x7123"}}));
+  EXPECT_EQ(Code(out), kErrInvalidConfig);
+  EXPECT_NE(Msg(out).find("0x7123"), std::string::npos) << Msg(out);
+  out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_0"}, {"port", 1}, {"pkey", "0x7fff"}}));
+  EXPECT_EQ(out.exit_code, 0) << out.stdout_data << " (0xffff is the full member of 0x7fff)";
+}
+
+TEST_F(PluginTest, IwarpGetsNoLosslessSettings) {
+  UseFixture("irdma_iwarp");
+  world_->mode = RdmaNetnsMode::kShared;
+  FakeRdmaNetlink(world_, node_key_).AddDevice("irdma0");
+  Pod pod = NewPod("10.77.0.31");
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "irdma0"}, {"qos", {{"pfc", {3}}, {"strict", true}}}});
+  auto out = Run("ADD", "c1", &pod, conf);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_TRUE(StateStore(state_).Load("rdma", "c1", "net1")->knobs.empty());
+  EXPECT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
+}
+
+TEST_F(PluginTest, ExclusiveAddRefusesADeviceHeldByAnotherPod) {
+  Pod a = NewPod("10.77.0.32");
+  Pod b = NewPod("10.77.0.33");
+  AddGid("mlx5_1", a.ip, 100);
+  ASSERT_EQ(Run("ADD", "ca", &a, Conf("1.0.0", &a, {{"deviceID", "mlx5_1"}})).exit_code, 0);
+  auto out = Run("ADD", "cb", &b, Conf("1.0.0", &b, {{"deviceID", "mlx5_1"}}));
+  EXPECT_EQ(Code(out), kErrWiring);
+  EXPECT_NE(Msg(out).find("another pod"), std::string::npos) << Msg(out);
+  EXPECT_TRUE(In(a.key, "mlx5_1"));
+}
+
+TEST_F(PluginTest, EnsureIpv6GidEnablesIpv6AndWaitsForTheLinkLocalGid) {
+  Pod pod = NewPod("10.77.0.34");
+  StartGidWriter("mlx5_1", &pod);
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"ensureIPv6Gid", true}}));
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  std::string v;
+  ASSERT_TRUE(RunInNetns(pod.ns, [&]() -> Status {
+    v = ReadFile("/proc/sys/net/ipv6/conf/net1/disable_ipv6");
+    return Status::Ok();
+  }).ok());
+  EXPECT_EQ(v, "0");
+}
+
+TEST_F(PluginTest, SixteenConcurrentAddDelPairsLoseNothing) {
+  world_->mode = RdmaNetnsMode::kShared;
+  constexpr int kPairs = 16;
+  std::vector<Pod> pods;
+  for (int i = 0; i < kPairs; ++i) {
+    pods.push_back(NewPod("10.78.0." + std::to_string(i + 2)));
+    AddGid("mlx5_0", pods.back().ip, 100 + i);
+  }
+  std::barrier sync(kPairs);
+  std::atomic<int> add_ok{0}, del_ok{0}, records_seen{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kPairs; ++i) {
+    threads.emplace_back([&, i] {
+      json conf = Conf("1.1.0", &pods[i], {{"deviceID", "mlx5_0"},
+                                           {"qos", {{"pfc", {3}}, {"dscpToPriority", {{"26", 3}}}}}});
+      const std::string cid = "pod" + std::to_string(i);
+      if (Run("ADD", cid, &pods[i], conf).exit_code == 0) ++add_ok;
+      sync.arrive_and_wait();
+      if (i == 0) records_seen = static_cast<int>(Records());
+      sync.arrive_and_wait();
+      if (Run("DEL", cid, &pods[i], conf).exit_code == 0) ++del_ok;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(add_ok, kPairs);
+  EXPECT_EQ(records_seen, kPairs);
+  EXPECT_EQ(del_ok, kPairs);
+  EXPECT_EQ(Records(), 0u);
+  EXPECT_EQ(Pfc(), 0);
+  EXPECT_TRUE(dcb_.Find("ens1f0np0")->app.empty());
+  EXPECT_TRUE(Originals().empty());
+}
+
+TEST_F(PluginTest, LogsGoToTheLogFileNotStdout) {
+  Pod pod = NewPod("10.77.0.35");
+  AddGid("mlx5_1", pod.ip, 100);
+  const std::string log = tmp_.path() + "/cni.log";
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"logFile", log},
+                                                          {"logLevel", "debug"}}));
+  ASSERT_EQ(out.exit_code, 0);
+  EXPECT_TRUE(json::parse(out.stdout_data).is_object());
+  EXPECT_NE(ReadFile(log).find("moved mlx5_1 into netns"), std::string::npos) << ReadFile(log);
+}
+
+}  // namespace
+}  // namespace rdmak8s::cni

@@ -1,0 +1,86 @@
+#include "cni/rdma_sysfs.h"
+
+#include <gtest/gtest.h>
+
+namespace rdmak8s::cni {
+namespace {
+
+RdmaSysfs Fixture(const std::string& name) {
+  return RdmaSysfs(std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/" + name);
+}
+
+TEST(RdmaSysfsTest, ResolvesDeviceIdByRdmaNamePciAddressAndAuxName) {
+  auto s = Fixture("mlx5_roce_sriov");
+  EXPECT_EQ(*s.ResolveDeviceId("mlx5_1"), "mlx5_1");
+  EXPECT_EQ(*s.ResolveDeviceId("0000:5e:00.2"), "mlx5_1");
+  EXPECT_EQ(*s.ResolveDeviceId("0000:5e:00.0"), "mlx5_0");
+  EXPECT_EQ(*s.ResolveDeviceId("mlx5_core.sf.2"), "mlx5_3");
+}
+
+TEST(RdmaSysfsTest, UnknownOrMalformedDeviceIdIsAClearError) {
+  auto s = Fixture("mlx5_roce_sriov");
+  auto r = s.ResolveDeviceId("0000:99:00.0");
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(r.status().message().find("0000:99:00.0"), std::string::npos);
+  EXPECT_EQ(s.ResolveDeviceId("../x").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Fixture("no_rdma").ResolveDeviceId("mlx5_0").status().code(), StatusCode::kNotFound);
+}
+
+TEST(RdmaSysfsTest, ResolvesNetdevsIncludingStackedAndSoftDevices) {
+  auto s = Fixture("mlx5_roce_sriov");
+  uint32_t port = 0;
+  EXPECT_EQ(*s.ResolveByNetdev("ens1f0v0", &port), "mlx5_1");
+  EXPECT_EQ(*s.ResolveByNetdev("ens1f0np0", &port), "mlx5_0");
+  EXPECT_EQ(port, 1u);
+  EXPECT_EQ(*s.ResolveByNetdev("ens1f0np0.100", &port), "mlx5_0") << "VLAN follows lower_*";
+  EXPECT_EQ(*s.ResolveByNetdev("enp94s0f0s2", &port), "mlx5_3");
+  EXPECT_EQ(*Fixture("rxe_veth").ResolveByNetdev("veth0", &port), "rxe0");
+  EXPECT_EQ(s.ResolveByNetdev("nosuch", &port).status().code(), StatusCode::kNotFound);
+  uint32_t p2 = 0;
+  EXPECT_EQ(*Fixture("mlx5_ib_2port").ResolveByNetdev("ib1", &p2), "mlx5_0");
+  EXPECT_EQ(p2, 2u) << "dev_port 1 is port 2";
+}
+
+TEST(RdmaSysfsTest, PfNetdevOfVfSfAndPf) {
+  auto s = Fixture("mlx5_roce_sriov");
+  for (std::string dev : {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"}) {
+    auto d = s.ReadDevice(dev);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    auto pf = s.PfNetdev(*d);
+    ASSERT_TRUE(pf.ok()) << dev << ": " << pf.status().ToString();
+    EXPECT_EQ(*pf, "ens1f0np0") << dev;
+  }
+  auto rxe = Fixture("rxe_veth");
+  EXPECT_EQ(*rxe.PfNetdev(*rxe.ReadDevice("rxe0")), "veth0");
+}
+
+TEST(RdmaSysfsTest, ReadsTransportPortsGidsAndPkeys) {
+  auto s = Fixture("mlx5_roce_sriov");
+  auto d = s.ReadDevice("mlx5_1");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->transport, Transport::kRoce);
+  EXPECT_EQ(d->parent, "0000:5e:00.2");
+  auto gids = s.ReadGids("mlx5_1", 1);
+  ASSERT_TRUE(gids.ok());
+  ASSERT_FALSE(gids->empty());
+  EXPECT_TRUE(std::any_of(gids->begin(), gids->end(), [](auto& g) { return g.type == "RoCE v2"; }));
+  EXPECT_EQ(Fixture("irdma_iwarp").ReadDevice(*Fixture("irdma_iwarp").ListDevices()->begin())->transport,
+            Transport::kIwarp);
+  auto ib = Fixture("mlx5_ib_2port");
+  EXPECT_EQ(ib.ReadDevice("mlx5_0")->transport, Transport::kIb);
+  EXPECT_EQ(*ib.ReadPortState("mlx5_0", 1), PortState::kActive);
+  EXPECT_EQ(*ib.ReadPortState("mlx5_0", 2), PortState::kDown);
+  auto pkeys = ib.ReadPkeys("mlx5_0", 1);
+  ASSERT_TRUE(pkeys.ok());
+  EXPECT_FALSE(pkeys->empty());
+}
+
+TEST(RdmaSysfsTest, GidForIpMapsV4AndV6) {
+  EXPECT_EQ(GidForIp("10.0.0.2"), "0000:0000:0000:0000:0000:ffff:0a00:0002");
+  EXPECT_EQ(GidForIp("fe80::1"), "fe80:0000:0000:0000:0000:0000:0000:0001");
+  EXPECT_EQ(GidForIp("nope"), "");
+  EXPECT_EQ(GidForIp("0000:0000:0000:0000:0000:ffff:0a00:0002"), "0000:0000:0000:0000:0000:ffff:0a00:0002");
+}
+
+}  // namespace
+}  // namespace rdmak8s::cni

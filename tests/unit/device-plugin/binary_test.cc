@@ -1,0 +1,128 @@
+// The real rdmak8s-device-plugin binary as a subprocess, driven by the fake kubelet: signals.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "support/fake_kubelet.h"
+
+namespace rdmak8s::dp {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using Resp = v1beta1::ListAndWatchResponse;
+
+class BinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/dpXXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    fs::create_directories(root_ + "/k");
+    fs::create_directories(root_ + "/cfg");
+    fs::create_directories(root_ + "/real");
+    fs::copy(std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/rxe_veth", root_ + "/sys",
+             fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    kubelet_ = std::make_unique<fake::FakeKubelet>(root_ + "/k");
+    ASSERT_TRUE(kubelet_->Start().ok());
+  }
+  void TearDown() override {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    kubelet_.reset();
+    fs::remove_all(root_);
+  }
+
+  void Spawn(const std::string& config) {
+    std::string bin = std::string(RDMAK8S_BINARY_DIR) + "/device-plugin/rdmak8s-device-plugin";
+    std::vector<std::string> args = {bin, "--config", config, "--kubelet-dir", root_ + "/k",
+                                     "--sysfs-root", root_ + "/sys", "--metrics-address",
+                                     "127.0.0.1:0", "--no-verbs"};
+    pid_ = fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(bin.c_str(), argv.data());
+      _exit(127);
+    }
+  }
+
+  // Waits (bounded) for the child to exit; returns its wait status or -1.
+  int WaitExit(std::chrono::seconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      pid_t r = waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        pid_ = -1;
+        return status;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return -1;
+  }
+
+  std::string root_;
+  std::unique_ptr<fake::FakeKubelet> kubelet_;
+  pid_t pid_ = -1;
+};
+
+TEST_F(BinaryTest, SigtermStopsServingRemovesSocketAndExitsZero) {
+  std::ofstream(root_ + "/cfg/c.json") << R"({"pools": [{"name": "soft", "capacity": 2, "selectors": {}}]})";
+  Spawn(root_ + "/cfg/c.json");
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/soft", 1, 20s));
+  ASSERT_TRUE(kubelet_->WaitForDevices("rdma/soft", [](const Resp& r) { return r.devices_size() == 2; }, 10s));
+  ASSERT_TRUE(fs::exists(root_ + "/k/rdmak8s-rdma-soft.sock"));
+  ASSERT_EQ(kill(pid_, SIGTERM), 0);
+  int status = WaitExit(20s);
+  ASSERT_NE(status, -1) << "plugin did not exit after SIGTERM";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_FALSE(fs::exists(root_ + "/k/rdmak8s-rdma-soft.sock"));
+  EXPECT_TRUE(fs::exists(root_ + "/k/kubelet.sock")) << "kubelet's socket is not ours to remove";
+}
+
+TEST_F(BinaryTest, SighupReloadsAConfigInotifyCannotSee) {
+  // The watched directory holds only a symlink to a file elsewhere: editing that file is
+  // invisible to the directory watch, so SIGHUP is how the operator says "reload".
+  std::ofstream(root_ + "/real/c.json") << R"({"pools": [{"name": "a", "capacity": 1, "selectors": {}}]})";
+  fs::create_symlink(root_ + "/real/c.json", root_ + "/cfg/c.json");
+  Spawn(root_ + "/cfg/c.json");
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/a", 1, 20s));
+  std::ofstream(root_ + "/real/c.json") << R"({"pools": [{"name": "b", "capacity": 1, "selectors": {}}]})";
+  ASSERT_EQ(kill(pid_, SIGHUP), 0);
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/b", 1, 20s));
+  EXPECT_FALSE(fs::exists(root_ + "/k/rdmak8s-rdma-a.sock"));
+  ASSERT_EQ(kill(pid_, SIGINT), 0);
+  int status = WaitExit(20s);
+  ASSERT_TRUE(status != -1 && WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST_F(BinaryTest, InvalidConfigAtStartExitsNonZeroNamingTheProblem) {
+  std::ofstream(root_ + "/cfg/c.json") << R"({"pools": [{"name": "a", "selectors": {"isVF": 1}}]})";
+  std::string bin = std::string(RDMAK8S_BINARY_DIR) + "/device-plugin/rdmak8s-device-plugin";
+  std::string cmd = bin + " --config " + root_ + "/cfg/c.json --kubelet-dir " + root_ +
+                    "/k --sysfs-root " + root_ + "/sys --metrics-address '' --no-verbs 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof(buf), p)) out += buf;
+  int status = pclose(p);
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_NE(out.find("$.pools[0].selectors.isVF: must be true or false, got 1"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace rdmak8s::dp

@@ -30,9 +30,9 @@ test-sanitize: deps
 	@ctest --preset debug -j $(JOBS)
 
 # End to end: real RDMA traffic (soft RoCE v2 and iWARP) between pods in a qemu VM, wired by the
-# device plugin and the CNI plugin. One scenario: make e2e E2E_SCENARIO=rxe-shared. See e2e/README.md.
+# device plugin and the CNI plugin. Some scenarios: make e2e E2E_SCENARIO="rxe-shared failures". See e2e/README.md.
 e2e: build
-	@python3 e2e/run.py --build-dir build/default $(if $(E2E_SCENARIO),-s $(E2E_SCENARIO))
+	@python3 e2e/run.py --build-dir build/default $(foreach s,$(E2E_SCENARIO),-s $(s))
 
 demo: build
 	@bash scripts/demo.sh build/default

@@ -124,14 +124,16 @@ pod_run() {
 
 pod_slot() { if [ -f "$POD_DIR/$1/netns" ]; then cat "$POD_DIR/$1/netns"; else echo "$1"; fi; }
 
-# Kills every process left in the pod's network namespace (except its pause process): a stale
-# server would answer the next test.
+# Kills every process left in the pod's network namespace except pause processes (several pods can
+# share a slot's namespace): a stale server would answer the next test.
 pod_kill() {
-  local slot pids keep="" p
+  local slot pids keep p
   slot=$(pod_slot "$1")
-  [ -f "$POD_DIR/$1/pid" ] && keep=$(cat "$POD_DIR/$1/pid")
+  keep=" $(cat "$POD_DIR"/*/pid 2>/dev/null | tr '\n' ' ') "
   pids=$($IP netns pids "$slot" 2>/dev/null)
-  for p in $pids; do [ "$p" = "$keep" ] || kill -9 "$p" 2>/dev/null; done
+  for p in $pids; do
+    case $keep in *" $p "*) ;; *) kill -9 "$p" 2>/dev/null ;; esac
+  done
   return 0
 }
 
@@ -571,8 +573,7 @@ stack_up() {
     if kubelet_wait_registered "rdma/$s" 90; then
       t1=$(now_ms)
       figure "registration-rdma/$s" $((t1 - t0)) ms
-      got=$(jq -r --arg r "rdma/$s" 'select(.resource? == $r) | "\(.devices | length) devices, \([.devices[] | select(.health == "Healthy")] | length) Healthy"' "$KUBELET_OUT" 2>&1 | tail -n 1)
-      result "register-rdma/$s" PASS "registered with the fake kubelet; ListAndWatch: $got"
+      result "register-rdma/$s" PASS "registered with the fake kubelet, ListAndWatch stream open"
     else
       result "register-rdma/$s" FAIL "no ListAndWatch update for rdma/$s within 90 s"
       show "$DP_LOG" 30
@@ -591,7 +592,7 @@ stack_up() {
     show "$KUBELET_OUT" 20
     return 1
   fi
-  result allocate PASS "$(echo "$doc" | jq -c '[.allocations[] | {resource, ids}]')"
+  result allocate PASS "$(echo "$doc" | jq -c '{advertised: (.resources | map_values("\(.devices | length) IDs, \([.devices[] | select(.health == "Healthy")] | length) Healthy")), allocated: [.allocations[] | {resource, ids}]}')"
   echo "$doc" > /run/e2e/allocations.json
 
   for s in "podA slot1" "podB slot2"; do
@@ -642,9 +643,10 @@ stack_up() {
 # stack_down KIND NETNS_MODE: CNI DEL for both pods (twice: DEL must be idempotent), then checks
 # the node is clean: no rdmak8s state left, addresses released, and (exclusive) every device home.
 stack_down() {
-  local kind=$1 mode=$2 pod t0 t1 left
+  local kind=$1 mode=$2 pod t0 t1 left added=0
   for pod in podA podB; do
     [ -f "$POD_DIR/$pod/net.conflist" ] || continue
+    added=1
     t0=$(now_ms)
     if cni "$pod" DEL; then
       t1=$(now_ms)
@@ -670,7 +672,7 @@ stack_down() {
   else
     result state-clean FAIL "state left after DEL: $left"
   fi
-  if [ "$mode" = exclusive ]; then
+  if [ "$mode" = exclusive ] && [ $added = 1 ]; then
     left=""
     for s in slot1 slot2; do
       [ -d "/sys/class/infiniband/${kind}_$s" ] || left="$left ${kind}_$s"
@@ -678,7 +680,8 @@ stack_down() {
     if [ -z "$left" ]; then
       result devices-home PASS "${kind}_slot1 and ${kind}_slot2 are back in the root namespace"
     else
-      result devices-home FAIL "not back in the root namespace after DEL:$left"
+      result devices-home FAIL "not back in the root namespace after DEL:$left (root: $($RDMA dev 2>&1 | cut -d' ' -f2 | tr '\n' ' '); slot1: $($IP netns exec slot1 $RDMA dev 2>&1 | cut -d' ' -f2 | tr '\n' ' '))"
+      show /tmp/rdmak8s-cni.log 15
     fi
   fi
 }

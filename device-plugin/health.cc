@@ -7,18 +7,6 @@ namespace rdmak8s::dp {
 namespace {
 // include/rdma/ib_verbs.h enum ib_port_phys_state: IB_PORT_PHYS_STATE_LINK_UP.
 constexpr uint32_t kPhysStateLinkUp = 5;
-
-std::string_view StateName(PortState s) {
-  switch (s) {
-    case PortState::kNop: return "NOP";
-    case PortState::kDown: return "DOWN";
-    case PortState::kInit: return "INIT";
-    case PortState::kArmed: return "ARMED";
-    case PortState::kActive: return "ACTIVE";
-    case PortState::kActiveDefer: return "ACTIVE_DEFER";
-  }
-  return "?";
-}
 }  // namespace
 
 DeviceHealth EvaluateHealth(const RdmaDevice& dev, const NetdevUpFn& netdev_up) {
@@ -29,7 +17,7 @@ DeviceHealth EvaluateHealth(const RdmaDevice& dev, const NetdevUpFn& netdev_up) 
     std::string p = "port " + std::to_string(port.port_num);
     std::string why;
     if (port.state != PortState::kActive) {
-      why = p + " state " + std::string(StateName(port.state));
+      why = p + " state " + std::string(PortStateName(port.state));
     } else if (port.phys_state != kPhysStateLinkUp) {
       why = p + " phys_state " +
             (port.phys_state_name.empty() ? std::to_string(port.phys_state) : port.phys_state_name);

@@ -1,5 +1,7 @@
 #include "cni/state.h"
 
+#include "rdmak8s/file_util.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -91,44 +93,6 @@ StatusOr<std::string> ReadFile(const std::string& path) {
 
 }  // namespace
 
-Status WriteFileAtomic(const std::string& path, const std::string& data) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." +
-                          std::to_string(static_cast<unsigned long>(gettid()));
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoError(errno, "create " + tmp);
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return ErrnoError(e, "write " + tmp);
-    }
-    off += static_cast<size_t>(n);
-  }
-  if (fsync(fd) != 0) {
-    int e = errno;
-    close(fd);
-    unlink(tmp.c_str());
-    return ErrnoError(e, "fsync " + tmp);
-  }
-  close(fd);
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    unlink(tmp.c_str());
-    return ErrnoError(e, "rename " + tmp + " to " + path);
-  }
-  const std::string dir = path.substr(0, path.rfind('/'));
-  int dfd = open(dir.empty() ? "/" : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    fsync(dfd);  // best effort: the rename is already visible
-    close(dfd);
-  }
-  return Status::Ok();
-}
-
 StatusOr<StateStore::Lock> StateStore::Acquire() {
   RDMAK8S_RETURN_IF_ERROR_CTX(MkdirP(dir_), "state dir");
   const std::string path = dir_ + "/lock";
@@ -157,7 +121,8 @@ StatusOr<std::string> StateStore::RecordPath(const std::string& network,
 Status StateStore::Save(const AttachmentRecord& rec) {
   RDMAK8S_ASSIGN_OR_RETURN(std::string path, RecordPath(rec.network, rec.container_id, rec.ifname));
   RDMAK8S_RETURN_IF_ERROR(MkdirP(dir_ + "/attachments/" + rec.network));
-  return WriteFileAtomic(path, rec.ToJson().dump(2) + "\n").Prepend("save attachment " + rec.Key());
+  return WriteFileAtomic(path, rec.ToJson().dump(2) + "\n", 0600)
+      .Prepend("save attachment " + rec.Key());
 }
 
 StatusOr<AttachmentRecord> StateStore::Load(const std::string& network,
@@ -246,7 +211,8 @@ StatusOr<std::map<std::string, std::string>> StateStore::LoadKnobs() {
 
 Status StateStore::SaveKnobs(const std::map<std::string, std::string>& knobs) {
   RDMAK8S_RETURN_IF_ERROR(MkdirP(dir_));
-  return WriteFileAtomic(dir_ + "/knobs.json", json(knobs).dump(2) + "\n").Prepend("save knobs");
+  return WriteFileAtomic(dir_ + "/knobs.json", json(knobs).dump(2) + "\n", 0600)
+      .Prepend("save knobs");
 }
 
 }  // namespace rdmak8s::cni

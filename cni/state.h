@@ -82,7 +82,5 @@ class StateStore {
   std::string dir_;
 };
 
-// Writes `data` to `path` atomically (temp in the same dir, fsync, rename, fsync dir).
-Status WriteFileAtomic(const std::string& path, const std::string& data);
 
 }  // namespace rdmak8s::cni

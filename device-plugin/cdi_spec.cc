@@ -1,5 +1,7 @@
 #include "device-plugin/cdi_spec.h"
 
+#include "rdmak8s/file_util.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -44,7 +46,7 @@ std::string CdiSpecPath(const std::string& cdi_dir, const std::string& resource)
   return cdi_dir + "/rdmak8s-" + base + ".json";
 }
 
-Status WriteFileAtomic(const std::string& path, const std::string& content) {
+Status WriteFileIfChanged(const std::string& path, const std::string& content) {
   {
     std::ifstream in(path);
     if (in) {
@@ -53,34 +55,7 @@ Status WriteFileAtomic(const std::string& path, const std::string& content) {
       if (ss.str() == content) return Status::Ok();
     }
   }
-  std::string tmp = path + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError(errno, "open " + tmp);
-  size_t off = 0;
-  while (off < content.size()) {
-    ssize_t n = write(fd, content.data() + off, content.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return ErrnoError(err, "write " + tmp);
-    }
-    off += static_cast<size_t>(n);
-  }
-  if (fsync(fd) != 0) {
-    int err = errno;
-    close(fd);
-    unlink(tmp.c_str());
-    return ErrnoError(err, "fsync " + tmp);
-  }
-  close(fd);
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    unlink(tmp.c_str());
-    return ErrnoError(err, "rename " + tmp + " to " + path);
-  }
-  return Status::Ok();
+  return ::rdmak8s::WriteFileAtomic(path, content, 0644);
 }
 
 }  // namespace rdmak8s::dp

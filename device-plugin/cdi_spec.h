@@ -16,7 +16,8 @@ namespace rdmak8s::dp {
 std::string BuildCdiSpec(const PoolState& state);
 // "<cdi_dir>/rdmak8s-<prefix>-<pool>.json" with '/' in the prefix made '_'.
 std::string CdiSpecPath(const std::string& cdi_dir, const std::string& resource);
-// Writes `content` to `path` atomically; no-op when the file already holds exactly that.
-Status WriteFileAtomic(const std::string& path, const std::string& content);
+// Writes `content` to `path` atomically (rdmak8s::WriteFileAtomic); no-op when the file already
+// holds exactly that, so runtimes watching the CDI dir see no spurious change.
+Status WriteFileIfChanged(const std::string& path, const std::string& content);
 
 }  // namespace rdmak8s::dp

@@ -425,7 +425,7 @@ void Daemon::RebuildPools() {
       counter_devs.emplace_back(dev, std::move(ports));
     }
     if (options_.cdi) {
-      Status s = WriteFileAtomic(CdiSpecPath(options_.cdi_dir, pool.resource), BuildCdiSpec(*state));
+      Status s = WriteFileIfChanged(CdiSpecPath(options_.cdi_dir, pool.resource), BuildCdiSpec(*state));
       if (!s.ok()) spdlog::error("CDI spec for {}: {}", pool.resource, s.message());
     }
     if (deps_.metrics) deps_.metrics->SetPoolDevices(pool.resource, healthy, unhealthy);

@@ -56,6 +56,7 @@ struct BadCase {
   const char* json;
   const char* message;
 };
+void PrintTo(const BadCase& c, std::ostream* os) { *os << c.name; }
 
 class BadConfigTest : public ::testing::TestWithParam<BadCase> {};
 

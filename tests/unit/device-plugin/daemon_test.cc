@@ -163,6 +163,8 @@ struct FixtureCase {
   const char* config;
   std::vector<std::pair<std::string, std::string>> devices;  // id, health
 };
+// Shown by gtest (and ctest) in place of the struct's raw bytes.
+void PrintTo(const FixtureCase& c, std::ostream* os) { *os << c.fixture; }
 
 class DaemonFixtureTest : public DaemonTest, public ::testing::WithParamInterface<FixtureCase> {};
 
@@ -219,6 +221,7 @@ struct AllocCase {
   const char* id;
   std::vector<std::string> paths;
 };
+void PrintTo(const AllocCase& c, std::ostream* os) { *os << c.fixture << " " << c.id; }
 
 class DaemonAllocateTest : public DaemonTest, public ::testing::WithParamInterface<AllocCase> {};
 

@@ -49,6 +49,7 @@ struct SelectorCase {
   const char* selectors;
   std::vector<std::string> expected;
 };
+void PrintTo(const SelectorCase& c, std::ostream* os) { *os << c.name; }
 
 class SelectorTest : public ::testing::TestWithParam<SelectorCase> {};
 

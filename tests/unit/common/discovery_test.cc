@@ -272,6 +272,26 @@ TEST(DiscoveryTest, IrdmaInIwarpModeIsIwarpWithPcieSwitchPath) {
   EXPECT_THAT(CharNames(d), ElementsAre("uverbs0", "rdma_cm"));
 }
 
+TEST(DiscoveryTest, IrdmaInRoceModeIsRoceV2OnlyWithUmad) {
+  DiscoveryResult r = DiscoverFixture("irdma_roce");
+  EXPECT_THAT(r.failures, IsEmpty());
+  ASSERT_THAT(Names(r.devices), ElementsAre("irdma1"));
+  const RdmaDevice& d = r.devices[0];
+  // Same hardware and driver as irdma_iwarp: only the node type tells the transports apart.
+  EXPECT_EQ(d.node_type, NodeType::kCa);
+  EXPECT_EQ(d.transport, Transport::kRoce);
+  EXPECT_TRUE(d.roce_v2);
+  EXPECT_FALSE(d.roce_v1);
+  EXPECT_EQ(d.driver, "ice");
+  EXPECT_THAT(d.netdevs, ElementsAre("ens785f1"));
+  ASSERT_EQ(d.ports[0].gids.size(), 2u);
+  EXPECT_EQ(d.ports[0].gids[1].gid, "0000:0000:0000:0000:0000:ffff:0a0a:0a05");
+  EXPECT_EQ(d.ports[0].gids[1].type, GidType::kRoceV2);
+  EXPECT_EQ(d.ports[0].gids[1].netdev, "ens785f1");
+  // A RoCE CA has MADs (QP1): umad and issm exist, unlike in iWARP mode.
+  EXPECT_THAT(CharNames(d), ElementsAre("uverbs0", "umad0", "issm0", "rdma_cm"));
+}
+
 TEST(DiscoveryTest, Cxgb4IsIwarpAndMapsNetdevsToPortsByDevPort) {
   DiscoveryResult r = DiscoverFixture("cxgb4_iwarp");
   EXPECT_THAT(r.failures, IsEmpty());

@@ -116,6 +116,7 @@ TEST(InspectJsonTest, Mlx5RoceSriovValues) {
 TEST(InspectJsonTest, EveryFixtureHasItsTransport) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"mlx5_ib_2port", "ib"},     {"mlx5_roce_sriov", "roce"}, {"irdma_iwarp", "iwarp"},
+      {"irdma_roce", "roce"},
       {"cxgb4_iwarp", "iwarp"},    {"bnxt_re_roce", "roce"},    {"rxe_veth", "roce"},
       {"siw_veth", "iwarp"},       {"efa_unknown", "unknown"},
   };

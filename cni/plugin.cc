@@ -94,7 +94,7 @@ class Invocation {
   Status ResolveDevice(const Netns& pod, std::string* dev, uint32_t* port);
   Status CheckUsable(const SysfsDevice& dev, const std::vector<uint32_t>& ports);
   StatusOr<bool> DeviceVisibleIn(const Netns* ns, const std::string& dev);
-  Status ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb);
+  Status ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb, const Netns* pod);
   Status CheckKnobs(const AttachmentRecord& rec, DcbNetlink* dcb, const Netns* pod);
   Status CheckGids(const AttachmentRecord& rec, const Netns& pod, const std::vector<uint32_t>& ports,
                    int timeout_ms);
@@ -252,7 +252,7 @@ Status Invocation::WithDeviceSysfs(const AttachmentRecord& rec, const Netns* pod
   return fn(sysfs_root_);
 }
 
-Status Invocation::ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb) {
+Status Invocation::ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb, const Netns* pod) {
   if (rec->knobs.empty()) return Status::Ok();
   auto others = store_.List();
   if (!others.ok()) return Fail(kErrState, others.status().Prepend("read other attachments"));
@@ -268,11 +268,24 @@ Status Invocation::ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb) {
       }
     }
   }
-  KnobContext ctx{dcb, sysfs_root_, sysfs_root_, configfs_root_};
+  // Knobs of the RDMA device (tc's sysfs attribute) are read where the device shows now.
+  auto with_ctx = [&](const std::string& id, const std::function<Status(const KnobContext&)>& fn) {
+    if (IsNodeWideKnob(id)) return fn(KnobContext{dcb, sysfs_root_, sysfs_root_, configfs_root_});
+    return WithDeviceSysfs(*rec, pod, [&](const std::string& root) -> Status {
+      return fn(KnobContext{dcb, sysfs_root_, root, configfs_root_});
+    });
+  };
   std::map<std::string, std::string> keep;
   std::map<std::string, std::string> to_change;  // id -> current value
   for (const auto& [id, value] : rec->knobs) {
-    auto cur = ReadKnob(ctx, id);
+    StatusOr<std::string> cur = std::string();
+    if (Status s = with_ctx(id, [&](const KnobContext& ctx) {
+          cur = ReadKnob(ctx, id);
+          return Status::Ok();
+        });
+        !s.ok()) {
+      return Fail(kErrQos, s.Prepend("qos: read " + id));
+    }
     if (!cur.ok() && cur.status().code() == StatusCode::kUnimplemented) {
       if (conf_.qos.strict) {
         return Fail(kErrQos, cur.status().Prepend("qos (strict): " + id + " unsupported"));
@@ -299,7 +312,8 @@ Status Invocation::ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb) {
       if (Status s = store_.SaveKnobs(*originals); !s.ok()) return Fail(kErrState, s);
     }
     for (const auto& [id, cur] : to_change) {
-      if (Status s = WriteKnob(ctx, id, keep[id]); !s.ok()) return Fail(kErrQos, s.Prepend("qos"));
+      Status s = with_ctx(id, [&](const KnobContext& ctx) { return WriteKnob(ctx, id, keep[id]); });
+      if (!s.ok()) return Fail(kErrQos, s.Prepend("qos"));
       log_.Info("qos: " + id + " = " + keep[id] + " applied (was " + cur + ")");
     }
   }
@@ -377,15 +391,29 @@ Status Invocation::Release(const AttachmentRecord& rec) {
       log_.Info("pod netns of " + rec.Key() + " is gone (" + pod.status().message() + "): " +
                 rec.rdma_dev + " went home with it");
     } else {
-      auto nl = RdmaIn(&*pod);
-      if (!nl.ok()) return Fail(kErrWiring, nl.status().Prepend("open RDMA netlink in the pod"));
-      Status s = (*nl)->MoveToNetns(rec.rdma_dev, host->fd());
-      if (s.code() == StatusCode::kNotFound) {
-        log_.Info(rec.rdma_dev + " is not in the pod netns any more: already home");
-      } else if (!s.ok()) {
-        return Fail(kErrWiring, s.Prepend("return " + rec.rdma_dev + " to the node"));
-      } else {
+      if (!o_.new_rdma_netlink) return Fail(kErrWiring, UnimplementedError("no RDMA netlink in this build"));
+      // Both the presence check and the move run with THIS THREAD inside the pod's netns, as
+      // `ip netns exec POD rdma dev set DEV netns NODE` does. The kernel looks the device up
+      // twice: nldev_set_doit finds it by index in the socket's netns (sock_net), then
+      // ib_device_set_netns_put hands current->nsproxy->net_ns (the calling task's netns) to
+      // rdma_dev_change_netns (drivers/infiniband/core/device.c), which answers -ENODEV unless
+      // the device is in that netns. A socket opened in the pod but driven from the node's netns
+      // therefore always gets ENODEV: that used to be read as "already home" and left the device
+      // in the pod. "Already home" is now decided only by the pod's own device list.
+      bool in_pod = false;
+      Status s = RunInNetns(*pod, [&]() -> Status {
+        RDMAK8S_ASSIGN_OR_RETURN(auto nl, o_.new_rdma_netlink());
+        RDMAK8S_ASSIGN_OR_RETURN(auto devs, nl->ListDevices());
+        in_pod = std::any_of(devs.begin(), devs.end(),
+                             [&](const RdmaLinkInfo& d) { return d.name == rec.rdma_dev; });
+        if (!in_pod) return Status::Ok();
+        return nl->MoveToNetns(rec.rdma_dev, host->fd());
+      });
+      if (!s.ok()) return Fail(kErrWiring, s.Prepend("return " + rec.rdma_dev + " to the node"));
+      if (in_pod) {
         log_.Info("moved " + rec.rdma_dev + " back to the node's netns");
+      } else {
+        log_.Info(rec.rdma_dev + " is not in the pod netns any more: already home");
       }
     }
   }
@@ -526,13 +554,6 @@ Status Invocation::Add(json* result) {
     return cause;
   };
 
-  const size_t planned_knobs = rec.knobs.size();
-  if (Status s = ApplyKnobs(&rec, dcb.get()); !s.ok()) return rollback(s);
-  // Unsupported knobs were dropped: record that (each save costs an fsync, so only then).
-  if (rec.knobs.size() != planned_knobs) {
-    if (Status s = store_.Save(rec); !s.ok()) return rollback(Fail(kErrState, s));
-  }
-
   if (need_move) {
     if (Status s = (*host_nl)->MoveToNetns(dev_name, pod->fd()); !s.ok()) {
       // The record says moved (write-ahead); Release finds it not in the pod and calls it home.
@@ -546,6 +567,22 @@ Status Invocation::Add(json* result) {
       return rollback(Fail(kErrWiring, FailedPreconditionError("RDMA device " + dev_name +
                                                                " is not visible from the pod")));
     }
+  }
+
+  // QoS after the move. Moving an RDMA device to another netns in exclusive mode unregisters
+  // and re-registers it (rdma_dev_change_netns in drivers/infiniband/core/device.c:
+  // disable_device ... enable_device_and_get), so every ib_client drops its per-device state and
+  // makes a fresh one: rdma_cm's cma_remove_one/cma_add_one reset default_roce_tos to 0. The
+  // rdma_cm configfs group (drivers/infiniband/core/cma_configfs.c) is not per-netns and finds
+  // its cma_device by name on each access, so a write made now, from the node's netns, lands on
+  // the re-registered device and stays; one made before the move was lost (CHECK then answered
+  // 103). Node-wide knobs (DCB, ECN of the PF netdev) do not care, and go with them for one
+  // write-ahead of originals and one rollback path.
+  const size_t planned_knobs = rec.knobs.size();
+  if (Status s = ApplyKnobs(&rec, dcb.get(), &*pod); !s.ok()) return rollback(s);
+  // Unsupported knobs were dropped: record that (each save costs an fsync, so only then).
+  if (rec.knobs.size() != planned_knobs) {
+    if (Status s = store_.Save(rec); !s.ok()) return rollback(Fail(kErrState, s));
   }
 
   if (conf_.ensure_ipv6_gid) {

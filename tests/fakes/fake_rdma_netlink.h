@@ -12,7 +12,19 @@
 //   - shared mode: moving a device is refused (kFailedPrecondition);
 //   - a device in World::no_netns_support (siw, rxe on old kernels) refuses the move with
 //     kUnimplemented "... no disassociate support";
-//   - an unknown device is kNotFound; SetNetnsMode while World::mode_busy is kUnavailable (EBUSY).
+//   - an unknown device is kNotFound; SetNetnsMode while World::mode_busy is kUnavailable (EBUSY);
+//   - a move is looked up twice, as the kernel does: the device must be visible from the socket's
+//     netns (nldev_set_doit: ib_device_get_by_index(sock_net(skb->sk), ...)) AND be in the
+//     CALLING THREAD's current netns (ib_device_set_netns_put passes current->nsproxy->net_ns
+//     to rdma_dev_change_netns, which answers -ENODEV when the device is not there). So a socket
+//     opened in the pod but used after switching back to the node's netns cannot move the
+//     device home: kNotFound "No such device". The thread check applies when the view is keyed
+//     by a real netns (NetnsKey, "<dev>:<ino>"); symbolic keys ("host") in pure unit tests have
+//     no thread to compare with;
+//   - a moved device is unregistered and registered again in its new netns (rdma_dev_change_netns
+//     -> disable_device/enable_device_and_get): every ib_client's per-device state is dropped and
+//     re-created. World::on_move(dev, to_key) lets a test mirror that on its fixtures (e.g. the
+//     rdma_cm configfs default_roce_tos reads 0 again: cma_remove_one/cma_add_one).
 // Knobs: World::fail_<op> make the next call of <op> return that Status (then reset to OK).
 //
 // Thread safety: none; tests only.
@@ -20,7 +32,11 @@
 
 #include <sys/stat.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -48,6 +64,8 @@ class FakeRdmaNetlink : public RdmaNetlink {
     // Every mutating call, in order: "move mlx5_0 -> <key>", "rename a -> b", "mode exclusive".
     std::vector<std::string> calls;
     uint32_t next_index = 1;
+    // Called after each successful move (device name, target netns key).
+    std::function<void(const std::string&, const std::string&)> on_move;
   };
 
   explicit FakeRdmaNetlink(std::shared_ptr<World> world = std::make_shared<World>(),
@@ -59,6 +77,15 @@ class FakeRdmaNetlink : public RdmaNetlink {
     struct stat st {};
     if (fstat(fd, &st) != 0) return "";
     return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+  }
+
+  // The identity of the calling thread's current netns ("" if it cannot be read).
+  static std::string CallerNetnsKey() {
+    int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return "";
+    std::string key = NetnsKey(fd);
+    close(fd);
+    return key;
   }
 
   World& world() { return *world_; }
@@ -118,6 +145,10 @@ class FakeRdmaNetlink : public RdmaNetlink {
     auto& mine = world_->devices[self_];
     auto it = std::find_if(mine.begin(), mine.end(), [&](auto& d) { return d.name == rdma_dev; });
     if (it == mine.end()) return NotFoundError(what + ": no such RDMA device in this netns");
+    if (self_.find(':') != std::string::npos && CallerNetnsKey() != self_) {
+      // rdma_dev_change_netns: !net_eq(current->nsproxy->net_ns, device's net) -> -ENODEV.
+      return NotFoundError(what + ": No such device (the calling thread is not in the device's netns)");
+    }
     if (world_->mode == RdmaNetnsMode::kShared) {
       return FailedPreconditionError(what + ": RDMA subsystem is in shared netns mode");
     }
@@ -131,6 +162,7 @@ class FakeRdmaNetlink : public RdmaNetlink {
     mine.erase(it);
     world_->devices[key].push_back(d);
     world_->calls.push_back("move " + d.name + " -> " + key);
+    if (world_->on_move) world_->on_move(d.name, key);
     return Status::Ok();
   }
 

@@ -4,6 +4,7 @@
 #include "cni/plugin.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <barrier>
@@ -65,6 +66,15 @@ class PluginTest : public ::testing::Test {
     world_ = std::make_shared<FakeRdmaNetlink::World>();
     FakeRdmaNetlink host(world_, node_key_);
     for (auto d : {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"}) host.AddDevice(d);
+    // The kernel re-registers a device that changes netns: rdma_cm drops its per-device state
+    // (cma_remove_one) and makes a fresh one (cma_add_one), so default_roce_tos reads 0 again.
+    world_->on_move = [this](const std::string& dev, const std::string&) {
+      const std::string tos = configfs_ + "/rdma_cm/" + dev + "/ports/1/default_roce_tos";
+      struct stat st {};
+      if (stat(tos.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {  // (a test may have broken it)
+        EXPECT_TRUE(WriteFile(tos, "0\n"));
+      }
+    };
     dcb_.AddNetdev("ens1f0np0");
     options_.sysfs_root = sysfs_;
     options_.configfs_root = configfs_;
@@ -82,6 +92,14 @@ class PluginTest : public ::testing::Test {
   }
 
   void TearDown() override { StopGidWriter(); }
+
+  // `rdma dev set <dev> netns <node>` run inside the pod (as `ip netns exec` would).
+  Status MoveHomeFromThePod(const Pod& pod, const std::string& dev) {
+    return RunInNetns(pod.ns, [&]() -> Status {
+      FakeRdmaNetlink podview(world_, pod.key);
+      return podview.MoveToNetns(dev, node_.fd());
+    });
+  }
 
   void UseFixture(const std::string& name) {
     ASSERT_EQ(std::system(("rm -rf '" + sysfs_ + "' '" + configfs_ + "'").c_str()), 0);
@@ -241,6 +259,53 @@ TEST_F(PluginTest, AddExclusiveMovesDeviceIntoPodAndDelBringsItHome) {
   EXPECT_TRUE(out.stdout_data.empty());
   EXPECT_TRUE(In(node_key_, "mlx5_1"));
   EXPECT_EQ(Records(), 0u);
+}
+
+TEST_F(PluginTest, DelMovesTheDeviceHomeFromInsideThePodNetns) {
+  // The kernel moves a device only when the requesting thread is in the device's netns
+  // (rdma_dev_change_netns compares current->nsproxy->net_ns): a pod socket driven from the
+  // node's netns gets ENODEV, which must not be taken for "already home".
+  Pod pod = NewPod("10.77.0.90");
+  AddGid("mlx5_1", pod.ip, 100);
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
+  ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
+  ASSERT_TRUE(In(pod.key, "mlx5_1"));
+  auto out = Run("DEL", "c1", &pod, conf);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_FALSE(In(pod.key, "mlx5_1")) << "DEL left the device in the pod";
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  EXPECT_EQ(Records(), 0u);
+}
+
+TEST_F(PluginTest, DelFailsAndKeepsTheRecordWhenTheDeviceCannotLeaveThePod) {
+  Pod pod = NewPod("10.77.0.91");
+  AddGid("mlx5_1", pod.ip, 100);
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
+  ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
+  world_->fail_move = ErrnoError(ENODEV, "move RDMA device mlx5_1 to netns");
+  auto out = Run("DEL", "c1", &pod, conf);
+  EXPECT_EQ(Code(out), kErrWiring) << out.stdout_data;
+  EXPECT_NE(Msg(out).find("mlx5_1"), std::string::npos) << Msg(out);
+  EXPECT_EQ(Records(), 1u) << "the record stays so a later DEL can retry";
+  ASSERT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  EXPECT_EQ(Records(), 0u);
+}
+
+TEST_F(PluginTest, RoceTosIsWrittenAfterTheMoveSoItSurvivesTheReRegistration) {
+  Pod pod = NewPod("10.77.0.92");
+  AddGid("mlx5_1", pod.ip, 100);
+  json e = {{"deviceID", "mlx5_1"}, {"qos", {{"roceTos", 106}, {"trafficClass", 106}}}};
+  json conf = Conf("1.0.0", &pod, e);
+  auto out = Run("ADD", "c1", &pod, conf);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  ASSERT_TRUE(In(pod.key, "mlx5_1"));
+  EXPECT_EQ(ReadFile(configfs_ + "/rdma_cm/mlx5_1/ports/1/default_roce_tos"), "106");
+  out = Run("CHECK", "c1", &pod, conf);
+  EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
+  ASSERT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
+  EXPECT_EQ(ReadFile(configfs_ + "/rdma_cm/mlx5_1/ports/1/default_roce_tos"), "0");
+  EXPECT_TRUE(Originals().empty());
 }
 
 TEST_F(PluginTest, EveryCommandInEverySpecVersion) {
@@ -553,8 +618,7 @@ TEST_F(PluginTest, DelWhenDeviceAlreadyHomeSucceeds) {
   AddGid("mlx5_1", pod.ip, 100);
   json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
   ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
-  FakeRdmaNetlink podview(world_, pod.key);
-  ASSERT_TRUE(podview.MoveToNetns("mlx5_1", node_.fd()).ok());
+  ASSERT_TRUE(MoveHomeFromThePod(pod, "mlx5_1").ok());
   EXPECT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
   EXPECT_EQ(Records(), 0u);
 }
@@ -576,8 +640,7 @@ TEST_F(PluginTest, CheckDetectsDeviceGoneHomeAndKnobDrift) {
   EXPECT_EQ(Code(Run("CHECK", "c1", &pod, conf)), kErrQos);
   ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/mlx5_1/tc/1/traffic_class", "106\n"));
   EXPECT_EQ(Run("CHECK", "c1", &pod, conf).exit_code, 0);
-  FakeRdmaNetlink podview(world_, pod.key);
-  ASSERT_TRUE(podview.MoveToNetns("mlx5_1", node_.fd()).ok());
+  ASSERT_TRUE(MoveHomeFromThePod(pod, "mlx5_1").ok());
   out = Run("CHECK", "c1", &pod, conf);
   EXPECT_EQ(Code(out), kErrWiring);
   EXPECT_NE(Msg(out).find("mlx5_1"), std::string::npos);

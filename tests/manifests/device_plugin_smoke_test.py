@@ -136,7 +136,9 @@ class DevicePluginSmokeTest(unittest.TestCase):
                     found[(m.group(2), m.group(1))] = int(float(m.group(3)))
                 healthy = found.get((resource, "Healthy"), 0)
                 selected = healthy + found.get((resource, "Unhealthy"), 0)
-                if healthy > 0 or (selected > 0 and not must_be_healthy):
+                # Pools are filled during start-up, before it finishes ("not serving").
+                serving = get(f"http://127.0.0.1:{port}/healthz")[1].strip() != "not serving"
+                if serving and (healthy > 0 or (selected > 0 and not must_be_healthy)):
                     cfg_resources = found
                     break
             time.sleep(0.2)

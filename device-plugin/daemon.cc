@@ -164,7 +164,14 @@ Status Daemon::Start() {
   }
   RegisterAll();
   next_rescan_ = SteadyClock::now() + options_.rescan_interval;
-  if (deps_.metrics) deps_.metrics->SetReady(true);
+  if (deps_.metrics) {
+    // Run() wakes at least every rescan interval (its epoll timeout is capped at an hour): a loop
+    // silent for twice that plus a minute is stuck.
+    auto wakeup = std::min<std::chrono::seconds>(options_.rescan_interval, std::chrono::hours(1));
+    deps_.metrics->SetStallBound(2 * wakeup + std::chrono::minutes(1));
+    deps_.metrics->Heartbeat();
+    deps_.metrics->SetServing(true);
+  }
   return Status::Ok();
 }
 
@@ -181,12 +188,15 @@ Status Daemon::StartPool(const PoolConfig& cfg) {
     if (metrics) metrics->CountAllocation(resource, error.empty());
   };
   so.hooks.on_watcher_status = [metrics](const std::string& resource, bool ok, const std::string&) {
-    if (metrics) metrics->CountRegistration(resource, ok);
+    if (!metrics) return;
+    metrics->CountRegistration(resource, ok);
+    metrics->SetRegistered(resource, ok);
   };
   auto empty = std::make_shared<PoolState>();
   empty->resource = pool.resource;
   empty->pool = cfg;
   pool.server = std::make_unique<PoolServer>(std::move(so), std::move(empty));
+  if (metrics) metrics->SetRegistered(pool.resource, false);
   std::lock_guard<std::mutex> lock(pools_mu_);
   pools_[cfg.name] = std::move(pool);
   return Status::Ok();
@@ -211,6 +221,7 @@ void Daemon::RegisterPool(Pool& pool) {
   std::string kubelet_sock = options_.kubelet_dir + "/" + kKubeletSocket;
   if (!Exists(kubelet_sock)) {
     pool.registered = false;
+    if (deps_.metrics) deps_.metrics->SetRegistered(pool.resource, false);
     pool.retry_at = {};  // waits for kubelet.sock to appear (inotify)
     SPDLOG_DEBUG("kubelet not up ({} missing): {} registers when it appears", kubelet_sock,
                  pool.resource);
@@ -218,7 +229,10 @@ void Daemon::RegisterPool(Pool& pool) {
   }
   Status s = RegisterWithKubelet(kubelet_sock, SocketFileName(pool.resource), pool.resource,
                                  options_.register_timeout);
-  if (deps_.metrics) deps_.metrics->CountRegistration(pool.resource, s.ok());
+  if (deps_.metrics) {
+    deps_.metrics->CountRegistration(pool.resource, s.ok());
+    deps_.metrics->SetRegistered(pool.resource, s.ok());
+  }
   if (s.ok()) {
     pool.registered = true;
     pool.register_failures = 0;
@@ -503,6 +517,7 @@ void Daemon::OnKubeletDirEvent(uint32_t mask, const std::string& name) {
       spdlog::info("kubelet.sock created: kubelet (re)started, registering again");
       for (auto& [pname, pool] : pools_) {
         if (!pool.server->SocketPresent()) {
+          if (deps_.metrics) deps_.metrics->SetRegistered(pool.resource, false);
           pool.server->Stop();
           Status s = pool.server->Start();
           if (!s.ok()) spdlog::error("re-serve {}: {}", pool.resource, s.message());
@@ -512,7 +527,10 @@ void Daemon::OnKubeletDirEvent(uint32_t mask, const std::string& name) {
       }
     } else {
       spdlog::warn("kubelet.sock removed: kubelet stopped");
-      for (auto& [pname, pool] : pools_) pool.registered = false;
+      for (auto& [pname, pool] : pools_) {
+        pool.registered = false;
+        if (deps_.metrics) deps_.metrics->SetRegistered(pool.resource, false);
+      }
     }
     return;
   }
@@ -523,6 +541,7 @@ void Daemon::OnKubeletDirEvent(uint32_t mask, const std::string& name) {
     // socket is back.
     spdlog::warn("{} was removed: serving {} again", name, pool.resource);
     pool.registered = false;
+    if (deps_.metrics) deps_.metrics->SetRegistered(pool.resource, false);
     pool.server->Stop();
     Status s = pool.server->Start();
     if (!s.ok()) spdlog::error("re-serve {}: {}", pool.resource, s.message());
@@ -633,6 +652,7 @@ Status Daemon::Run() {
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - now).count();
     int timeout = static_cast<int>(std::clamp<int64_t>(wait, 0, 3600 * 1000));
     int n = epoll_wait(epfd_, evs, 16, timeout);
+    if (deps_.metrics) deps_.metrics->Heartbeat();
     if (n < 0 && errno != EINTR) return ErrnoError(errno, "epoll_wait");
     for (int i = 0; i < n; ++i) {
       int fd = evs[i].data.fd;
@@ -664,7 +684,7 @@ Status Daemon::Run() {
       }
     }
   }
-  if (deps_.metrics) deps_.metrics->SetReady(false);
+  if (deps_.metrics) deps_.metrics->SetServing(false);
   std::vector<std::string> names;
   for (const auto& [name, pool] : pools_) names.push_back(name);
   for (const auto& name : names) StopPool(name, /*remove_cdi=*/false);

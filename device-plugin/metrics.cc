@@ -1,13 +1,15 @@
 #include "device-plugin/metrics.h"
 
+#include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 
+#include <civetweb.h>
 #include <prometheus/collectable.h>
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
@@ -62,13 +64,39 @@ class PortCounters final : public prometheus::Collectable {
   std::vector<std::pair<std::string, std::vector<uint32_t>>> dev_ports_;
 };
 
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Answers one request with `status` and `body` (HEAD: headers only). Returns the status, which
+// tells civetweb the request was handled.
+int Reply(mg_connection* conn, int status, const char* reason, const char* content_type,
+          const std::string& body) {
+  mg_printf(conn,
+            "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+            "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
+            status, reason, content_type, body.size());
+  const mg_request_info* ri = mg_get_request_info(conn);
+  if (ri == nullptr || ri->request_method == nullptr || std::strcmp(ri->request_method, "HEAD") != 0) {
+    mg_write(conn, body.data(), body.size());
+  }
+  return status;
+}
+
+bool IsGetOrHead(mg_connection* conn) {
+  const mg_request_info* ri = mg_get_request_info(conn);
+  return ri != nullptr && ri->request_method != nullptr &&
+         (std::strcmp(ri->request_method, "GET") == 0 || std::strcmp(ri->request_method, "HEAD") == 0);
+}
+
 }  // namespace
 
 class Metrics::Impl {
  public:
   explicit Impl(std::string sysfs_root)
       : registry(std::make_shared<prometheus::Registry>()),
-        health_registry(std::make_shared<prometheus::Registry>()),
         counters(std::make_shared<PortCounters>(std::move(sysfs_root))),
         devices(prometheus::BuildGauge()
                     .Name("rdmak8s_pool_devices")
@@ -94,12 +122,30 @@ class Metrics::Impl {
                                    0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5})),
         ready(prometheus::BuildGauge()
                   .Name("rdmak8s_ready")
-                  .Help("1 once the plugin serves every pool")
-                  .Register(*health_registry)
+                  .Help("1 when /healthz answers 200: serving, every pool registered with "
+                        "kubelet, event loop alive")
+                  .Register(*registry)
                   .Add({})) {}
 
+  ~Impl() {
+    if (server != nullptr) mg_stop(server);
+  }
+
+  static int HandleMetrics(mg_connection* conn, void* cbdata) {
+    if (!IsGetOrHead(conn)) return Reply(conn, 405, "Method Not Allowed", "text/plain", "GET only\n");
+    auto* self = static_cast<Metrics*>(cbdata);
+    return Reply(conn, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", self->Scrape());
+  }
+
+  static int HandleHealthz(mg_connection* conn, void* cbdata) {
+    if (!IsGetOrHead(conn)) return Reply(conn, 405, "Method Not Allowed", "text/plain", "GET only\n");
+    auto* self = static_cast<Metrics*>(cbdata);
+    std::string why = self->Unready();
+    if (why.empty()) return Reply(conn, 200, "OK", "text/plain; charset=utf-8", "ok\n");
+    return Reply(conn, 503, "Service Unavailable", "text/plain; charset=utf-8", why + "\n");
+  }
+
   std::shared_ptr<prometheus::Registry> registry;
-  std::shared_ptr<prometheus::Registry> health_registry;
   std::shared_ptr<PortCounters> counters;
   prometheus::Family<prometheus::Gauge>& devices;
   prometheus::Family<prometheus::Counter>& allocations;
@@ -107,29 +153,48 @@ class Metrics::Impl {
   prometheus::Family<prometheus::Counter>& reloads;
   prometheus::Histogram& discovery;
   prometheus::Gauge& ready;
-  std::unique_ptr<prometheus::Exposer> exposer;
-  std::mutex mu;
+  mg_context* server = nullptr;
+  std::mutex mu;  // guards the families above and the readiness state below
+  bool serving = false;
+  std::map<std::string, bool> registered;  // resource -> kubelet accepted it
+  std::atomic<int64_t> heartbeat_ns{0};     // steady clock; 0: no heartbeat yet
+  std::atomic<int64_t> stall_after_ns{std::chrono::nanoseconds(std::chrono::minutes(11)).count()};
 };
 
 Metrics::Metrics(std::string sysfs_root) : impl_(std::make_unique<Impl>(std::move(sysfs_root))) {}
 Metrics::~Metrics() = default;
 
 Status Metrics::Serve(const std::string& address) {
-  try {
-    impl_->exposer = std::make_unique<prometheus::Exposer>(address);
-  } catch (const std::exception& e) {
-    return UnavailableError("metrics listen on " + address + ": " + e.what());
+  if (impl_->server != nullptr) return FailedPreconditionError("metrics: already serving");
+  mg_init_library(0);
+  // Two workers: a scrape and a probe at once; requests are tiny and answered from memory/sysfs.
+  const char* options[] = {"listening_ports", address.c_str(), "num_threads", "2",
+                           "request_timeout_ms", "10000", nullptr};
+  mg_callbacks callbacks{};
+  mg_init_data init{};
+  init.callbacks = &callbacks;
+  init.configuration_options = options;
+  char text[256] = {0};
+  unsigned code = 0;
+  mg_error_data error{};
+  error.code = &code;
+  error.text = text;
+  error.text_buffer_size = sizeof(text);
+  impl_->server = mg_start2(&init, &error);
+  if (impl_->server == nullptr) {
+    return UnavailableError("metrics listen on " + address + ": " +
+                            (text[0] != 0 ? std::string(text) : "cannot start HTTP server"));
   }
-  impl_->exposer->RegisterCollectable(impl_->registry, "/metrics");
-  impl_->exposer->RegisterCollectable(impl_->counters, "/metrics");
-  impl_->exposer->RegisterCollectable(impl_->health_registry, "/healthz");
+  mg_set_request_handler(impl_->server, "/metrics$", &Impl::HandleMetrics, this);
+  mg_set_request_handler(impl_->server, "/healthz$", &Impl::HandleHealthz, this);
   return Status::Ok();
 }
 
 int Metrics::port() const {
-  if (!impl_->exposer) return 0;
-  auto ports = impl_->exposer->GetListeningPorts();
-  return ports.empty() ? 0 : ports.front();
+  if (impl_->server == nullptr) return 0;
+  mg_server_port ports[4];
+  int n = mg_get_server_ports(impl_->server, 4, ports);
+  return n > 0 ? ports[0].port : 0;
 }
 
 void Metrics::SetPoolDevices(const std::string& resource, int healthy, int unhealthy) {
@@ -140,6 +205,7 @@ void Metrics::SetPoolDevices(const std::string& resource, int healthy, int unhea
 
 void Metrics::RemovePool(const std::string& resource) {
   std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->registered.erase(resource);
   impl_->devices.Remove(&impl_->devices.Add({{"resource", resource}, {"health", "Healthy"}}));
   impl_->devices.Remove(&impl_->devices.Add({{"resource", resource}, {"health", "Unhealthy"}}));
 }
@@ -168,12 +234,47 @@ void Metrics::SetCounterDevices(std::vector<std::pair<std::string, std::vector<u
   impl_->counters->Set(std::move(dev_ports));
 }
 
-void Metrics::SetReady(bool ready) { impl_->ready.Set(ready ? 1 : 0); }
+void Metrics::SetServing(bool serving) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->serving = serving;
+}
+
+void Metrics::SetRegistered(const std::string& resource, bool registered) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->registered[resource] = registered;
+}
+
+void Metrics::Heartbeat() { impl_->heartbeat_ns.store(SteadyNowNs(), std::memory_order_relaxed); }
+
+void Metrics::SetStallBound(std::chrono::seconds stall_after) {
+  impl_->stall_after_ns.store(std::chrono::nanoseconds(stall_after).count(), std::memory_order_relaxed);
+}
+
+std::string Metrics::Unready() const {
+  int64_t beat = impl_->heartbeat_ns.load(std::memory_order_relaxed);
+  if (beat != 0) {
+    int64_t age = SteadyNowNs() - beat;
+    if (age > impl_->stall_after_ns.load(std::memory_order_relaxed)) {
+      return "event loop stalled: no wakeup for " + std::to_string(age / 1'000'000'000) + "s";
+    }
+  }
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (!impl_->serving) return "not serving";
+  std::string missing;
+  for (const auto& [resource, ok] : impl_->registered) {
+    if (ok) continue;
+    missing += missing.empty() ? resource : ", " + resource;
+  }
+  if (!missing.empty()) return "not registered with kubelet: " + missing;
+  return "";
+}
 
 std::string Metrics::Scrape() const {
   std::vector<prometheus::MetricFamily> fams;
+  bool ready = Unready().empty();
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->ready.Set(ready ? 1 : 0);
     fams = impl_->registry->Collect();
   }
   for (auto& f : impl_->counters->Collect()) fams.push_back(std::move(f));

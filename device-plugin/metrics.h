@@ -1,21 +1,22 @@
-// Prometheus metrics of the device plugin (prometheus-cpp), served with /healthz by a pull
-// exposer on --metrics-address. Names and labels are listed in docs/device-plugin.md#metrics.
-// Port counters are read from sysfs (ports/N/counters/*, ports/N/hw_counters/*) at scrape time.
+// Prometheus metrics of the device plugin (prometheus-cpp core registry), served with /healthz by
+// our own small civetweb server on --metrics-address. Names and labels are listed in
+// docs/device-plugin.md#metrics. Port counters are read from sysfs (ports/N/counters/*,
+// ports/N/hw_counters/*) at scrape time.
+//
+// /healthz answers 200 "ok" when the plugin is ready: serving (SetServing), every pool registered
+// with kubelet (SetRegistered), and the event loop's heartbeat younger than the stall bound.
+// Otherwise 503 with a one-line reason, so kubelet's probes see an unhealthy plugin.
 //
 // Thread safety: every method may be called from any thread.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "rdmak8s/status.h"
-
-namespace prometheus {
-class Registry;
-class Exposer;
-}  // namespace prometheus
 
 namespace rdmak8s::dp {
 
@@ -24,7 +25,8 @@ class Metrics {
   explicit Metrics(std::string sysfs_root);
   ~Metrics();
 
-  // Starts the HTTP exposer ("host:port"; port 0 picks one). kUnavailable when it cannot bind.
+  // Starts the HTTP server for /metrics and /healthz ("host:port"; port 0 picks one).
+  // kUnavailable when it cannot bind.
   Status Serve(const std::string& address);
   // The bound port after Serve (0 before).
   int port() const;
@@ -37,7 +39,18 @@ class Metrics {
   void ObserveDiscovery(double seconds);
   // The devices whose port counters a scrape reads.
   void SetCounterDevices(std::vector<std::pair<std::string, std::vector<uint32_t>>> dev_ports);
-  void SetReady(bool ready);
+  // The daemon serves every pool (true after start, false while shutting down).
+  void SetServing(bool serving);
+  // Whether kubelet accepted the pool's registration (either registration mode). The daemon
+  // reports false when it starts serving a pool; RemovePool forgets the pool.
+  void SetRegistered(const std::string& resource, bool registered);
+  // The event loop is alive; called on every wakeup. /healthz reports "event loop stalled" when
+  // the last heartbeat is older than `stall_after` (no heartbeat yet: not checked).
+  void Heartbeat();
+  void SetStallBound(std::chrono::seconds stall_after);
+
+  // Empty when ready, else the one-line reason /healthz answers with 503.
+  std::string Unready() const;
 
   // The text exposition of everything (what /metrics answers), for tests.
   std::string Scrape() const;

@@ -5,9 +5,10 @@
 
 Host paths are moved into a temp dir (the same remapping the kubelet does with hostPath mounts)
 and sysfs is a kernel-shaped fixture tree of the overlay's fabric; everything else is the
-manifest's own argument list. The plugin must come up, answer the liveness/readiness probe's
-/healthz, advertise every pool of the overlay in /metrics, find healthy devices for the overlay's
-main pool on that fabric, and exit 0 on SIGTERM (what the kubelet sends on a rolling update).
+manifest's own argument list. The plugin must come up, advertise every pool of the overlay in
+/metrics, find healthy devices for the overlay's main pool on that fabric, answer the
+liveness/readiness probe's /healthz with 503 naming the pools no kubelet registered (there is no
+kubelet here), and exit 0 on SIGTERM (what the kubelet sends on a rolling update).
 Without --plugin (no rdmak8s-device-plugin target on this branch) the test exits 77 (skip).
 """
 import argparse
@@ -55,7 +56,7 @@ def get(url):
         with urllib.request.urlopen(url, timeout=5) as r:
             return r.status, r.read().decode()
     except urllib.error.HTTPError as e:
-        return e.code, ""
+        return e.code, e.read().decode()
     except OSError:
         return None, ""
 
@@ -125,26 +126,30 @@ class DevicePluginSmokeTest(unittest.TestCase):
         _, resource, must_be_healthy = CASES[rel]
         cfg_resources = None
         deadline = time.monotonic() + DEADLINE_S
-        healthz = None
         while time.monotonic() < deadline:
             self.assertIsNone(proc.poll(), f"plugin exited: {self.log_text(log)}")
-            healthz, _ = get(f"http://127.0.0.1:{port}/healthz")
-            if healthz == 200:
-                status, metrics = get(f"http://127.0.0.1:{port}/metrics")
+            status, metrics = get(f"http://127.0.0.1:{port}/metrics")
+            if status == 200:
                 found = {}
                 for m in re.finditer(r'rdmak8s_pool_devices\{health="(\w+)",resource="([^"]+)"\} '
                                      r'(\S+)', metrics):
                     found[(m.group(2), m.group(1))] = int(float(m.group(3)))
                 healthy = found.get((resource, "Healthy"), 0)
                 selected = healthy + found.get((resource, "Unhealthy"), 0)
-                if healthy > 0 or (selected > 0 and not must_be_healthy):
+                # Pools are filled during start-up, before it finishes ("not serving").
+                serving = get(f"http://127.0.0.1:{port}/healthz")[1].strip() != "not serving"
+                if serving and (healthy > 0 or (selected > 0 and not must_be_healthy)):
                     cfg_resources = found
                     break
             time.sleep(0.2)
-        self.assertEqual(healthz, 200, self.log_text(log))
         self.assertIsNotNone(cfg_resources,
                              f"{resource} never showed {'healthy ' if must_be_healthy else ''}devices: "
                              f"{self.log_text(log)}")
+        # Serving, but no kubelet to register with: the probes must see an unready plugin.
+        healthz, why = get(f"http://127.0.0.1:{port}/healthz")
+        self.assertEqual(healthz, 503, self.log_text(log))
+        self.assertTrue(why.startswith("not registered with kubelet: "), why)
+        self.assertIn(resource, why.strip()[len("not registered with kubelet: "):].split(", "))
         if rel == "overlays/cdi":
             self.assertTrue(os.listdir(remap["/var/run/cdi"]), "no CDI spec written")
         proc.send_signal(signal.SIGTERM)

@@ -523,6 +523,30 @@ TEST_F(DaemonTest, PluginWatcherModeIsChosenWhenOnlyTheRegistryExistsAndKubeletD
   EXPECT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"rxe0"}; }));
 }
 
+// One HTTP/1.0 GET on the loopback; the whole response (status line, headers, body).
+std::string HttpGet(int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
+    std::string req = "GET " + path + " HTTP/1.0\r\nHost: x\r\n\r\n";
+    (void)!write(fd, req.data(), req.size());
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
+std::string Body(const std::string& response) {
+  size_t at = response.find("\r\n\r\n");
+  return at == std::string::npos ? "" : response.substr(at + 4);
+}
+
 TEST_F(DaemonTest, MetricsAndHealthzAreServedOverHttp) {
   UseFixture("rxe_veth");
   WriteConfig(R"({"pools": [{"name": "p", "selectors": {}}]})");
@@ -530,28 +554,55 @@ TEST_F(DaemonTest, MetricsAndHealthzAreServedOverHttp) {
   ASSERT_GT(metrics_->port(), 0);
   ASSERT_TRUE(StartDaemon().ok());
   ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
-  auto get = [&](const std::string& path) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(metrics_->port()));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    std::string out;
-    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
-      std::string req = "GET " + path + " HTTP/1.0\r\nHost: x\r\n\r\n";
-      (void)!write(fd, req.data(), req.size());
-      char buf[4096];
-      ssize_t n;
-      while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-    }
-    close(fd);
-    return out;
-  };
-  std::string healthz = get("/healthz");
-  EXPECT_NE(healthz.find("200 OK"), std::string::npos) << healthz;
-  EXPECT_NE(healthz.find("rdmak8s_ready 1"), std::string::npos) << healthz;
-  std::string metrics = get("/metrics");
-  EXPECT_NE(metrics.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"}"), std::string::npos);
+  std::string healthz = HttpGet(metrics_->port(), "/healthz");
+  EXPECT_EQ(healthz.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << healthz;
+  EXPECT_EQ(Body(healthz), "ok\n");
+  std::string metrics = HttpGet(metrics_->port(), "/metrics");
+  EXPECT_EQ(metrics.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << metrics;
+  for (const char* family : {"rdmak8s_pool_devices", "rdmak8s_registrations_total", "rdmak8s_discovery_duration_seconds",
+                             "rdmak8s_port_counter", "rdmak8s_ready"}) {
+    EXPECT_NE(metrics.find(std::string("# TYPE ") + family + " "), std::string::npos) << family;
+  }
+  EXPECT_NE(metrics.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("rdmak8s_ready 1"), std::string::npos) << metrics;
+  std::string other = HttpGet(metrics_->port(), "/other");
+  EXPECT_EQ(other.substr(0, other.find("\r\n")).substr(8), " 404 Not Found") << other;
+}
+
+TEST_F(DaemonTest, HealthzAnswers503UntilEveryPoolIsRegisteredWithKubeletThen200) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "selectors": {}}]})");
+  ASSERT_TRUE(metrics_->Serve("127.0.0.1:0").ok());
+  int port = metrics_->port();
+  ASSERT_GT(port, 0);
+  std::string before = HttpGet(port, "/healthz");
+  EXPECT_EQ(before.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << before;
+  EXPECT_EQ(Body(before), "not serving\n");
+
+  // kubelet's directory exists but kubelet.sock does not: the plugin serves and waits.
+  ASSERT_TRUE(StartDaemon(/*start_kubelet=*/false).ok());
+  ASSERT_EQ(daemon_->registration_mode(), RegistrationMode::kDevicePlugin);
+  std::string waiting = HttpGet(port, "/healthz");
+  EXPECT_EQ(waiting.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << waiting;
+  EXPECT_EQ(Body(waiting), "not registered with kubelet: rdma/p\n");
+  EXPECT_NE(HttpGet(port, "/metrics").find("rdmak8s_ready 0"), std::string::npos);
+
+  ASSERT_TRUE(kubelet_->Start().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
+  // The registration reply reaches kubelet before the daemon records it: wait for the record.
+  std::string after;
+  for (auto until = std::chrono::steady_clock::now() + kWait; std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(10ms)) {
+    after = HttpGet(port, "/healthz");
+    if (after.rfind("HTTP/1.1 200", 0) == 0) break;
+  }
+  EXPECT_EQ(after.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << after;
+  EXPECT_EQ(Body(after), "ok\n");
+
+  StopDaemon();
+  std::string stopped = HttpGet(port, "/healthz");
+  EXPECT_EQ(Body(stopped), "not serving\n") << stopped;
 }
 
 TEST_F(DaemonTest, InvalidConfigAtStartIsAnError) {

@@ -31,11 +31,17 @@ say "(every step is a check of the e2e suite; this takes a minute or two under T
 if stack_up rxe shared; then
   step "2. What the device plugin advertised (ListAndWatch, as the kubelet received it)"
   for r in rdma/slot1 rdma/slot2; do
-    jq -r --arg r "$r" 'select(.resource? == $r) | "\(.resource): " +
-        ([.devices[] | "\(.id) \(.health)" + (if .topology then " numa \(.topology)" else "" end)] | join(", "))' \
+    # A shared pool advertises many IDs that all stand for the same device (one per pod that
+    # may share it): summarised, not listed.
+    jq -r --arg r "$r" 'select(.resource? == $r) | "\(.resource): \(.devices | length) device IDs (" +
+        (if (.devices | length) > 3 then "\(.devices[0].id), \(.devices[1].id) ... \(.devices[-1].id)"
+         else ([.devices[].id] | join(", ")) end) +
+        "), \([.devices[] | select(.health == "Healthy")] | length) Healthy"' \
       "$KUBELET_OUT" 2>/dev/null | tail -n 1 | sayin
   done
-  say "Config: one pool per slot, {\"name\": \"slot1\", \"mode\": \"shared\", \"selectors\": {\"rdmaDevices\": [\"rxe_slot1\"]}}, ..."
+  say "Shared pools: every ID of rdma/slot1 stands for rxe_slot1, so that many pods may share it."
+  say "The device plugin's config (/etc/rdmak8s/device-plugin.json):"
+  jq -c . /etc/rdmak8s/device-plugin.json | sayin
 
   step "3. What each pod got from Allocate (the kubelet asked for rdma/slot1:1 and rdma/slot2:1)"
   for s in "podA slot1" "podB slot2"; do
@@ -64,6 +70,8 @@ if stack_up rxe shared; then
   say "podB, rxe_slot2 ($B_IP):"
   demo_gids podB rxe_slot2 | sayin
   say "  -> podB's RoCE v2 GID index for $B_IP: ${BG:-none}"
+  say "(the index is the RoCE v2 GID holding the pod's IPv4 address mapped into IPv6, ::ffff:a.b.c.d;"
+  say " rxe has v2 GIDs only, mlx5 puts v1 and v2 side by side: the index is read, never assumed)"
 
   step "6. RDMA traffic between the pods (podA serves, podB connects to $A_IP)"
   if [ -z "$AG" ] || [ -z "$BG" ]; then

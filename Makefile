@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 DEPS := scripts/install-deps.sh
 
-.PHONY: deps build test test-unit test-sanitize demo bench images clean e2e
+.PHONY: deps build test test-unit test-sanitize demo demo-inspect bench images clean e2e
 
 deps:
 	@bash $(DEPS)
@@ -34,7 +34,13 @@ test-sanitize: deps
 e2e: build
 	@python3 e2e/run.py --build-dir build/default $(foreach s,$(E2E_SCENARIO),-s $(s))
 
+# Two pods exchanging RDMA traffic in the e2e VM, narrated step by step (advertised devices,
+# Allocate's answers, CNI results, GIDs, bandwidth and latency); fails when no traffic happened.
 demo: build
+	@python3 e2e/run.py --demo --build-dir build/default
+
+# What rdmak8s discovers on this host and on the bundled sysfs trees of every kind of hardware.
+demo-inspect: build
 	@bash scripts/demo.sh build/default
 
 bench: deps

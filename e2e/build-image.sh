@@ -231,8 +231,6 @@ USER_FILES=(
   /usr/lib/cni/host-local /usr/lib/cni/static /usr/lib/cni/loopback
   # dlopen()ed, so ldd does not name it: glibc's pthread_exit needs it (rping's threads).
   /usr/lib/x86_64-linux-gnu/libgcc_s.so.1
-  # stdbuf's preload: line-buffers a program's stdout when it writes to a file.
-  /usr/libexec/coreutils/libstdbuf.so
 )
 USER_CONFIG=(/etc/libibverbs.d/rxe.driver /etc/libibverbs.d/siw.driver)
 versions=""

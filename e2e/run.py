@@ -12,6 +12,8 @@ never a skip. Ends with the figures seen (informative, never asserted), then exa
   e2e/run.py -s rxe-shared            run one scenario (repeatable)
   e2e/run.py --shell [-s SCENARIO]    boot interactively: run SCENARIO (if any), then a shell
   e2e/run.py --list                   list scenarios
+  e2e/run.py --demo                   make demo: the demo scenario, showing only its narration
+                                      ("DEMO| " lines) and any FAIL; the console goes to the log
 """
 import argparse
 import os
@@ -25,9 +27,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SCENARIO_DIR = os.path.join(HERE, "guest", "scenarios")
 # Run order: the foundations first, the scenarios needing the project's binaries after.
+# The demo scenario is make demo's, not part of make e2e (pods-rxe-shared covers the same checks).
+DEMO_SCENARIO = "demo"
 ORDER = ["rxe-shared", "siw-shared", "rxe-exclusive", "pods-rxe-shared", "pods-siw-shared",
          "pods-rxe-exclusive", "failures"]
 BOOT_ATTEMPTS = 3
+DEMO_RE = re.compile(r"DEMO\|( ?)(.*)")
 RESULT_RE = re.compile(r"E2E-RESULT (\S+) (\S+) (PASS|FAIL) ?(.*)")
 FIGURE_RE = re.compile(r"E2E-FIGURE (\S+) (\S+) (\S+) ?(\S*)")
 # The console of a kernel in trouble. "Oops: int3" in the first seconds is the TCG boot hiccup.
@@ -50,7 +55,8 @@ def scenario_meta(name):
 
 
 def all_scenarios():
-    names = sorted(f[:-3] for f in os.listdir(SCENARIO_DIR) if f.endswith(".sh"))
+    names = sorted(f[:-3] for f in os.listdir(SCENARIO_DIR)
+                   if f.endswith(".sh") and f[:-3] != DEMO_SCENARIO)
     ordered = [n for n in ORDER if n in names]
     return ordered + [n for n in names if n not in ordered]
 
@@ -85,7 +91,8 @@ def qemu_cmd(image, scenario, netns_mode, extra_append="", interactive=False):
 class Boot:
     """One VM run: streams the console, keeps results, figures and what went wrong."""
 
-    def __init__(self, scenario, log, echo):
+    def __init__(self, scenario, log, echo, demo=False):
+        self.demo = demo           # echo only the narration and the failures
         self.scenario = scenario
         self.log = log
         self.echo = echo
@@ -103,6 +110,12 @@ class Boot:
         self.log.flush()
         if self.echo:
             print(f"  [{self.scenario}] {line}", flush=True)
+        elif self.demo:
+            m = DEMO_RE.search(line)
+            if m:
+                print(m.group(2), flush=True)
+            elif " FAIL " in line and RESULT_RE.search(line):
+                print("  !! " + RESULT_RE.search(line).group(0), flush=True)
         if line.strip():
             self.last_line = line.strip()
         if "E2E-BOOTED" in line and self.booted_at is None:
@@ -125,7 +138,7 @@ class Boot:
             self.trouble = line.strip()
 
 
-def run_scenario(image, scenario, log_dir, echo, verbose):
+def run_scenario(image, scenario, log_dir, echo, verbose, demo=False):
     meta = scenario_meta(scenario)
     timeout = int(os.environ.get("E2E_SCENARIO_TIMEOUT", meta["timeout"]))
     extra = "e2e.verbose=1" if verbose else ""
@@ -135,7 +148,7 @@ def run_scenario(image, scenario, log_dir, echo, verbose):
         info["attempts"] = attempt
         t0 = time.monotonic()
         with open(log_path if attempt == 1 else f"{log_path}.{attempt}", "w") as log:
-            boot = Boot(scenario, log, echo)
+            boot = Boot(scenario, log, echo, demo)
             proc = subprocess.Popen(qemu_cmd(image, scenario, meta["netns-mode"], extra),
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, text=True, errors="replace")
@@ -188,6 +201,35 @@ def run_shell(image, scenario):
     return subprocess.call(cmd)
 
 
+def run_demo(args):
+    """make demo: one narrated scenario; exits non-zero when any of its checks failed."""
+    os.makedirs(args.log_dir, exist_ok=True)
+    print("demo: building the VM image (cached after the first run; the first one takes a while)",
+          flush=True)
+    image, build_s = build_image(args.build_dir or [os.path.join(ROOT, "build", "default")])
+    if image is None:
+        print("demo: image build failed (see the build-image messages above)")
+        return 1
+    print(f"demo: image for kernel {image['kver']} ready in {build_s:.1f} s; booting the VM "
+          f"(qemu, TCG); console log: {os.path.join(args.log_dir, DEMO_SCENARIO + '.log')}",
+          flush=True)
+    results, figures, info = run_scenario(image, DEMO_SCENARIO, args.log_dir, False, False,
+                                          demo=True)
+    passed = sum(1 for r in results if r[2] == "PASS")
+    failed = [r for r in results if r[2] == "FAIL"]
+    print()
+    boot = f"{info['boot_s']:.1f} s" if info["boot_s"] is not None else "-"
+    print(f"demo: VM wall time {info['wall_s']:.1f} s (to /init {boot}, boots {info['attempts']}); "
+          f"{passed} checks passed, {len(failed)} failed")
+    for scen, check, status, detail in failed:
+        print(f"  FAIL {check}: {detail}")
+    traffic = [r for r in results if r[1].startswith("demo-") and r[1] != "demo-gid-index"]
+    if not traffic or any(r[2] != "PASS" for r in traffic):
+        print("demo: the pods did not exchange RDMA traffic")
+        return 1
+    return 1 if failed else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -202,7 +244,11 @@ def main():
                     help="do not echo the guest console (it still goes to the log)")
     ap.add_argument("-v", "--verbose", action="store_true",
                     help="show the tools' output of passing checks too")
+    ap.add_argument("--demo", action="store_true",
+                    help="run the demo scenario, showing its narration only (make demo)")
     args = ap.parse_args()
+    if args.demo:
+        return run_demo(args)
 
     if args.list:
         for s in all_scenarios():

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# make demo (for now, issue 2): what rdmak8s discovers, on this host and on every bundled example
-# tree, and how InfiniBand, RoCE and iWARP differ in what a pod needs. The e2e VM (issue 5)
-# replaces this with real soft-RDMA pods. Usage: scripts/demo.sh <build dir>
+# make demo-inspect: what rdmak8s discovers, on this host and on every bundled example
+# tree, and how InfiniBand, RoCE and iWARP differ in what a pod needs (make demo runs real pods
+# in the e2e VM). Usage: scripts/demo.sh <build dir>
 set -euo pipefail
 BUILD=${1:-build/default}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

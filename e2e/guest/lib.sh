@@ -383,9 +383,9 @@ dp_stop() {
 # document {"resources","allocations","errors"}.
 kubelet_start() {
   : > "$KUBELET_OUT"
-  # Line-buffered stdout (coreutils' stdbuf mechanism): the allocation document is printed without
-  # a flush and would otherwise sit in the buffer while --watch keeps the process alive.
-  LD_PRELOAD=/usr/libexec/coreutils/libstdbuf.so _STDBUF_O=L rdmak8s-fake-kubelet --dir "$KUBELET_DIR" --json --watch --timeout 90 "$@" > "$KUBELET_OUT" 2>/tmp/kubelet.err &
+  # The fake kubelet flushes each JSON document it prints, so the file is complete while --watch
+  # keeps the process alive.
+  rdmak8s-fake-kubelet --dir "$KUBELET_DIR" --json --watch --timeout 90 "$@" > "$KUBELET_OUT" 2>/tmp/kubelet.err &
   echo $! > /run/e2e/kubelet.pid
 }
 

@@ -237,10 +237,14 @@ int main(int argc, char** argv) {
       std::printf("allocated %s:", alloc.resource.c_str());
       for (const auto& id : ids) std::printf(" %s", id.c_str());
       std::printf("\n");
+      std::fflush(stdout);
     }
   }
 
+  // Flushed now: with --watch the process lives on, and a reader of a pipe or file must see the
+  // whole document without waiting for the exit.
   if (as_json) std::printf("%s\n", out.dump(2).c_str());
+  std::fflush(stdout);
   if (watch) {
     while (!g_stop) pause();
   }

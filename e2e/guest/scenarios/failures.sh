@@ -58,6 +58,7 @@ if stack_up rxe shared; then
   else
     result kubelet-restart FAIL "not re-registered within 90 s after a kubelet restart: $(tail -n 3 /tmp/kubelet.err)"
     show "$DP_LOG" 20
+    show "$KUBELET_OUT" 20
   fi
   # Traffic still flows after all that.
   traffic after-restart-ib_write_bw MB/s tcp:18515 podA podB \

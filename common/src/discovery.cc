@@ -104,31 +104,44 @@ struct Context {
   std::shared_ptr<std::mutex> vf_mu = std::make_shared<std::mutex>();  // guards vf_index_by_pf
 };
 
-StatusOr<std::pair<uint32_t, uint32_t>> ParseDevNumbers(const SysfsDir& dir) {
-  RDMAK8S_ASSIGN_OR_RETURN(std::string dev, dir.Read("dev"));
+// `prefix` ("uverbs0/" or ""): the char device's directory relative to `dir`.
+StatusOr<std::pair<uint32_t, uint32_t>> ParseDevNumbers(const SysfsDir& dir,
+                                                        const std::string& prefix = "") {
+  const std::string rel = prefix + "dev";
+  RDMAK8S_ASSIGN_OR_RETURN(std::string dev, dir.Read(rel));
   size_t colon = dev.find(':');
   if (colon == std::string::npos) {
-    return InvalidArgumentError(dir.PathOf("dev") + ": expected \"<major>:<minor>\", got \"" +
+    return InvalidArgumentError(dir.PathOf(rel) + ": expected \"<major>:<minor>\", got \"" +
                                 dev + "\"");
   }
-  RDMAK8S_ASSIGN_OR_RETURN(uint64_t major, ParseUint(dev.substr(0, colon), dir.PathOf("dev")));
-  RDMAK8S_ASSIGN_OR_RETURN(uint64_t minor, ParseUint(dev.substr(colon + 1), dir.PathOf("dev")));
+  RDMAK8S_ASSIGN_OR_RETURN(uint64_t major, ParseUint(dev.substr(0, colon), dir.PathOf(rel)));
+  RDMAK8S_ASSIGN_OR_RETURN(uint64_t minor, ParseUint(dev.substr(colon + 1), dir.PathOf(rel)));
   return std::make_pair(static_cast<uint32_t>(major), static_cast<uint32_t>(minor));
 }
 
 StatusOr<CharDevice> ReadCharDevice(const SysfsDir& klass, const std::string& name,
                                     CharDeviceKind kind, std::string* ibdev) {
-  RDMAK8S_ASSIGN_OR_RETURN(SysfsDir dir, klass.Sub(name));
+  // Attributes are read relative to the class directory ("uverbs0/dev"): no descriptor of its
+  // own per char device.
+  const std::string prefix = name + "/";
   CharDevice c;
   c.kind = kind;
   c.name = name;
-  RDMAK8S_ASSIGN_OR_RETURN(auto numbers, ParseDevNumbers(dir));
+  StatusOr<std::pair<uint32_t, uint32_t>> dev = ParseDevNumbers(klass, prefix);
+  if (!dev.ok()) {
+    // "uverbs0/dev" missing may mean "uverbs0" itself is missing or a dangling link: name that.
+    if (dev.status().code() == StatusCode::kNotFound) {
+      if (StatusOr<SysfsDir> sub = klass.Sub(name); !sub.ok()) return sub.status();
+    }
+    return dev.status();
+  }
+  auto numbers = *dev;
   c.major = numbers.first;
   c.minor = numbers.second;
-  RDMAK8S_ASSIGN_OR_RETURN(*ibdev, dir.Read("ibdev"));
+  RDMAK8S_ASSIGN_OR_RETURN(*ibdev, klass.Read(prefix + "ibdev"));
   if (kind == CharDeviceKind::kUmad || kind == CharDeviceKind::kIssm) {
-    RDMAK8S_ASSIGN_OR_RETURN(std::string port, dir.Read("port"));
-    RDMAK8S_ASSIGN_OR_RETURN(uint64_t p, ParseUint(port, dir.PathOf("port")));
+    RDMAK8S_ASSIGN_OR_RETURN(std::string port, klass.Read(prefix + "port"));
+    RDMAK8S_ASSIGN_OR_RETURN(uint64_t p, ParseUint(port, klass.PathOf(prefix + "port")));
     c.port_num = static_cast<uint32_t>(p);
   }
   return c;
@@ -136,13 +149,25 @@ StatusOr<CharDevice> ReadCharDevice(const SysfsDir& klass, const std::string& na
 
 // Scans one char-device class. A missing class (module not loaded) is empty; an unreadable one
 // is an error of the whole call; an unreadable entry is a failure with its path.
-Status IndexCharClass(Context& ctx, const std::string& klass_rel) {
-  StatusOr<SysfsDir> klass = SysfsDir::Open(ctx.root + "/" + klass_rel);
+// With ctx.only_under set (DiscoverOne), only the names the kernel placed under that parent
+// (<parent>/infiniband_verbs/uverbsN) are considered, so one device's read does not cost a
+// readlink per char device of the host.
+Status IndexCharClass(Context& ctx, const std::string& klass_name) {
+  StatusOr<SysfsDir> klass = SysfsDir::Open(ctx.root + "/class/" + klass_name);
   if (!klass.ok()) {
     if (klass.status().code() == StatusCode::kNotFound) return Status::Ok();
     return klass.status();
   }
-  RDMAK8S_ASSIGN_OR_RETURN(std::vector<std::string> names, klass->List());
+  StatusOr<std::vector<std::string>> listed =
+      ctx.only_under.empty() ? klass->List()
+                             : internal::ListPath(ctx.only_under + "/" + klass_name);
+  if (!listed.ok()) {
+    if (!ctx.only_under.empty() && listed.status().code() == StatusCode::kNotFound) {
+      return Status::Ok();  // no char device of this class on the parent
+    }
+    return listed.status();
+  }
+  std::vector<std::string> names = std::move(listed).value();
   std::sort(names.begin(), names.end());
   for (const std::string& name : names) {
     CharDeviceKind kind;
@@ -202,8 +227,8 @@ StatusOr<Context> BuildContext(const std::string& root, std::string only_under =
   Context ctx;
   ctx.root = root;
   ctx.only_under = std::move(only_under);
-  RDMAK8S_RETURN_IF_ERROR(IndexCharClass(ctx, "class/infiniband_verbs"));
-  RDMAK8S_RETURN_IF_ERROR(IndexCharClass(ctx, "class/infiniband_mad"));
+  RDMAK8S_RETURN_IF_ERROR(IndexCharClass(ctx, "infiniband_verbs"));
+  RDMAK8S_RETURN_IF_ERROR(IndexCharClass(ctx, "infiniband_mad"));
   StatusOr<SysfsDir> cm = SysfsDir::Open(root + "/class/misc/rdma_cm");
   if (cm.ok()) {
     StatusOr<std::pair<uint32_t, uint32_t>> numbers = ParseDevNumbers(*cm);
@@ -224,9 +249,9 @@ StatusOr<Context> BuildContext(const std::string& root, std::string only_under =
   return ctx;
 }
 
-StatusOr<PciInfo> ReadPci(Context& ctx, const std::string& pci_dir) {
+// `dir` is `pci_dir`, already open.
+StatusOr<PciInfo> ReadPci(Context& ctx, const std::string& pci_dir, const SysfsDir& dir) {
   const std::string& root = ctx.root;
-  RDMAK8S_ASSIGN_OR_RETURN(SysfsDir dir, SysfsDir::Open(pci_dir));
   PciInfo pci;
   pci.address = Basename(pci_dir);
   auto hex16 = [&](const char* attr, bool required, uint16_t* out) -> Status {
@@ -379,9 +404,9 @@ void AddUnique(std::vector<std::string>& v, const std::string& s) {
 // Upper devices the kernel links from a netdev (class/net/<n>/upper_<m>: vlan, macvlan, bond...).
 void AddUppers(const std::string& root, std::vector<std::string>& netdevs) {
   for (size_t i = 0; i < netdevs.size() && i < 64; ++i) {
-    StatusOr<SysfsDir> dir = SysfsDir::Open(root + "/class/net/" + netdevs[i]);
-    if (!dir.ok()) continue;  // the netdev lives in another namespace: nothing to follow
-    StatusOr<std::vector<std::string>> names = dir->List();
+    // Missing: the netdev lives in another namespace, nothing to follow.
+    StatusOr<std::vector<std::string>> names =
+        internal::ListPath(root + "/class/net/" + netdevs[i]);
     if (!names.ok()) continue;
     std::sort(names->begin(), names->end());
     for (const std::string& n : *names) {
@@ -443,7 +468,7 @@ StatusOr<RdmaDevice> ReadDevice(Context& ctx, const std::string& name) {
     const std::string base = Basename(parent_dir);
     if (subsystem == "pci" || (subsystem.empty() && IsPciAddress(base))) {
       d.parent.kind = ParentKind::kPci;
-      RDMAK8S_ASSIGN_OR_RETURN(PciInfo pci, ReadPci(ctx, parent_dir));
+      RDMAK8S_ASSIGN_OR_RETURN(PciInfo pci, ReadPci(ctx, parent_dir, pdir));
       d.parent.pci = std::move(pci);
     } else if (subsystem == "auxiliary" ||
                (subsystem.empty() && IsPciAddress(Basename(Dirname(parent_dir))))) {
@@ -453,7 +478,8 @@ StatusOr<RdmaDevice> ReadDevice(Context& ctx, const std::string& name) {
       std::string up = Dirname(parent_dir);
       while (!up.empty() && !IsPciAddress(Basename(up))) up = Dirname(up);
       if (!up.empty()) {
-        RDMAK8S_ASSIGN_OR_RETURN(PciInfo pci, ReadPci(ctx, up));
+        RDMAK8S_ASSIGN_OR_RETURN(SysfsDir updir, SysfsDir::Open(up));
+        RDMAK8S_ASSIGN_OR_RETURN(PciInfo pci, ReadPci(ctx, up, updir));
         d.parent.pci = std::move(pci);
       }
     } else {

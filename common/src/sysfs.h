@@ -51,6 +51,10 @@ class SysfsDir {
   std::string path_;
 };
 
+// Entry names of directory `path` (absolute or cwd-relative), without "." and "..", unsorted.
+// kNotFound when it does not exist. One open, getdents64 until the end, one close.
+StatusOr<std::vector<std::string>> ListPath(const std::string& path);
+
 // readlink(2) of an absolute or cwd-relative path.
 StatusOr<std::string> ReadLinkPath(const std::string& path);
 

@@ -23,29 +23,6 @@ using nlohmann::json;
 
 namespace {
 
-// Local names (not device.h's, so the plugin does not pull discovery into the binary).
-std::string PortStateText(PortState s) {
-  switch (s) {
-    case PortState::kNop: return "NOP";
-    case PortState::kDown: return "DOWN";
-    case PortState::kInit: return "INIT";
-    case PortState::kArmed: return "ARMED";
-    case PortState::kActive: return "ACTIVE";
-    case PortState::kActiveDefer: return "ACTIVE_DEFER";
-  }
-  return "?";
-}
-
-std::string TransportText(Transport t) {
-  switch (t) {
-    case Transport::kIb: return "ib";
-    case Transport::kRoce: return "roce";
-    case Transport::kIwarp: return "iwarp";
-    case Transport::kUnknown: return "unknown";
-  }
-  return "unknown";
-}
-
 std::string Join(const std::vector<std::string>& v, std::string_view sep = ", ") {
   std::string out;
   for (const auto& s : v) {
@@ -217,12 +194,12 @@ Status Invocation::CheckUsable(const SysfsDevice& dev, const std::vector<uint32_
     if (*st == PortState::kInit || *st == PortState::kArmed) {
       return Fail(kErrTryAgainLater,
                   UnavailableError("InfiniBand port " + where + " is " +
-                                   PortStateText(*st) +
+                                   std::string(PortStateName(*st)) +
                                    ", not ACTIVE (subnet manager not done yet)"));
     }
     if (*st != PortState::kActive) {
       return Fail(kErrWiring, FailedPreconditionError("InfiniBand port " + where + " is " +
-                                                      PortStateText(*st)));
+                                                      std::string(PortStateName(*st))));
     }
     if (conf_.pkey) {
       auto pkeys = host_sysfs_.ReadPkeys(dev.name, port);
@@ -504,7 +481,7 @@ Status Invocation::Add(json* result) {
   rec.netns = env_.netns;
   rec.cni_version = conf_.cni_version;
   rec.rdma_dev = dev_name;
-  rec.transport = TransportText(dev->transport);
+  rec.transport = std::string(TransportName(dev->transport));
   rec.netns_mode = mode_name;
   log_.Info("device " + dev_name + " (" + rec.transport + ", " + mode_name + " mode)");
 

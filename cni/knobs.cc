@@ -95,6 +95,10 @@ bool IsNodeWideKnob(const std::string& id) {
          id.rfind("ecn:", 0) == 0;
 }
 
+bool IsDcbKnob(const std::string& id) {
+  return id.rfind("trust:", 0) == 0 || id.rfind("pfc:", 0) == 0 || id.rfind("app:", 0) == 0;
+}
+
 StatusOr<std::string> ReadKnob(const KnobContext& ctx, const std::string& id) {
   auto p = Split(id);
   const std::string& kind = p[0];

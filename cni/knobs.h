@@ -38,6 +38,8 @@ std::map<std::string, std::string> RequiredKnobs(const QosConfig& qos, const std
 
 // True for knobs whose object is the node's PF (restored by the last attachment needing them).
 bool IsNodeWideKnob(const std::string& id);
+// True for knobs set through DCB netlink (trust, pfc, app).
+bool IsDcbKnob(const std::string& id);
 
 // Current value of a knob ("off" for a PFC bit that is clear, "none" for a missing APP entry).
 StatusOr<std::string> ReadKnob(const KnobContext& ctx, const std::string& id);

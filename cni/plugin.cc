@@ -76,8 +76,14 @@ class Invocation {
   Status CheckGids(const AttachmentRecord& rec, const Netns& pod, const std::vector<uint32_t>& ports,
                    int timeout_ms);
   Status EnsureIpv6(const Netns& pod);
-  // Undoes everything `rec` says was done; removes it when all of that succeeded.
+  // Undoes everything `rec` says was done; removes it when the device is home (knobs that could
+  // not be restored keep their originals in knobs.json: see RestoreUnneededKnobs).
   Status Release(const AttachmentRecord& rec);
+  // Restores every knob whose original is saved in knobs.json and that no live attachment other
+  // than `leaving` (a record key, or "") needs: `leaving`'s own and any an earlier release could
+  // not restore. Those it cannot restore keep their original and are appended to *pending.
+  // Fails only when the state store can't be used.
+  Status RestoreUnneededKnobs(const std::string& leaving, std::vector<std::string>* pending);
   // The sysfs root under which `rec`'s device shows now, for fn.
   Status WithDeviceSysfs(const AttachmentRecord& rec, const Netns* pod,
                          const std::function<Status(const std::string&)>& fn);
@@ -357,6 +363,53 @@ Status Invocation::CheckGids(const AttachmentRecord& rec, const Netns& pod,
   }
 }
 
+Status Invocation::RestoreUnneededKnobs(const std::string& leaving,
+                                        std::vector<std::string>* pending) {
+  auto originals = store_.LoadKnobs();
+  if (!originals.ok()) return Fail(kErrState, originals.status());
+  if (originals->empty()) return Status::Ok();
+  auto others = store_.List();
+  if (!others.ok()) return Fail(kErrState, others.status());
+  std::unique_ptr<DcbNetlink> dcb;
+  Status dcb_error;
+  bool dcb_tried = false;
+  bool changed = false;
+  for (auto it = originals->begin(); it != originals->end();) {
+    const std::string& id = it->first;
+    const std::string& orig = it->second;
+    bool needed = std::any_of(others->begin(), others->end(), [&](const AttachmentRecord& o) {
+      return o.Key() != leaving && o.knobs.count(id);
+    });
+    if (needed) {  // the last attachment needing it restores it
+      ++it;
+      continue;
+    }
+    if (IsDcbKnob(id) && !dcb_tried) {
+      dcb_tried = true;
+      if (auto d = Dcb(); d.ok()) {
+        dcb = std::move(*d);
+      } else {
+        dcb_error = d.status().Prepend("open DCB netlink");
+      }
+    }
+    // Without a DCB handle a DCB knob is NOT restored: WriteKnob's "unsupported" is no success.
+    KnobContext ctx{dcb.get(), sysfs_root_, sysfs_root_, configfs_root_};
+    Status s = IsDcbKnob(id) && dcb == nullptr ? dcb_error : WriteKnob(ctx, id, orig);
+    if (!s.ok()) {
+      pending->push_back(id + " (original " + orig + "): " + s.message());
+      ++it;
+      continue;
+    }
+    log_.Info("qos: " + id + " restored to " + orig);
+    it = originals->erase(it);
+    changed = true;
+  }
+  if (changed) {
+    if (Status s = store_.SaveKnobs(*originals); !s.ok()) return Fail(kErrState, s);
+  }
+  return Status::Ok();
+}
+
 Status Invocation::Release(const AttachmentRecord& rec) {
   auto host = CurrentNetns();
   if (!host.ok()) return Fail(kErrIo, host.status());
@@ -394,36 +447,16 @@ Status Invocation::Release(const AttachmentRecord& rec) {
       }
     }
   }
-  if (!rec.knobs.empty()) {
-    auto others = store_.List();
-    if (!others.ok()) return Fail(kErrState, others.status());
-    auto originals = store_.LoadKnobs();
-    if (!originals.ok()) return Fail(kErrState, originals.status());
-    std::unique_ptr<DcbNetlink> dcb;
-    if (auto d = Dcb(); d.ok()) dcb = std::move(*d);
-    KnobContext ctx{dcb.get(), sysfs_root_, sysfs_root_, configfs_root_};
-    Status first;
-    bool changed = false;
-    for (const auto& [id, value] : rec.knobs) {
-      bool needed = std::any_of(others->begin(), others->end(), [&](const AttachmentRecord& o) {
-        return o.Key() != rec.Key() && o.knobs.count(id);
-      });
-      if (needed) continue;  // the last attachment needing it restores it
-      auto orig = originals->find(id);
-      if (orig == originals->end()) continue;  // it was in place before us
-      Status s = WriteKnob(ctx, id, orig->second);
-      if (!s.ok() && s.code() != StatusCode::kUnimplemented) {
-        if (first.ok()) first = s.Prepend("restore qos knob");
-        continue;
-      }
-      log_.Info("qos: " + id + " restored to " + orig->second);
-      originals->erase(orig);
-      changed = true;
-    }
-    if (changed) {
-      if (Status s = store_.SaveKnobs(*originals); !s.ok()) return Fail(kErrState, s);
-    }
-    if (!first.ok()) return Fail(kErrQos, first);
+  // Knobs: a node-wide knob or one of the device whose restore fails keeps its original in
+  // knobs.json, and every later DEL/GC on the node tries again (RestoreUnneededKnobs). The
+  // attachment itself is released all the same: failing DEL for a knob the node may never let us
+  // write again (DCB netlink gone, driver without dcbnl) would keep the pod from ever being torn
+  // down, while the original, which is what matters, is not lost.
+  std::vector<std::string> pending;
+  RDMAK8S_RETURN_IF_ERROR(RestoreUnneededKnobs(rec.Key(), &pending));
+  if (!pending.empty()) {
+    log_.Error("qos: NOT restored: " + Join(pending, "; ") + ". The originals stay in " +
+               store_.dir() + "/knobs.json; the next DEL or GC on this node retries");
   }
   if (Status s = store_.Remove(rec.network, rec.container_id, rec.ifname); !s.ok()) {
     return Fail(kErrState, s);
@@ -513,7 +546,17 @@ Status Invocation::Add(json* result) {
     }
     rec.pf_netdev = pf;
     rec.knobs = RequiredKnobs(conf_.qos, pf, dev_name, ports);
-    if (auto d = Dcb(); d.ok()) dcb = std::move(*d);
+    // Failing to open DCB netlink is no "knob unsupported by this driver" (that shows when a
+    // knob is read): it is an error, strict or not.
+    auto dcb_knob = std::find_if(rec.knobs.begin(), rec.knobs.end(),
+                                 [](const auto& k) { return IsDcbKnob(k.first); });
+    if (dcb_knob != rec.knobs.end()) {
+      auto d = Dcb();
+      if (!d.ok()) {
+        return Fail(kErrQos, d.status().Prepend("qos: open DCB netlink for " + dcb_knob->first));
+      }
+      dcb = std::move(*d);
+    }
   } else if (!conf_.qos.empty()) {
     log_.Info("qos: ignored for " + rec.transport + " device " + dev_name +
               " (lossless settings are for RoCE)");
@@ -594,6 +637,13 @@ Status Invocation::Del() {
   if (!rec.ok()) {
     if (rec.status().code() == StatusCode::kNotFound) {
       log_.Info("no attachment recorded: nothing to undo");
+      // A retried DEL also retries knobs an earlier release could not restore.
+      std::vector<std::string> pending;
+      if (Status s = RestoreUnneededKnobs("", &pending); !s.ok()) {
+        log_.Warning("qos: retry of unrestored knobs: " + s.message());
+      } else if (!pending.empty()) {
+        log_.Error("qos: still NOT restored: " + Join(pending, "; "));
+      }
       return Status::Ok();
     }
     return Fail(kErrState, rec.status());
@@ -673,12 +723,23 @@ Status Invocation::Gc() {
   for (const auto& a : conf_.valid_attachments) valid.insert({a.container_id, a.ifname});
   Status first;
   int first_code = 0;
+  bool released = false;
   for (const auto& rec : *recs) {
     if (valid.count({rec.container_id, rec.ifname})) continue;
     log_.Info("GC: releasing stale attachment " + rec.Key());
+    released = true;
     if (Status s = Release(rec); !s.ok() && first.ok()) {
       first = s.Prepend("GC " + rec.Key());
       first_code = code_;
+    }
+  }
+  if (!released) {  // (each Release already retried them)
+    std::vector<std::string> pending;
+    if (Status s = RestoreUnneededKnobs("", &pending); !s.ok() && first.ok()) {
+      first = s.Prepend("GC: knobs left unrestored earlier");
+      first_code = code_;
+    } else if (!pending.empty()) {
+      log_.Error("qos: still NOT restored: " + Join(pending, "; "));
     }
   }
   if (!first.ok()) return Fail(first_code, first);

@@ -590,6 +590,68 @@ TEST_F(PluginTest, UnsupportedKnobWarnsOrFailsWhenStrict) {
   EXPECT_EQ(Pfc(), 0) << "rolled back";
 }
 
+TEST_F(PluginTest, AddFailsWith103WhenDcbNetlinkCannotBeOpened) {
+  options_.new_dcb_netlink = []() -> StatusOr<std::unique_ptr<DcbNetlink>> {
+    return UnavailableError("open rtnetlink socket: Protocol not supported");
+  };
+  Pod pod = NewPod("10.77.0.40");
+  AddGid("mlx5_1", pod.ip, 100);
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"qos", {{"pfc", {3}}}}}));
+  EXPECT_EQ(Code(out), kErrQos) << out.stdout_data << " (not strict: still no mere warning)";
+  EXPECT_NE(Msg(out).find("DCB"), std::string::npos) << Msg(out);
+  EXPECT_TRUE(In(node_key_, "mlx5_1")) << "nothing moved";
+  EXPECT_EQ(Records(), 0u);
+  EXPECT_EQ(Pfc(), 0);
+}
+
+TEST_F(PluginTest, DelKeepsTheOriginalOfAKnobItCouldNotRestoreAndTheNextDelRestoresIt) {
+  Pod pod = NewPod("10.77.0.41");
+  AddGid("mlx5_1", pod.ip, 100);
+  const std::string log = tmp_.path() + "/cni.log";
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"qos", {{"pfc", {3}}}}, {"logFile", log}});
+  ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
+  ASSERT_EQ(Pfc(), 1 << 3);
+  auto working = options_.new_dcb_netlink;
+  options_.new_dcb_netlink = []() -> StatusOr<std::unique_ptr<DcbNetlink>> {
+    return UnavailableError("open rtnetlink socket: Too many open files");
+  };
+  auto out = Run("DEL", "c1", &pod, conf);
+  EXPECT_EQ(out.exit_code, 0) << out.stdout_data << " (DEL does not fail on node-wide QoS)";
+  EXPECT_TRUE(In(node_key_, "mlx5_1")) << "the pod's own part is released";
+  EXPECT_EQ(Pfc(), 1 << 3) << "PFC could not be written";
+  EXPECT_EQ(Originals(), (std::map<std::string, std::string>{{"pfc:ens1f0np0:3", "off"}}))
+      << "the original is kept for a retry";
+  EXPECT_EQ(ReadFile(log).find("pfc:ens1f0np0:3 restored"), std::string::npos) << ReadFile(log);
+  EXPECT_NE(ReadFile(log).find("NOT restored: pfc:ens1f0np0:3"), std::string::npos) << ReadFile(log);
+  options_.new_dcb_netlink = working;
+  out = Run("DEL", "c1", &pod, conf);
+  EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_EQ(Pfc(), 0) << "the retried DEL restored it";
+  EXPECT_TRUE(Originals().empty());
+}
+
+TEST_F(PluginTest, AKnobLeftUnrestoredIsNotRestoredWhileAnotherAttachmentNeedsIt) {
+  Pod a = NewPod("10.77.0.42");
+  Pod b = NewPod("10.77.0.43");
+  AddGid("mlx5_1", a.ip, 100);
+  AddGid("mlx5_2", b.ip, 100);
+  json ea = {{"deviceID", "mlx5_1"}, {"qos", {{"pfc", {3}}}}};
+  json eb = {{"deviceID", "mlx5_2"}, {"qos", {{"pfc", {3}}}}};
+  ASSERT_EQ(Run("ADD", "ca", &a, Conf("1.0.0", &a, ea)).exit_code, 0);
+  auto working = options_.new_dcb_netlink;
+  options_.new_dcb_netlink = []() -> StatusOr<std::unique_ptr<DcbNetlink>> {
+    return UnavailableError("no DCB");
+  };
+  ASSERT_EQ(Run("DEL", "ca", &a, Conf("1.0.0", &a, ea)).exit_code, 0);
+  options_.new_dcb_netlink = working;
+  ASSERT_EQ(Run("ADD", "cb", &b, Conf("1.0.0", &b, eb)).exit_code, 0);
+  EXPECT_EQ(Run("DEL", "ca", &a, Conf("1.0.0", &a, ea)).exit_code, 0);
+  EXPECT_EQ(Pfc(), 1 << 3) << "b needs it: the retry leaves it";
+  ASSERT_EQ(Run("DEL", "cb", &b, Conf("1.0.0", &b, eb)).exit_code, 0);
+  EXPECT_EQ(Pfc(), 0);
+  EXPECT_TRUE(Originals().empty());
+}
+
 TEST_F(PluginTest, DelIsIdempotent) {
   Pod pod = NewPod("10.77.0.22");
   AddGid("mlx5_1", pod.ip, 100);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <exception>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -231,7 +232,8 @@ StatusOr<bool> Invocation::DeviceVisibleIn(const Netns* ns, const std::string& d
 
 Status Invocation::WithDeviceSysfs(const AttachmentRecord& rec, const Netns* pod,
                                    const std::function<Status(const std::string&)>& fn) {
-  if (rec.moved && pod != nullptr) return view_->InNetns(*pod, fn);
+  // In exclusive mode the device of a live attachment is in the pod, whoever moved it there.
+  if ((rec.moved || rec.netns_mode == "exclusive") && pod != nullptr) return view_->InNetns(*pod, fn);
   return fn(sysfs_root_);
 }
 
@@ -413,7 +415,24 @@ Status Invocation::RestoreUnneededKnobs(const std::string& leaving,
 Status Invocation::Release(const AttachmentRecord& rec) {
   auto host = CurrentNetns();
   if (!host.ok()) return Fail(kErrIo, host.status());
+  std::optional<AttachmentRecord> heir;
   if (rec.moved) {
+    // Another live attachment of the same pod over the same device keeps it there, and takes
+    // over bringing it home.
+    auto others = store_.List();
+    if (!others.ok()) return Fail(kErrState, others.status().Prepend("read other attachments"));
+    for (const auto& o : *others) {
+      if (o.Key() != rec.Key() && o.rdma_dev == rec.rdma_dev && o.netns == rec.netns) {
+        heir = o;
+        break;
+      }
+    }
+  }
+  if (heir) {
+    heir->moved = true;
+    if (Status s = store_.Save(*heir); !s.ok()) return Fail(kErrState, s);
+    log_.Info(rec.rdma_dev + " stays in the pod for " + heir->Key());
+  } else if (rec.moved) {
     auto pod = rec.netns.empty() ? StatusOr<Netns>(NotFoundError("no netns recorded"))
                                  : OpenNetns(rec.netns);
     if (!pod.ok()) {
@@ -532,7 +551,18 @@ Status Invocation::Add(json* result) {
                     FailedPreconditionError("RDMA device " + dev_name +
                                             " is not in the node's netns (held by another pod?)"));
       }
-      rec.moved = true;  // an earlier ADD of this attachment moved it
+      // In the pod already: an earlier ADD of this attachment moved it (it owns the move), or
+      // another attachment of this pod over the same device did (that one brings it home).
+      auto others = store_.List();
+      if (!others.ok()) return Fail(kErrState, others.status().Prepend("read other attachments"));
+      bool mine = false, held = false;
+      for (const auto& o : *others) {
+        if (o.rdma_dev != dev_name || o.netns != env_.netns) continue;
+        if (o.Key() == rec.Key()) mine = o.moved;
+        else held = true;
+      }
+      rec.moved = mine || !held;
+      if (!rec.moved) log_.Info(dev_name + " is already in the pod for another attachment");
     }
   }
 
@@ -675,7 +705,7 @@ Status Invocation::Check() {
     return Fail(kErrWiring, FailedPreconditionError("RDMA device " + rec->rdma_dev +
                                                     " is not visible in the pod's netns"));
   }
-  if (rec->moved) {
+  if (rec->moved || rec->netns_mode == "exclusive") {
     auto home = DeviceVisibleIn(nullptr, rec->rdma_dev);
     if (home.ok() && *home) {
       return Fail(kErrWiring, FailedPreconditionError("RDMA device " + rec->rdma_dev +

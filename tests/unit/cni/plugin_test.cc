@@ -652,6 +652,45 @@ TEST_F(PluginTest, AKnobLeftUnrestoredIsNotRestoredWhileAnotherAttachmentNeedsIt
   EXPECT_TRUE(Originals().empty());
 }
 
+TEST_F(PluginTest, ASecondAttachmentOverTheSameDeviceInThePodDoesNotTakeItHome) {
+  // Exclusive mode, one pod, two interfaces over one RDMA device: the second ADD finds the device
+  // in the pod already. Whichever attachment leaves first must leave it there for the other.
+  Pod pod = NewPod("10.77.0.44");
+  ASSERT_TRUE(ShIn(node_, "ip link add t2x type veth peer name ht2x").ok());
+  ASSERT_TRUE(RunInNetns(node_, [&]() -> Status {
+    RDMAK8S_ASSIGN_OR_RETURN(auto rt, NewRouteNetlink());
+    return rt->MoveLinkToNetns("t2x", pod.ns.fd(), "net2");
+  }).ok());
+  ASSERT_TRUE(ShIn(pod.ns, "ip addr add 10.77.1.44/24 dev net2 && ip link set net2 up").ok());
+  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", "10.77.1.44", 101);
+  json c1 = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
+  json c2 = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}}, "net2");
+  c2["prevResult"]["ips"][0]["address"] = "10.77.1.44/24";
+  for (bool first_leaves_first : {false, true}) {
+    SCOPED_TRACE(first_leaves_first ? "net1 leaves first" : "net2 leaves first");
+    ASSERT_EQ(Run("ADD", "c1", &pod, c1).exit_code, 0);
+    auto out = Run("ADD", "c1", &pod, c2, "net2");
+    ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+    EXPECT_FALSE(StateStore(state_).Load("rdma", "c1", "net2")->moved);
+    if (first_leaves_first) {
+      ASSERT_EQ(Run("DEL", "c1", &pod, c1).exit_code, 0);
+    } else {
+      ASSERT_EQ(Run("DEL", "c1", &pod, c2, "net2").exit_code, 0);
+    }
+    EXPECT_TRUE(In(pod.key, "mlx5_1")) << "the other attachment still uses it";
+    EXPECT_EQ(Run("CHECK", "c1", &pod, first_leaves_first ? c2 : c1, first_leaves_first ? "net2" : "net1")
+                  .exit_code, 0);
+    if (first_leaves_first) {
+      ASSERT_EQ(Run("DEL", "c1", &pod, c2, "net2").exit_code, 0);
+    } else {
+      ASSERT_EQ(Run("DEL", "c1", &pod, c1).exit_code, 0);
+    }
+    EXPECT_TRUE(In(node_key_, "mlx5_1")) << "the last attachment brings it home";
+    EXPECT_EQ(Records(), 0u);
+  }
+}
+
 TEST_F(PluginTest, DelIsIdempotent) {
   Pod pod = NewPod("10.77.0.22");
   AddGid("mlx5_1", pod.ip, 100);

@@ -72,6 +72,8 @@ class Invocation {
   Status ResolveDevice(const Netns& pod, std::string* dev, uint32_t* port);
   Status CheckUsable(const SysfsDevice& dev, const std::vector<uint32_t>& ports);
   StatusOr<bool> DeviceVisibleIn(const Netns* ns, const std::string& dev);
+  // 103 naming both when another live attachment needs one of rec's knobs at another value.
+  Status CheckKnobConflicts(const AttachmentRecord& rec);
   Status ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb, const Netns* pod);
   Status CheckKnobs(const AttachmentRecord& rec, DcbNetlink* dcb, const Netns* pod);
   Status CheckGids(const AttachmentRecord& rec, const Netns& pod, const std::vector<uint32_t>& ports,
@@ -237,22 +239,26 @@ Status Invocation::WithDeviceSysfs(const AttachmentRecord& rec, const Netns* pod
   return fn(sysfs_root_);
 }
 
-Status Invocation::ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb, const Netns* pod) {
-  if (rec->knobs.empty()) return Status::Ok();
+Status Invocation::CheckKnobConflicts(const AttachmentRecord& rec) {
+  if (rec.knobs.empty()) return Status::Ok();
   auto others = store_.List();
   if (!others.ok()) return Fail(kErrState, others.status().Prepend("read other attachments"));
-  // Refuse conflicts before touching anything.
-  for (const auto& [id, value] : rec->knobs) {
+  for (const auto& [id, value] : rec.knobs) {
     for (const auto& o : *others) {
-      if (o.Key() == rec->Key()) continue;
+      if (o.Key() == rec.Key()) continue;
       auto it = o.knobs.find(id);
       if (it != o.knobs.end() && it->second != value) {
         return Fail(kErrQos, FailedPreconditionError(
-                                 "qos: " + rec->Key() + " needs " + id + " = " + value +
+                                 "qos: " + rec.Key() + " needs " + id + " = " + value +
                                  ", but live attachment " + o.Key() + " needs " + it->second));
       }
     }
   }
+  return Status::Ok();
+}
+
+Status Invocation::ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb, const Netns* pod) {
+  if (rec->knobs.empty()) return Status::Ok();
   // Knobs of the RDMA device (tc's sysfs attribute) are read where the device shows now.
   auto with_ctx = [&](const std::string& id, const std::function<Status(const KnobContext&)>& fn) {
     if (IsNodeWideKnob(id)) return fn(KnobContext{dcb, sysfs_root_, sysfs_root_, configfs_root_});
@@ -591,6 +597,9 @@ Status Invocation::Add(json* result) {
     log_.Info("qos: ignored for " + rec.transport + " device " + dev_name +
               " (lossless settings are for RoCE)");
   }
+
+  // Refuse a QoS conflict before anything is written or moved.
+  RDMAK8S_RETURN_IF_ERROR(CheckKnobConflicts(rec));
 
   // Write-ahead record: from here on a crash leaves enough on disk for DEL/GC to undo.
   if (need_move) rec.moved = true;

@@ -571,6 +571,9 @@ TEST_F(PluginTest, ConflictingQosIsRefusedNamingBothAttachments) {
   EXPECT_NE(Msg(out).find("rdma/ca:net1"), std::string::npos) << Msg(out);
   EXPECT_NE(Msg(out).find("rdma/cb:net1"), std::string::npos) << Msg(out);
   EXPECT_TRUE(In(node_key_, "mlx5_2")) << "nothing done for the refused attachment";
+  for (const auto& c : world_->calls) {
+    EXPECT_EQ(c.find("mlx5_2"), std::string::npos) << "refused before any move: " << c;
+  }
   EXPECT_EQ(dcb_.Find("ens1f0np0")->app[0].priority, 3);
   EXPECT_EQ(Records(), 1u);
 }

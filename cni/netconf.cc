@@ -130,7 +130,8 @@ std::optional<NetConf> Parse(std::string_view data, Command command, CniError* e
     }
   }
   if (auto v = r.Int(j, "port", 1, 255)) c.port = static_cast<uint32_t>(*v);
-  if (auto v = r.Int(j, "gidTimeoutMs", 0, 600000)) c.gid_timeout_ms = static_cast<int>(*v);
+  // An ADD blocks its runtime for this long: more than a minute is a mistake, not a wish.
+  if (auto v = r.Int(j, "gidTimeoutMs", 0, 60000)) c.gid_timeout_ms = static_cast<int>(*v);
   c.ensure_ipv6_gid = r.Bool(j, "ensureIPv6Gid", false);
   if (j.contains("pkey")) {
     c.pkey = ParsePkey(j["pkey"]);

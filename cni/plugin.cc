@@ -510,8 +510,12 @@ Status Invocation::Add(json* result) {
     return Fail(kErrDeviceNotFound,
                 ErrnoError(errno, "no RDMA on this node (no RDMA core loaded: " + ib + ")"));
   }
-  auto lock = store_.Acquire();
-  if (!lock.ok()) return Fail(kErrState, lock.status());
+  std::optional<StateStore::Lock> lock;
+  if (auto l = store_.Acquire(); l.ok()) {
+    lock.emplace(std::move(*l));
+  } else {
+    return Fail(kErrState, l.status());
+  }
 
   std::string dev_name;
   uint32_t resolved_port = 0;
@@ -648,7 +652,32 @@ Status Invocation::Add(json* result) {
     if (Status s = EnsureIpv6(*pod); !s.ok()) return rollback(Fail(kErrIo, s.Prepend("ensureIPv6Gid")));
   }
   if (dev->transport == Transport::kRoce) {
-    if (Status s = CheckGids(rec, *pod, ports, conf_.gid_timeout_ms); !s.ok()) return rollback(s);
+    // Wait for the GIDs WITHOUT the node-wide lock: one pod whose GID never shows must not stall
+    // every ADD/DEL/GC on the node for gidTimeoutMs. The record is on disk, so meanwhile other
+    // invocations see this attachment as live (its device, its knobs); a DEL or GC may even
+    // release it, which is why it is read back under the lock before deciding.
+    lock.reset();
+    Status waited = CheckGids(rec, *pod, ports, conf_.gid_timeout_ms);
+    const int wait_code = code_;
+    auto relock = store_.Acquire();
+    if (!relock.ok()) {  // no rollback without the lock: the record stays for DEL/GC
+      return Fail(kErrState, relock.status().Prepend("re-take the state lock after the GID wait"));
+    }
+    lock.emplace(std::move(*relock));
+    auto now = store_.Load(rec.network, rec.container_id, rec.ifname);
+    if (!now.ok()) {
+      if (now.status().code() == StatusCode::kNotFound) {
+        return Fail(kErrWiring, FailedPreconditionError(
+                                    "attachment " + rec.Key() + " was released by a concurrent "
+                                    "DEL or GC while ADD waited for its GIDs"));
+      }
+      return rollback(Fail(kErrState, now.status()));
+    }
+    rec = std::move(*now);  // (a Release of another attachment may have handed it the move)
+    if (!waited.ok()) {
+      code_ = wait_code;
+      return rollback(waited);
+    }
   }
 
   // SPEC.md 1.1.0 lets a plugin fill in pciID of the interface it wired.

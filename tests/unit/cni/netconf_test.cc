@@ -82,6 +82,17 @@ TEST(NetConfTest, InvalidFieldsAreCode7NamingTheField) {
   }
 }
 
+TEST(NetConfTest, GidTimeoutIsCappedAtOneMinute) {
+  CniError err;
+  auto c = Parse(R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s","gidTimeoutMs":60000})", &err);
+  ASSERT_TRUE(c) << err.msg;
+  EXPECT_EQ(c->gid_timeout_ms, 60000);
+  EXPECT_FALSE(Parse(R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s","gidTimeoutMs":60001})", &err));
+  EXPECT_EQ(err.code, kErrInvalidConfig);
+  EXPECT_NE(err.msg.find("gidTimeoutMs"), std::string::npos) << err.msg;
+  EXPECT_NE(err.msg.find("60000"), std::string::npos) << err.msg;
+}
+
 TEST(NetConfTest, GcReadsValidAttachments) {
   CniError err;
   auto c = Parse(R"({"cniVersion":"1.1.0","name":"n","type":"rdmak8s",

@@ -694,6 +694,65 @@ TEST_F(PluginTest, ASecondAttachmentOverTheSameDeviceInThePodDoesNotTakeItHome) 
   }
 }
 
+// Starts ADD of `cid` for `pod` (no GID yet: it waits) in a thread, and returns once its record
+// is on disk, i.e. once it is at least about to wait.
+std::thread StartWaitingAdd(std::function<PluginOutput()> add, PluginOutput* out,
+                            std::atomic<bool>* done, const std::string& state, const std::string& cid) {
+  std::thread th([add, out, done] {
+    *out = add();
+    *done = true;
+  });
+  while (!StateStore(state).Load("rdma", cid, "net1").ok() && !*done) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return th;
+}
+
+TEST_F(PluginTest, AnAddWaitingForItsGidDoesNotBlockOtherAttachments) {
+  Pod a = NewPod("10.77.0.45");
+  Pod b = NewPod("10.77.0.46");
+  AddGid("mlx5_2", b.ip, 100);
+  PluginOutput a_out;
+  std::atomic<bool> a_done{false};
+  json ca = Conf("1.0.0", &a, {{"deviceID", "mlx5_1"}, {"gidTimeoutMs", 20000}});
+  std::thread waiter = StartWaitingAdd([&] { return Run("ADD", "ca", &a, ca); }, &a_out, &a_done,
+                                       state_, "ca");
+  ASSERT_FALSE(a_done) << a_out.stdout_data;
+  // A cannot finish before the test writes its GID (or after 20 s, failing): B goes meanwhile.
+  json cb = Conf("1.0.0", &b, {{"deviceID", "mlx5_2"}});
+  auto out = Run("ADD", "cb", &b, cb);
+  EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
+  out = Run("DEL", "cb", &b, cb);
+  EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_FALSE(a_done) << "B's ADD and DEL waited for A's GID wait";
+  AddGid("mlx5_1", a.ip, 100);
+  waiter.join();
+  EXPECT_EQ(a_out.exit_code, 0) << a_out.stdout_data;
+  EXPECT_TRUE(In(a.key, "mlx5_1"));
+  EXPECT_TRUE(In(node_key_, "mlx5_2"));
+  EXPECT_EQ(Run("DEL", "ca", &a, ca).exit_code, 0);
+  EXPECT_EQ(Records(), 0u);
+}
+
+TEST_F(PluginTest, AnAddWhoseAttachmentIsDeletedWhileItWaitsForGidsFails) {
+  Pod a = NewPod("10.77.0.47");
+  PluginOutput a_out;
+  std::atomic<bool> a_done{false};
+  json ca = Conf("1.0.0", &a, {{"deviceID", "mlx5_1"}, {"gidTimeoutMs", 20000}, {"qos", {{"pfc", {3}}}}});
+  std::thread waiter = StartWaitingAdd([&] { return Run("ADD", "ca", &a, ca); }, &a_out, &a_done,
+                                       state_, "ca");
+  auto out = Run("DEL", "ca", &a, ca);
+  EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
+  AddGid("mlx5_1", a.ip, 100);
+  waiter.join();
+  EXPECT_EQ(Code(a_out), kErrWiring) << a_out.stdout_data;
+  EXPECT_NE(Msg(a_out).find("released"), std::string::npos) << Msg(a_out);
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  EXPECT_EQ(Pfc(), 0);
+  EXPECT_EQ(Records(), 0u);
+  EXPECT_TRUE(Originals().empty());
+}
+
 TEST_F(PluginTest, DelIsIdempotent) {
   Pod pod = NewPod("10.77.0.22");
   AddGid("mlx5_1", pod.ip, 100);

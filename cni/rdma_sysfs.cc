@@ -191,8 +191,12 @@ StatusOr<std::string> RdmaSysfs::ResolveByNetdev(const std::string& netdev,
   if (auto p = ReadAttr(base + "/dev_port"); p.ok() && port_num != nullptr) {
     *port_num = static_cast<uint32_t>(std::atoi(p->c_str())) + 1;
   }
-  std::string dev = Canonical(base + "/device");
-  if (!dev.empty()) return ResolveByParent(Basename(dev));
+  // A hardware RDMA device sits on the netdev's bus device. None there is no verdict: soft
+  // RoCE/iWARP (rxe, siw) over a real or virtio NIC has no bus device of its own.
+  if (std::string dev = Canonical(base + "/device"); !dev.empty()) {
+    auto r = ResolveByParent(Basename(dev));
+    if (r.ok() || r.status().code() != StatusCode::kNotFound) return r;
+  }
   // Soft devices: rxe names its netdev in `parent`; any device may list it as a GID's ndev.
   RDMAK8S_ASSIGN_OR_RETURN(auto devs, ListDevices());
   for (const auto& d : devs) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "cni_test_util.h"
+#include "support/sysfs_builder.h"
+
 namespace rdmak8s::cni {
 namespace {
 
@@ -39,6 +42,56 @@ TEST(RdmaSysfsTest, ResolvesNetdevsIncludingStackedAndSoftDevices) {
   uint32_t p2 = 0;
   EXPECT_EQ(*Fixture("mlx5_ib_2port").ResolveByNetdev("ib1", &p2), "mlx5_0");
   EXPECT_EQ(p2, 2u) << "dev_port 1 is port 2";
+}
+
+TEST(RdmaSysfsTest, FindsSoftRoceOverAVirtioNicByItsParentNetdev) {
+  // rxe over a PCI virtio NIC: the netdev has a `device` link, but no RDMA device sits on that
+  // PCI function; rxe names the netdev in its `parent` attribute.
+  testing::TempDir tmp;
+  rdmak8s::testing::SysfsBuilder b(tmp.path());
+  rdmak8s::testing::PciFunctionSpec nic;
+  nic.address = "0000:00:03.0";
+  nic.root_port = "";
+  nic.vendor = 0x1af4;
+  nic.device = 0x1041;
+  nic.driver = "virtio-pci";
+  ASSERT_TRUE(b.AddPciFunction(nic).ok());
+  rdmak8s::testing::NetdevSpec ens3;
+  ens3.name = "ens3";
+  ens3.parent_name = "0000:00:03.0";
+  ASSERT_TRUE(b.AddNetdev(ens3).ok());
+  rdmak8s::testing::RdmaDeviceSpec rxe;
+  rxe.name = "rxe0";
+  rxe.parent = rdmak8s::testing::RdmaParent::kVirtual;
+  rxe.parent_attr = "ens3";
+  rdmak8s::testing::PortSpec port;
+  port.link_layer = "Ethernet";
+  rxe.ports = {port};
+  ASSERT_TRUE(b.AddRdmaDevice(rxe).ok());
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  uint32_t p = 0;
+  auto r = RdmaSysfs(tmp.path()).ResolveByNetdev("ens3", &p);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, "rxe0");
+}
+
+TEST(RdmaSysfsTest, SeveralRdmaDevicesOnOneBusDeviceIsAnErrorListingThem) {
+  testing::TempDir tmp;
+  rdmak8s::testing::SysfsBuilder b(tmp.path());
+  rdmak8s::testing::PciFunctionSpec nic;
+  nic.address = "0000:3b:00.0";
+  ASSERT_TRUE(b.AddPciFunction(nic).ok());
+  for (auto name : {"mlx5_0", "mlx5_7"}) {
+    rdmak8s::testing::RdmaDeviceSpec d;
+    d.name = name;
+    d.parent_name = "0000:3b:00.0";
+    d.ports = {rdmak8s::testing::PortSpec{}};
+    ASSERT_TRUE(b.AddRdmaDevice(d).ok());
+  }
+  auto r = RdmaSysfs(tmp.path()).ResolveDeviceId("0000:3b:00.0");
+  ASSERT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("mlx5_0, mlx5_7"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("deviceID"), std::string::npos) << r.status().message();
 }
 
 TEST(RdmaSysfsTest, PfNetdevOfVfSfAndPf) {

@@ -97,6 +97,9 @@ StatusOr<LinkInfo> DecodeLink(const nl::Message& m) {
     if (attrs.ok()) {
       if (auto* a = nl::FindAttr(*attrs, IFLA_PARENT_DEV_NAME)) info.parent_dev = a->String();
       if (auto* a = nl::FindAttr(*attrs, IFLA_PARENT_DEV_BUS_NAME)) info.parent_bus = a->String();
+      if (auto* a = nl::FindAttr(*attrs, IFLA_LINK_NETNSID)) {
+        if (auto v = a->U32()) info.link_netnsid = static_cast<int32_t>(*v);
+      }
     }
   }
   return info;

@@ -28,6 +28,10 @@ struct LinkInfo {
   bool oper_up = false;     // IFF_RUNNING / operstate UP
   std::string kind;         // IFLA_INFO_KIND ("veth", "macvlan", "ipoib"); empty for hardware
   int link_ifindex = 0;     // IFLA_LINK (lower device of macvlan/ipvlan/vlan/ipoib child), 0 if none
+  // IFLA_LINK_NETNSID: the id (in this link's netns) of the netns link_ifindex lives in, when
+  // that is another netns (a macvlan moved into a pod from the node); -1 when absent, i.e. the
+  // lower device is in the same netns as this link.
+  int link_netnsid = -1;
   // Linux 5.16+; read from the raw attributes (libnl 3.7 does not decode them). Empty on older
   // kernels and for virtual links: use /sys/class/net/<if>/device then.
   std::string parent_bus;   // IFLA_PARENT_DEV_BUS_NAME ("pci"), when the kernel reports it

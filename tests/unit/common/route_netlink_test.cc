@@ -78,6 +78,26 @@ TEST_F(RouteNetlinkTest, GetsLinkByNameIndexAndMac) {
   ASSERT_TRUE(s.ok()) << s.ToString();
 }
 
+TEST_F(RouteNetlinkTest, ReportsTheNetnsOfTheLowerDeviceOnlyWhenItIsAnotherOne) {
+  // A macvlan made on va in a_ then moved into b_ names its lower by IFLA_LINK_NETNSID; one made
+  // in b_ on a link of b_ has none. (macvlan: this kernel has no vlan/ipvlan; same attribute.)
+  ASSERT_TRUE(ShIn(a_, "ip link add mv0 link va type macvlan mode bridge").ok());
+  ASSERT_TRUE(In(a_, [&](RouteNetlink& rt) { return rt.MoveLinkToNetns("mv0", b_.fd()); }).ok());
+  ASSERT_TRUE(ShIn(b_, "ip link add lo0 type veth peer name lo1 && ip link add link lo0 name lo0.7 type macvlan mode bridge").ok());
+  Status s = In(b_, [](RouteNetlink& rt) -> Status {
+    RDMAK8S_ASSIGN_OR_RETURN(auto mv, rt.GetLinkByName("mv0"));
+    EXPECT_EQ(mv.kind, "macvlan");
+    EXPECT_GT(mv.link_ifindex, 0);
+    EXPECT_GE(mv.link_netnsid, 0) << "lower device in another netns";
+    RDMAK8S_ASSIGN_OR_RETURN(auto local, rt.GetLinkByName("lo0.7"));
+    RDMAK8S_ASSIGN_OR_RETURN(auto lower, rt.GetLinkByName("lo0"));
+    EXPECT_EQ(local.link_ifindex, lower.ifindex);
+    EXPECT_EQ(local.link_netnsid, -1) << "lower device in the same netns";
+    return Status::Ok();
+  });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+}
+
 TEST_F(RouteNetlinkTest, MissingLinkIsNotFoundByNameIndexAndMac) {
   Status s = In(a_, [](RouteNetlink& rt) -> Status {
     auto by_name = rt.GetLinkByName("nosuch0");

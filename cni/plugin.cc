@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <chrono>
 #include <exception>
 #include <fstream>
@@ -44,7 +45,7 @@ class Invocation {
         configfs_root_(conf_.configfs_root.empty() ? o.configfs_root : conf_.configfs_root),
         host_sysfs_(sysfs_root_),
         store_(conf_.state_dir.empty() ? o.state_dir : conf_.state_dir) {
-    if (o.pod_sysfs != nullptr && conf_.sysfs_root.empty() && sysfs_root_ == "/sys") {
+    if (o.pod_sysfs != nullptr && conf_.sysfs_root.empty()) {
       view_ = o.pod_sysfs;
     } else {
       fixed_view_ = std::make_unique<FixedSysfsView>(sysfs_root_);
@@ -70,7 +71,8 @@ class Invocation {
   StatusOr<std::unique_ptr<RouteNetlink>> RouteIn(const Netns* ns);
   StatusOr<std::unique_ptr<DcbNetlink>> Dcb();
   Status ResolveDevice(const Netns& pod, std::string* dev, uint32_t* port);
-  Status CheckUsable(const SysfsDevice& dev, const std::vector<uint32_t>& ports);
+  // IB: each port ACTIVE, pkey in its table; read from `sys` (where the device shows).
+  Status CheckUsable(const RdmaSysfs& sys, const SysfsDevice& dev, const std::vector<uint32_t>& ports);
   StatusOr<bool> DeviceVisibleIn(const Netns* ns, const std::string& dev);
   // 103 naming both when another live attachment needs one of rec's knobs at another value.
   Status CheckKnobConflicts(const AttachmentRecord& rec);
@@ -133,11 +135,16 @@ StatusOr<std::unique_ptr<DcbNetlink>> Invocation::Dcb() {
 }
 
 std::vector<uint32_t> Invocation::PortsOf(const SysfsDevice& dev, uint32_t resolved_port) const {
-  std::vector<uint32_t> ports;
-  uint32_t want = conf_.port != 0 ? conf_.port : resolved_port;
+  const uint32_t want = conf_.port != 0 ? conf_.port : resolved_port;
+  std::vector<uint32_t> ports, active;
   for (const auto& p : dev.ports) {
     if (want == 0 || p.port_num == want) ports.push_back(p.port_num);
+    if (p.state == PortState::kActive) active.push_back(p.port_num);
   }
+  // No port in the netconf and none from the netdev's dev_port (deviceID, a VF parent): an
+  // unused port (the DOWN second port of an IB HCA) must not fail the attachment. Use the
+  // ACTIVE ones; when none is, all of them, and CheckUsable says why each is not.
+  if (want == 0 && !active.empty()) return active;
   return ports;
 }
 
@@ -158,46 +165,118 @@ Status Invocation::ResolveDevice(const Netns& pod, std::string* dev, uint32_t* p
                                       " of the pod could not be read"));
   }
   const std::string what = "find the RDMA device of pod interface " + env_.ifname;
-  if (!link->parent_dev.empty()) {  // VF or host-device moved into the pod (IFLA_PARENT_DEV_NAME)
-    auto r = host_sysfs_.ResolveByParent(link->parent_dev);
-    if (!r.ok()) return Fail(kErrDeviceNotFound, r.status().Prepend(what));
-    *dev = *r;
-    return Status::Ok();
-  }
   static const std::set<std::string> kStacked = {"macvlan", "macvtap", "ipvlan", "ipvtap", "vlan",
                                                  "ipoib"};
-  if (link->link_ifindex > 0 && kStacked.count(link->kind)) {
-    // The lower device lives in the node's netns (where the plugin runs).
-    auto host_route = RouteIn(nullptr);
-    if (!host_route.ok()) return Fail(kErrIo, host_route.status().Prepend(what));
-    auto lower = (*host_route)->GetLinkByIndex(link->link_ifindex);
+  // Down the stacked links to the netdev on the device. A lower device is in the same netns as
+  // its upper unless IFLA_LINK_NETNSID names another one: a pod interface made on the node and
+  // moved in (macvlan, ipvlan, vlan, IPoIB child) names the node's netns, where we run. A vlan
+  // made inside the pod on a pod-local link (a VF moved in) has none: its lower is in the pod.
+  const Netns* ns = &pod;  // where `cur` lives; nullptr: the node
+  RouteNetlink* rt = route->get();
+  std::unique_ptr<RouteNetlink> host_route;
+  LinkInfo cur = *link;
+  for (int depth = 0; cur.parent_dev.empty() && cur.link_ifindex > 0 && kStacked.count(cur.kind);
+       ++depth) {
+    if (depth == 8) {
+      return Fail(kErrDeviceNotFound, NotFoundError(what + ": more than 8 stacked links"));
+    }
+    if (cur.link_netnsid >= 0) {
+      if (ns == nullptr) {
+        return Fail(kErrDeviceNotFound,
+                    NotFoundError(what + ": the lower device of " + cur.name +
+                                  " is in a netns other than the node's (netnsid " +
+                                  std::to_string(cur.link_netnsid) + "): pass deviceID"));
+      }
+      auto h = RouteIn(nullptr);
+      if (!h.ok()) return Fail(kErrIo, h.status().Prepend(what));
+      host_route = std::move(*h);
+      rt = host_route.get();
+      ns = nullptr;
+    }
+    auto lower = rt->GetLinkByIndex(cur.link_ifindex);
     if (!lower.ok()) {
       return Fail(kErrDeviceNotFound,
                   lower.status().Prepend(what + ": lower device (ifindex " +
-                                         std::to_string(link->link_ifindex) + ") of " + link->kind));
+                                         std::to_string(cur.link_ifindex) + ", in the " +
+                                         (ns == nullptr ? "node" : "pod") + "'s netns) of " +
+                                         cur.kind + " " + cur.name));
     }
-    auto r = host_sysfs_.ResolveByNetdev(lower->name, port);
-    if (!r.ok()) return Fail(kErrDeviceNotFound, r.status().Prepend(what + " via " + lower->name));
+    cur = *lower;
+  }
+  const std::string via = what + " via " + cur.name;
+  if (ns == nullptr) {  // a netdev of the node: the node's sysfs shows it and its device
+    auto r = host_sysfs_.ResolveByNetdev(cur.name, port);
+    if (!r.ok()) return Fail(kErrDeviceNotFound, r.status().Prepend(via));
     *dev = *r;
     return Status::Ok();
   }
-  // Older kernels without IFLA_PARENT_DEV_NAME: the pod's own sysfs view shows the netdev.
+  auto read_dev_port = [&](uint32_t* out) {
+    return view_->InNetns(pod, [&](const std::string& root) -> Status {
+      std::ifstream f(root + "/class/net/" + cur.name + "/dev_port");
+      uint32_t n = 0;
+      if (f >> n) *out = n + 1;
+      return Status::Ok();
+    });
+  };
+  if (!cur.parent_dev.empty()) {  // a VF or host-device netdev (IFLA_PARENT_DEV_NAME, 5.16+)
+    auto r = host_sysfs_.ResolveByParent(cur.parent_dev);
+    if (!r.ok()) return Fail(kErrDeviceNotFound, r.status().Prepend(via));
+    *dev = *r;
+    // Which port only matters on a multi-port device, and costs a sysfs mount to learn.
+    if (auto d = host_sysfs_.ReadDevice(*r); d.ok() && d->ports.size() > 1) {
+      if (Status ps = read_dev_port(port); !ps.ok()) {
+        log_.Warning("dev_port of " + cur.name + " unreadable (" + ps.message() +
+                     "): using the device's ACTIVE ports");
+      }
+    }
+    return Status::Ok();
+  }
+  // A netdev in the pod. Its sysfs is the pod's view (class/net is netns tagged), which in
+  // exclusive mode does not show the RDMA devices still in the node: read only its bus device
+  // and dev_port there, and find the RDMA device in the node's sysfs. The view's own answer
+  // serves when that finds nothing (a soft device over a pod netdev, shared mode).
+  std::string bus;
+  uint32_t view_port = 0;
+  StatusOr<std::string> in_view = NotFoundError("no RDMA device behind netdev " + cur.name);
   Status s = view_->InNetns(pod, [&](const std::string& root) -> Status {
-    RDMAK8S_ASSIGN_OR_RETURN(*dev, RdmaSysfs(root).ResolveByNetdev(env_.ifname, port));
+    const std::string base = root + "/class/net/" + cur.name;
+    if (access(base.c_str(), F_OK) != 0) {
+      return ErrnoError(errno, "netdev " + cur.name + " in the pod's sysfs (" + root + ")");
+    }
+    char buf[PATH_MAX];
+    ssize_t n = readlink((base + "/device").c_str(), buf, sizeof buf - 1);
+    if (n > 0) {
+      std::string target(buf, static_cast<size_t>(n));
+      bus = target.substr(target.rfind('/') + 1);
+    }
+    in_view = RdmaSysfs(root).ResolveByNetdev(cur.name, &view_port);
     return Status::Ok();
   });
   if (!s.ok()) return Fail(kErrDeviceNotFound, s.Prepend(what));
+  if (!bus.empty()) {
+    auto r = host_sysfs_.ResolveByParent(bus);
+    if (r.ok() || r.status().code() != StatusCode::kNotFound) {
+      if (!r.ok()) return Fail(kErrDeviceNotFound, r.status().Prepend(via));
+      *dev = *r;
+      *port = view_port;
+      return Status::Ok();
+    }
+  }
+  if (!in_view.ok()) return Fail(kErrDeviceNotFound, in_view.status().Prepend(via));
+  *dev = *in_view;
+  *port = view_port;
   return Status::Ok();
 }
 
-Status Invocation::CheckUsable(const SysfsDevice& dev, const std::vector<uint32_t>& ports) {
+Status Invocation::CheckUsable(const RdmaSysfs& sys, const SysfsDevice& dev,
+                               const std::vector<uint32_t>& ports) {
   if (ports.empty()) {
     return Fail(kErrInvalidConfig, InvalidArgumentError("RDMA device " + dev.name + " has no port " +
                                                         std::to_string(conf_.port)));
   }
   if (dev.transport != Transport::kIb) return Status::Ok();
   for (auto port : ports) {
-    auto st = host_sysfs_.ReadPortState(dev.name, port);
+    auto st = sys.ReadPortState(dev.name, port);
     if (!st.ok()) return Fail(kErrIo, st.status());
     const std::string where = dev.name + " port " + std::to_string(port);
     if (*st == PortState::kInit || *st == PortState::kArmed) {
@@ -211,7 +290,7 @@ Status Invocation::CheckUsable(const SysfsDevice& dev, const std::vector<uint32_
                                                       std::string(PortStateName(*st))));
     }
     if (conf_.pkey) {
-      auto pkeys = host_sysfs_.ReadPkeys(dev.name, port);
+      auto pkeys = sys.ReadPkeys(dev.name, port);
       if (!pkeys.ok()) return Fail(kErrIo, pkeys.status());
       bool found = std::any_of(pkeys->begin(), pkeys->end(),
                                [&](uint16_t k) { return (k & 0x7fff) == (*conf_.pkey & 0x7fff); });
@@ -523,7 +602,7 @@ Status Invocation::Add(json* result) {
   auto dev = host_sysfs_.ReadDevice(dev_name);
   if (!dev.ok()) return Fail(kErrDeviceNotFound, dev.status().Prepend("read RDMA device"));
   const std::vector<uint32_t> ports = PortsOf(*dev, resolved_port);
-  RDMAK8S_RETURN_IF_ERROR(CheckUsable(*dev, ports));
+  RDMAK8S_RETURN_IF_ERROR(CheckUsable(host_sysfs_, *dev, ports));
 
   auto host_nl = RdmaIn(nullptr);
   if (!host_nl.ok()) return Fail(kErrWiring, host_nl.status().Prepend("open RDMA netlink"));
@@ -545,6 +624,7 @@ Status Invocation::Add(json* result) {
   rec.rdma_dev = dev_name;
   rec.transport = std::string(TransportName(dev->transport));
   rec.netns_mode = mode_name;
+  rec.ports = ports;
   log_.Info("device " + dev_name + " (" + rec.transport + ", " + mode_name + " mode)");
 
   bool need_move = false;
@@ -750,18 +830,19 @@ Status Invocation::Check() {
                                                       " is back in the node's netns"));
     }
   }
-  std::vector<uint32_t> ports;
+  // The ports ADD chose (older records: as ADD would choose now); IB ports read where the
+  // device shows now, the pod's view once it moved.
+  std::vector<uint32_t> ports = rec->ports;
+  code_ = kErrWiring;
   Status s = WithDeviceSysfs(*rec, &*pod, [&](const std::string& root) -> Status {
-    RDMAK8S_ASSIGN_OR_RETURN(auto dev, RdmaSysfs(root).ReadDevice(rec->rdma_dev));
-    ports = PortsOf(dev, 0);
+    RdmaSysfs sys(root);
+    auto dev = sys.ReadDevice(rec->rdma_dev);
+    if (!dev.ok()) return Fail(kErrWiring, dev.status().Prepend("read RDMA device"));
+    if (ports.empty()) ports = PortsOf(*dev, 0);
+    if (rec->transport == "ib") return CheckUsable(sys, *dev, ports);
     return Status::Ok();
   });
-  if (!s.ok()) return Fail(kErrWiring, s.Prepend("read RDMA device"));
-  if (rec->transport == "ib" && !rec->moved) {
-    auto dev = host_sysfs_.ReadDevice(rec->rdma_dev);
-    if (!dev.ok()) return Fail(kErrWiring, dev.status().Prepend("read RDMA device"));
-    RDMAK8S_RETURN_IF_ERROR(CheckUsable(*dev, ports));
-  }
+  if (!s.ok()) return s;
   if (rec->transport == "roce") RDMAK8S_RETURN_IF_ERROR(CheckGids(*rec, *pod, ports, 0));
   std::unique_ptr<DcbNetlink> dcb;
   if (auto d = Dcb(); d.ok()) dcb = std::move(*d);

@@ -39,8 +39,8 @@ struct PluginOptions {
   std::function<StatusOr<std::unique_ptr<RdmaNetlink>>()> new_rdma_netlink;
   std::function<StatusOr<std::unique_ptr<DcbNetlink>>()> new_dcb_netlink;
   std::function<StatusOr<std::unique_ptr<RouteNetlink>>()> new_route_netlink;
-  // How to read a pod netns's sysfs when sysfs_root is the real "/sys" (not owned; null: read
-  // sysfs_root as is). A netconf sysfsRoot always reads that tree as is.
+  // How to read a pod netns's sysfs (not owned; null: read sysfs_root as is). A netconf
+  // sysfsRoot always reads that tree as is.
   SysfsView* pod_sysfs = nullptr;
   int gid_poll_interval_ms = 10;
   int stderr_fd = 2;  // logs; -1 to silence

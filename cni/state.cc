@@ -28,6 +28,7 @@ json AttachmentRecord::ToJson() const {
   j["transport"] = transport;
   j["netnsMode"] = netns_mode;
   j["moved"] = moved;
+  j["ports"] = ports;
   j["pfNetdev"] = pf_netdev;
   j["knobs"] = knobs;
   return j;
@@ -45,6 +46,7 @@ StatusOr<AttachmentRecord> AttachmentRecord::FromJson(const json& j) {
     r.transport = j.value("transport", "unknown");
     r.netns_mode = j.value("netnsMode", "");
     r.moved = j.value("moved", false);
+    r.ports = j.value("ports", std::vector<uint32_t>{});
     r.pf_netdev = j.value("pfNetdev", "");
     r.knobs = j.value("knobs", std::map<std::string, std::string>{});
     return r;

@@ -35,6 +35,7 @@ struct AttachmentRecord {
   std::string transport;     // "roce" | "ib" | "iwarp" | "unknown"
   std::string netns_mode;    // mode the kernel was in at ADD
   bool moved = false;        // exclusive mode: the device was moved into the pod by us
+  std::vector<uint32_t> ports;  // ports ADD checked and waited on; empty in older records
   std::string pf_netdev;     // netdev carrying node-wide QoS (DCB, ECN); empty when none
   // Knobs this attachment requires, by id ("pfc:<pf>:<p>", "tos:<dev>:<port>", ...) -> value.
   std::map<std::string, std::string> knobs;

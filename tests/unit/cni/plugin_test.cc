@@ -425,6 +425,104 @@ TEST_F(PluginTest, AddWithoutDeviceIdFindsAVfNetdevThroughThePodsSysfsView) {
   EXPECT_TRUE(In(pod.key, "mlx5_1"));
 }
 
+TEST_F(PluginTest, AStackedLinkMadeInsideThePodOnAPodLocalLinkIsResolvedInThePod) {
+  // A VF netdev (ens1f0v0 in the fixture) moved into the pod, and a link stacked on it there
+  // (a vlan in real life; macvlan here, this kernel has no 8021q): its IFLA_LINK is an ifindex
+  // of the POD (no IFLA_LINK_NETNSID), never one of the node.
+  Pod pod = NewPod("10.77.0.48", "", "ens1f0v0");
+  ASSERT_TRUE(ShIn(pod.ns, "ip link add link ens1f0v0 name net1 type macvlan mode bridge && "
+                           "sysctl -qw net.ipv6.conf.net1.disable_ipv6=1 && "
+                           "ip addr add 10.77.2.48/24 dev net1 && ip link set net1 up").ok());
+  pod.ip = "10.77.2.48";
+  AddGid("mlx5_1", pod.ip, 100);
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_EQ(StateStore(state_).Load("rdma", "c1", "net1")->rdma_dev, "mlx5_1");
+  EXPECT_TRUE(In(pod.key, "mlx5_1"));
+  EXPECT_EQ(Run("DEL", "c1", &pod, Conf("1.0.0", &pod)).exit_code, 0);
+}
+
+TEST_F(PluginTest, AnIpvlanOnAVethFindsTheSoftDeviceOfTheVeth) {
+  // rxe over a veth of the node, an ipvlan on it moved into the pod (IFLA_LINK_NETNSID). A
+  // kernel without ipvlan (this CI's) gets a macvtap: the same stacked-link path.
+  UseFixture("rxe_veth");
+  world_->mode = RdmaNetnsMode::kShared;
+  FakeRdmaNetlink(world_, node_key_).AddDevice("rxe0");
+  ASSERT_TRUE(ShIn(node_, "ip link add veth0 type veth peer name veth1 && ip link set veth0 up").ok());
+  Pod pod;
+  auto ns = NewThrowawayNetns();
+  ASSERT_TRUE(ns.ok());
+  pod.ns = std::move(*ns);
+  pod.key = FakeRdmaNetlink::NetnsKey(pod.ns.fd());
+  pod.ip = "10.77.0.49";
+  if (!ShIn(node_, "ip link add ipv0 link veth0 type ipvlan mode l2").ok()) {
+    ASSERT_TRUE(ShIn(node_, "ip link add ipv0 link veth0 type macvtap mode bridge").ok());
+  }
+  ASSERT_TRUE(RunInNetns(node_, [&]() -> Status {
+    RDMAK8S_ASSIGN_OR_RETURN(auto rt, NewRouteNetlink());
+    return rt->MoveLinkToNetns("ipv0", pod.ns.fd(), "net1");
+  }).ok());
+  ASSERT_TRUE(ShIn(pod.ns, "sysctl -qw net.ipv6.conf.net1.disable_ipv6=1 && "
+                           "ip addr add 10.77.0.49/24 dev net1 && ip link set net1 up").ok());
+  ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/rxe0/ports/1/gid_attrs/types/9", "RoCE v2\n"));
+  ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/rxe0/ports/1/gids/9", GidForIp(pod.ip) + "\n"));
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_EQ(StateStore(state_).Load("rdma", "c1", "net1")->rdma_dev, "rxe0");
+  EXPECT_EQ(Run("DEL", "c1", &pod, Conf("1.0.0", &pod)).exit_code, 0);
+}
+
+// The pod's sysfs as the kernel shows it in exclusive mode: class/net of the pod, and only the
+// RDMA devices moved into the pod (here: `before` until the device is in the pod, then `after`).
+class SwitchingSysfsView : public SysfsView {
+ public:
+  SwitchingSysfsView(std::function<bool()> moved, std::string before, std::string after)
+      : moved_(std::move(moved)), before_(std::move(before)), after_(std::move(after)) {}
+  Status InNetns(const Netns&, const std::function<Status(const std::string&)>& fn) override {
+    return fn(moved_() ? after_ : before_);
+  }
+
+ private:
+  std::function<bool()> moved_;
+  std::string before_, after_;
+};
+
+TEST_F(PluginTest, ExclusiveModeFindsAVfNetdevWhoseRdmaDeviceThePodsSysfsDoesNotShowYet) {
+  // Kernel without IFLA_PARENT_DEV_NAME, exclusive mode: before the move the pod's sysfs view
+  // has the VF netdev (and its device link) but no class/infiniband entry for mlx5_1.
+  const std::string podsys = tmp_.path() + "/podsys";
+  ASSERT_TRUE(testing::CopyFixture("mlx5_roce_sriov", podsys));
+  ASSERT_EQ(std::system(("rm -rf '" + podsys + "/class/infiniband'/*").c_str()), 0);
+  Pod pod = NewPod("10.77.0.50", "", "ens1f0v0");
+  SwitchingSysfsView view([&] { return In(pod.key, "mlx5_1"); }, podsys, sysfs_);
+  options_.pod_sysfs = &view;
+  AddGid("mlx5_1", pod.ip, 100);
+  json conf = Conf("1.0.0", &pod, json::object(), "ens1f0v0");
+  auto out = Run("ADD", "c1", &pod, conf, "ens1f0v0");
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_EQ(StateStore(state_).Load("rdma", "c1", "ens1f0v0")->rdma_dev, "mlx5_1");
+  EXPECT_TRUE(In(pod.key, "mlx5_1"));
+  EXPECT_EQ(Run("DEL", "c1", &pod, conf, "ens1f0v0").exit_code, 0);
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+}
+
+TEST_F(PluginTest, AnUnusedDownPortOfAMultiPortDeviceDoesNotFailAdd) {
+  // mlx5_ib_2port: port 1 ACTIVE, port 2 DOWN; deviceID without `port`.
+  UseFixture("mlx5_ib_2port");
+  world_->mode = RdmaNetnsMode::kShared;
+  Pod pod = NewPod("10.77.0.51");
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_0"}});
+  auto out = Run("ADD", "c1", &pod, conf);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_EQ(StateStore(state_).Load("rdma", "c1", "net1")->ports, std::vector<uint32_t>{1});
+  EXPECT_EQ(Run("CHECK", "c1", &pod, conf).exit_code, 0);
+  ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/mlx5_0/ports/1/state", "3: ARMED\n"));
+  EXPECT_EQ(Code(Run("CHECK", "c1", &pod, conf)), kErrTryAgainLater) << "CHECK watches the port ADD used";
+  ASSERT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
+  ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/mlx5_0/ports/1/state", "2: INIT\n"));
+  EXPECT_EQ(Code(Run("ADD", "c1", &pod, conf)), kErrTryAgainLater) << "no ACTIVE port at all";
+}
+
 TEST_F(PluginTest, RepeatedAddFindsTheDeviceAlreadyInThePod) {
   Pod pod = NewPod("10.77.0.37");
   AddGid("mlx5_1", pod.ip, 100);

@@ -4,7 +4,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 namespace rdmak8s::cni {
@@ -21,7 +23,7 @@ void Logger::Configure(LogLevel level, const std::string& log_file, int stderr_f
   if (!log_file.empty()) {
     file_fd_ = open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     if (file_fd_ < 0 && stderr_fd_ >= 0) {
-      std::string m = "rdmak8s: cannot open logFile " + log_file + "\n";
+      std::string m = "rdmak8s: cannot open logFile " + log_file + ": " + std::strerror(errno) + "\n";
       (void)!write(stderr_fd_, m.data(), m.size());
     }
   }

@@ -135,16 +135,28 @@ std::optional<NetConf> Parse(std::string_view data, Command command, CniError* e
   c.ensure_ipv6_gid = r.Bool(j, "ensureIPv6Gid", false);
   if (j.contains("pkey")) {
     c.pkey = ParsePkey(j["pkey"]);
-    if (!c.pkey) r.Fail("\"pkey\" " + j["pkey"].dump() + " is not a partition key 0x0001..0xffff");
+    if (!c.pkey) {
+      r.Fail("\"pkey\" " + j["pkey"].dump() + " is not a partition key: a 15-bit key 0x0001..0x7fff, " +
+             "optionally with the full-member bit 0x8000 (the key 0, 0x0000 or 0x8000, is invalid)");
+    }
   }
   c.netns_mode = r.String(j, "netnsMode");
   if (r.ok && !c.netns_mode.empty() && c.netns_mode != "shared" && c.netns_mode != "exclusive") {
     r.Fail("\"netnsMode\" must be \"shared\" or \"exclusive\", not \"" + c.netns_mode + "\"");
   }
-  c.sysfs_root = r.String(j, "sysfsRoot");
-  c.configfs_root = r.String(j, "configfsRoot");
-  c.state_dir = r.String(j, "stateDir");
-  c.log_file = r.String(j, "logFile");
+  // Host paths must be absolute: a relative one would resolve against whatever directory the
+  // runtime happens to exec the plugin in.
+  auto path = [&](const char* key) {
+    std::string v = r.String(j, key);
+    if (r.ok && !v.empty() && v[0] != '/') {
+      r.Fail("\"" + std::string(key) + "\" must be an absolute path, not \"" + v + "\"");
+    }
+    return v;
+  };
+  c.sysfs_root = path("sysfsRoot");
+  c.configfs_root = path("configfsRoot");
+  c.state_dir = path("stateDir");
+  c.log_file = path("logFile");
   std::string level = r.String(j, "logLevel");
   if (level.empty() || level == "info") c.log_level = LogLevel::kInfo;
   else if (level == "error") c.log_level = LogLevel::kError;
@@ -152,48 +164,57 @@ std::optional<NetConf> Parse(std::string_view data, Command command, CniError* e
   else if (level == "debug") c.log_level = LogLevel::kDebug;
   else r.Fail("\"logLevel\" must be error, warning, info or debug, not \"" + level + "\"");
 
+  // DEL must be permissive (SPEC.md: it should not fail on what it does not need): a malformed
+  // qos or prevResult is ignored there (DEL undoes what the record says), an error elsewhere.
+  CniError del_err;
+  Reader lenient{&del_err};
+  Reader& qr = command == Command::kDel ? lenient : r;
   if (j.contains("qos")) {
     const json& q = j["qos"];
     if (!q.is_object()) {
-      r.Fail("\"qos\" must be an object");
+      qr.Fail("\"qos\" must be an object");
     } else {
-      std::string trust = r.String(q, "trust", "qos.");
+      std::string trust = qr.String(q, "trust", "qos.");
       if (!trust.empty()) {
-        if (trust != "dscp" && trust != "pcp") r.Fail("qos.trust must be \"dscp\" or \"pcp\"");
+        if (trust != "dscp" && trust != "pcp") qr.Fail("qos.trust must be \"dscp\" or \"pcp\"");
         c.qos.trust = trust;
       }
-      c.qos.pfc = r.Priorities(q, "pfc");
-      c.qos.ecn = r.Priorities(q, "ecn");
+      c.qos.pfc = qr.Priorities(q, "pfc");
+      c.qos.ecn = qr.Priorities(q, "ecn");
       if (q.contains("dscpToPriority")) {
         const json& m = q["dscpToPriority"];
         if (!m.is_object()) {
-          r.Fail("qos.dscpToPriority must be an object {\"<dscp>\": <priority>}");
+          qr.Fail("qos.dscpToPriority must be an object {\"<dscp>\": <priority>}");
         } else {
           for (const auto& [k, v] : m.items()) {
             char* end = nullptr;
             long dscp = std::strtol(k.c_str(), &end, 10);
             if (k.empty() || *end != '\0' || dscp < 0 || dscp > 63) {
-              r.Fail("qos.dscpToPriority: key \"" + k + "\" is not a DSCP 0..63");
+              qr.Fail("qos.dscpToPriority: key \"" + k + "\" is not a DSCP 0..63");
               break;
             }
             if (!v.is_number_integer() || v.get<long>() < 0 || v.get<long>() > 7) {
-              r.Fail("qos.dscpToPriority[\"" + k + "\"]: " + v.dump() + " is not a priority 0..7");
+              qr.Fail("qos.dscpToPriority[\"" + k + "\"]: " + v.dump() + " is not a priority 0..7");
               break;
             }
             c.qos.dscp_to_priority[static_cast<uint8_t>(dscp)] = static_cast<uint8_t>(v.get<long>());
           }
         }
       }
-      if (auto v = r.Int(q, "roceTos", 0, 255, "qos.")) c.qos.roce_tos = static_cast<uint8_t>(*v);
-      if (auto v = r.Int(q, "trafficClass", 0, 255, "qos.")) {
+      if (auto v = qr.Int(q, "roceTos", 0, 255, "qos.")) c.qos.roce_tos = static_cast<uint8_t>(*v);
+      if (auto v = qr.Int(q, "trafficClass", 0, 255, "qos.")) {
         c.qos.traffic_class = static_cast<uint8_t>(*v);
       }
-      c.qos.strict = r.Bool(q, "strict", false, "qos.");
+      c.qos.strict = qr.Bool(q, "strict", false, "qos.");
     }
   }
   if (j.contains("prevResult") && !j["prevResult"].is_null()) {
-    if (!j["prevResult"].is_object()) r.Fail("\"prevResult\" must be an object");
+    if (!j["prevResult"].is_object()) qr.Fail("\"prevResult\" must be an object");
     else c.prev_result = j["prevResult"];
+  }
+  if (!lenient.ok) {
+    c.qos = QosConfig{};
+    c.prev_result.reset();
   }
   if (command == Command::kGc && j.contains("cni.dev/valid-attachments")) {
     const json& va = j["cni.dev/valid-attachments"];

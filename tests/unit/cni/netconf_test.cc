@@ -93,6 +93,41 @@ TEST(NetConfTest, GidTimeoutIsCappedAtOneMinute) {
   EXPECT_NE(err.msg.find("60000"), std::string::npos) << err.msg;
 }
 
+TEST(NetConfTest, DelIgnoresAMalformedQosOrPrevResultThatAddRefuses) {
+  const std::string bad = R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s",
+      "qos":{"pfc":[9],"trust":"vlan"},"prevResult":[1]})";
+  CniError err;
+  EXPECT_FALSE(Parse(bad, &err, Command::kAdd));
+  EXPECT_EQ(err.code, kErrInvalidConfig);
+  auto c = Parse(bad, &err, Command::kDel);
+  ASSERT_TRUE(c) << err.msg;
+  EXPECT_TRUE(c->qos.empty());
+  EXPECT_FALSE(c->prev_result.has_value());
+  EXPECT_FALSE(Parse(R"({"cniVersion":"1.0.0","name":"bad/name","qos":{"pfc":[9]}})", &err, Command::kDel))
+      << "what DEL needs (the network name) is still checked";
+}
+
+TEST(NetConfTest, RelativeHostPathsAreRefusedNamingTheField) {
+  for (std::string key : {"stateDir", "logFile", "sysfsRoot", "configfsRoot"}) {
+    CniError err;
+    EXPECT_FALSE(Parse(R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s",")" + key + R"(":"var/x"})", &err))
+        << key;
+    EXPECT_EQ(err.code, kErrInvalidConfig) << key;
+    EXPECT_NE(err.msg.find(key), std::string::npos) << err.msg;
+    EXPECT_NE(err.msg.find("absolute"), std::string::npos) << err.msg;
+  }
+}
+
+TEST(NetConfTest, PkeyWithoutA15BitKeySaysWhy) {
+  CniError err;
+  EXPECT_FALSE(Parse(R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s","pkey":"0x8000"})", &err));
+  EXPECT_NE(err.msg.find("0x7fff"), std::string::npos) << err.msg;
+  EXPECT_NE(err.msg.find("full-member"), std::string::npos) << err.msg;
+  auto c = Parse(R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s","pkey":"0x8001"})", &err);
+  ASSERT_TRUE(c) << err.msg;
+  EXPECT_EQ(*c->pkey, 0x8001);
+}
+
 TEST(NetConfTest, GcReadsValidAttachments) {
   CniError err;
   auto c = Parse(R"({"cniVersion":"1.1.0","name":"n","type":"rdmak8s",

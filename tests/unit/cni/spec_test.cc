@@ -165,6 +165,10 @@ TEST(CniConvertTest, From040To100DropsIpVersion) {
   auto out10 = ConvertResult(Result100(), "1.0.0", &err);
   ASSERT_TRUE(out10);
   EXPECT_FALSE((*out10)["interfaces"][0].contains("pciID"));
+  EXPECT_FALSE((*out10)["routes"][0].contains("mtu")) << "route mtu is 1.1.0";
+  EXPECT_FALSE((*out10)["routes"][0].contains("table")) << "route table is 1.1.0";
+  EXPECT_EQ((*out10)["routes"][0]["dst"], "0.0.0.0/0");
+  EXPECT_EQ((*out10)["routes"][0]["gw"], "10.1.0.1");
 }
 
 TEST(CniConvertTest, MalformedPrevResultIsCode7NamingTheField) {

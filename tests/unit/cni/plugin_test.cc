@@ -731,6 +731,27 @@ TEST_F(PluginTest, DelKeepsTheOriginalOfAKnobItCouldNotRestoreAndTheNextDelResto
   EXPECT_TRUE(Originals().empty());
 }
 
+TEST_F(PluginTest, GcRestoresAKnobAnEarlierDelCouldNotRestore) {
+  Pod pod = NewPod("10.77.0.52");
+  AddGid("mlx5_1", pod.ip, 100);
+  json conf = Conf("1.1.0", &pod, {{"deviceID", "mlx5_1"}, {"qos", {{"pfc", {4}}}}});
+  ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
+  auto working = options_.new_dcb_netlink;
+  options_.new_dcb_netlink = []() -> StatusOr<std::unique_ptr<DcbNetlink>> {
+    return UnavailableError("no DCB");
+  };
+  ASSERT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
+  ASSERT_EQ(Pfc(), 1 << 4);
+  ASSERT_EQ(Records(), 0u);
+  options_.new_dcb_netlink = working;
+  json gc = Conf("1.1.0", nullptr);
+  gc["cni.dev/valid-attachments"] = json::array();
+  auto out = Run("GC", "", nullptr, gc);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_EQ(Pfc(), 0);
+  EXPECT_TRUE(Originals().empty());
+}
+
 TEST_F(PluginTest, AKnobLeftUnrestoredIsNotRestoredWhileAnotherAttachmentNeedsIt) {
   Pod a = NewPod("10.77.0.42");
   Pod b = NewPod("10.77.0.43");

@@ -427,10 +427,13 @@ void Daemon::RebuildPools() {
   for (auto& [name, pool] : pools_) {
     auto state = BuildState(pool, match.devices[name]);
     std::string fp = ToListAndWatch(*state).SerializeAsString();
-    int healthy = 0, unhealthy = 0;
+    Metrics::PoolCounts counts;
     for (const auto& id : state->ids) {
       const TrackedDevice* t = state->ForId(id);
-      (t && t->health.healthy ? healthy : unhealthy)++;
+      (t && t->health.healthy ? counts.healthy_ids : counts.unhealthy_ids)++;
+    }
+    for (const auto& [dev, t] : state->devices) {
+      (t.health.healthy ? counts.healthy_devices : counts.unhealthy_devices)++;
     }
     for (const auto& [dev, t] : state->devices) {
       if (t.health.reason == "device gone") continue;
@@ -440,14 +443,18 @@ void Daemon::RebuildPools() {
     }
     if (options_.cdi) {
       Status s = WriteFileIfChanged(CdiSpecPath(options_.cdi_dir, pool.resource), BuildCdiSpec(*state));
-      if (!s.ok()) spdlog::error("CDI spec for {}: {}", pool.resource, s.message());
+      if (!s.ok()) SPDLOG_ERROR("CDI spec for {}: {}", pool.resource, s.message());
     }
-    if (deps_.metrics) deps_.metrics->SetPoolDevices(pool.resource, healthy, unhealthy);
+    if (deps_.metrics) deps_.metrics->SetPoolDevices(pool.resource, counts);
     bool changed = fp != pool.fingerprint;
     pool.fingerprint = std::move(fp);
     pool.state = state;
     pool.server->Publish(std::move(state), changed);
-    if (changed) SPDLOG_DEBUG("{}: {} healthy, {} unhealthy IDs", pool.resource, healthy, unhealthy);
+    if (changed) {
+      SPDLOG_DEBUG("{}: {} healthy, {} unhealthy devices ({} / {} IDs)", pool.resource,
+                   counts.healthy_devices, counts.unhealthy_devices, counts.healthy_ids,
+                   counts.unhealthy_ids);
+    }
   }
   if (deps_.metrics) deps_.metrics->SetCounterDevices(std::move(counter_devs));
 }

@@ -491,21 +491,64 @@ TEST_F(DaemonTest, CdiModeWritesSpecAndAnswersWithCdiNames) {
 
 TEST_F(DaemonTest, MetricsCountDevicesAllocationsAndPortCounters) {
   UseFixture("mlx5_ib_2port");
-  fs::create_directories(sys("class/infiniband/mlx5_0/ports/1/counters"));
-  WriteFile(sys("class/infiniband/mlx5_0/ports/1/counters/port_xmit_data"), "123456\n");
   WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
   ASSERT_TRUE(StartDaemon().ok());
   ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
   ASSERT_TRUE(kubelet_->Allocate("rdma/p", {{"mlx5_0"}}).ok());
   std::string text = metrics_->Scrape();
-  EXPECT_NE(text.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"} 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"} 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("rdmak8s_allocations_total{resource=\"rdma/p\",result=\"ok\"} 1"), std::string::npos);
   EXPECT_NE(text.find("rdmak8s_registrations_total{resource=\"rdma/p\",result=\"ok\"} 1"), std::string::npos);
   EXPECT_NE(text.find("rdmak8s_discovery_duration_seconds_count"), std::string::npos);
   EXPECT_NE(text.find("rdmak8s_port_counter{rdma_dev=\"mlx5_0\",port=\"1\",counter=\"port_xmit_data\","
-                      "source=\"counters\"} 123456"),
+                      "source=\"counters\"} 987654321"),
             std::string::npos)
       << text;
+  EXPECT_NE(text.find("rdmak8s_port_counter{rdma_dev=\"mlx5_0\",port=\"1\",counter=\"out_of_buffer\","
+                      "source=\"hw_counters\"} 7"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("rdmak8s_port_counter{rdma_dev=\"mlx5_0\",port=\"2\",counter=\"symbol_error\","
+                      "source=\"counters\"} 3"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("counter=\"lifespan\""), std::string::npos) << "lifespan is not a counter";
+}
+
+TEST_F(DaemonTest, SharedPoolMetricsCountDistinctDevicesAndAdvertisedIdsApart) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(R"({"pools": [{"name": "p", "capacity": 50, "selectors": {"isVF": true}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return r.devices_size() == 100; }));
+  std::string text = metrics_->Scrape();
+  // Two VFs, 50 IDs each: 2 devices, 100 IDs (lines end at the value: "} 2" is not "} 200").
+  EXPECT_NE(text.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("rdmak8s_pool_devices{health=\"Unhealthy\",resource=\"rdma/p\"} 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("rdmak8s_pool_ids{health=\"Healthy\",resource=\"rdma/p\"} 100\n"), std::string::npos) << text;
+
+  // One VF goes away: 1 healthy + 1 unhealthy device, 50 + 50 IDs.
+  fs::rename(sys("class/infiniband/mlx5_1"), root_ + "/mlx5_1.link");
+  links_->Inject("ens1f0v0", false, LinkEvent::Type::kDel);
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "mlx5_1-0") == "Unhealthy"; }));
+  text = metrics_->Scrape();
+  EXPECT_NE(text.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("rdmak8s_pool_devices{health=\"Unhealthy\",resource=\"rdma/p\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("rdmak8s_pool_ids{health=\"Unhealthy\",resource=\"rdma/p\"} 50\n"), std::string::npos) << text;
+}
+
+TEST_F(DaemonTest, MetricsExportRxeHwCountersButNotLifespan) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "selectors": {}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
+  std::string text = metrics_->Scrape();
+  EXPECT_NE(text.find("rdmak8s_port_counter{rdma_dev=\"rxe0\",port=\"1\",counter=\"sent_pkts\","
+                      "source=\"hw_counters\"} 5120"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("counter=\"out_of_seq_request\",source=\"hw_counters\"} 1"), std::string::npos) << text;
+  EXPECT_EQ(text.find("source=\"counters\""), std::string::npos) << "rxe has no counters/";
+  EXPECT_EQ(text.find("counter=\"lifespan\""), std::string::npos) << "lifespan is not a counter";
 }
 
 TEST_F(DaemonTest, PluginWatcherModeIsChosenWhenOnlyTheRegistryExistsAndKubeletDialsBack) {
@@ -563,7 +606,7 @@ TEST_F(DaemonTest, MetricsAndHealthzAreServedOverHttp) {
                              "rdmak8s_port_counter", "rdmak8s_ready"}) {
     EXPECT_NE(metrics.find(std::string("# TYPE ") + family + " "), std::string::npos) << family;
   }
-  EXPECT_NE(metrics.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"} 1"), std::string::npos)
+  EXPECT_NE(metrics.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"} 1\n"), std::string::npos)
       << metrics;
   EXPECT_NE(metrics.find("rdmak8s_ready 1"), std::string::npos) << metrics;
   std::string other = HttpGet(metrics_->port(), "/other");

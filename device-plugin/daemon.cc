@@ -109,6 +109,9 @@ Status Daemon::Start() {
     config_ = DefaultConfig();
   } else {
     RDMAK8S_ASSIGN_OR_RETURN(config_, LoadConfigFile(options_.config_path));
+    if (options_.cdi) {
+      RDMAK8S_RETURN_IF_ERROR(ValidateForCdi(config_).Prepend("config " + options_.config_path));
+    }
   }
 
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
@@ -503,10 +506,13 @@ void Daemon::ApplyConfig(PluginConfig cfg) {
 void Daemon::DoReload() {
   if (options_.config_path.empty()) return;
   auto cfg = LoadConfigFile(options_.config_path);
+  if (cfg.ok() && options_.cdi) {
+    if (Status s = ValidateForCdi(*cfg); !s.ok()) cfg = s.Prepend("config " + options_.config_path);
+  }
   if (!cfg.ok()) {
     rejected_reloads_++;
     if (deps_.metrics) deps_.metrics->CountConfigReload(false);
-    spdlog::error("reload rejected, keeping the running configuration: {}", cfg.status().message());
+    SPDLOG_ERROR("reload rejected, keeping the running configuration: {}", cfg.status().message());
     return;
   }
   if (deps_.metrics) deps_.metrics->CountConfigReload(true);
@@ -546,12 +552,12 @@ void Daemon::OnKubeletDirEvent(uint32_t mask, const std::string& name) {
     if (SocketFileName(pool.resource) != name || pool.server->SocketPresent()) continue;
     // kubelet removes plugin sockets when it restarts: serve again now, register once its own
     // socket is back.
-    spdlog::warn("{} was removed: serving {} again", name, pool.resource);
+    SPDLOG_WARN("{} was removed: serving {} again", name, pool.resource);
     pool.registered = false;
     if (deps_.metrics) deps_.metrics->SetRegistered(pool.resource, false);
     pool.server->Stop();
     Status s = pool.server->Start();
-    if (!s.ok()) spdlog::error("re-serve {}: {}", pool.resource, s.message());
+    if (!s.ok()) SPDLOG_ERROR("re-serve {}: {}", pool.resource, s.message());
   }
 }
 

@@ -69,9 +69,10 @@ int RealMain(int argc, char** argv) {
   opts.rescan_interval = std::chrono::seconds(rescan_s);
   opts.handle_signals = true;
 
-  // klog-like lines on stderr: I1130 19:55:01.123456 12345 message
+  // klog lines on stderr: "I1130 19:55:01.123456 12345 daemon.cc:310] message"
+  // (Lmmdd hh:mm:ss.uuuuuu threadid file:line] msg).
   auto logger = spdlog::stderr_color_mt("rdmak8s");
-  logger->set_pattern("%L%m%d %H:%M:%S.%f %t %v");
+  logger->set_pattern(dp::kKlogPattern);
   spdlog::set_default_logger(logger);
   spdlog::set_level(verbosity >= 2 ? spdlog::level::trace
                                    : (verbosity == 1 ? spdlog::level::debug : spdlog::level::info));

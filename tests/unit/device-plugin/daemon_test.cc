@@ -648,6 +648,16 @@ TEST_F(DaemonTest, HealthzAnswers503UntilEveryPoolIsRegisteredWithKubeletThen200
   EXPECT_EQ(Body(stopped), "not serving\n") << stopped;
 }
 
+TEST_F(DaemonTest, WithCdiAPoolNameThatIsNoCdiClassIsAnErrorAtStart) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "9p", "selectors": {}}]})");
+  options_.cdi = true;
+  Status s = StartDaemon();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "config " + config_path() +
+                             ": $.pools[0].name: \"9p\" cannot be a CDI class (--cdi): it must start with a letter");
+}
+
 TEST_F(DaemonTest, InvalidConfigAtStartIsAnError) {
   UseFixture("rxe_veth");
   WriteConfig(R"({"pools": []})");

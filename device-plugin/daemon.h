@@ -6,6 +6,7 @@
 //     -> reload; an invalid file is logged and the running config kept;
 //   - rtnetlink link events (LinkMonitor) and verbs async events (DeviceEventSource) -> re-read
 //     the affected devices (an unknown netdev -> full rescan, which finds hot-plugged devices);
+//   - kernel uevents of RDMA devices (registered/unregistered) -> read or drop that device;
 //   - a slow periodic rescan (the safety net), and retries of failed registrations;
 //   - SIGTERM/SIGINT (or Stop()) -> stop servers, remove our sockets, return from Run().
 // Every change kubelet should see is published to the pool's ListAndWatch streams at once.
@@ -66,6 +67,9 @@ struct DaemonDeps {
   std::function<StatusOr<RdmaNetnsMode>()> netns_mode;
   std::unique_ptr<LinkMonitor> link_monitor;         // optional
   std::unique_ptr<DeviceEventSource> device_events;  // optional
+  // RDMA devices registered / unregistered (kernel uevents, uevent.h): "registered" and
+  // "unregistered" events. Optional.
+  std::unique_ptr<DeviceEventSource> uevents;
   Metrics* metrics = nullptr;                        // optional, not owned
 };
 
@@ -104,6 +108,7 @@ class Daemon {
     std::shared_ptr<const PoolState> state;
     std::string fingerprint;  // serialized ListAndWatch last published
     bool registered = false;
+    uint64_t register_seq = 0;  // the registration in flight (0: none); older results are moot
     int register_failures = 0;
     std::chrono::steady_clock::time_point retry_at{};
   };
@@ -113,6 +118,7 @@ class Daemon {
   void StopPool(const std::string& name, bool remove_cdi);
   void RegisterPool(Pool& pool);
   void RegisterAll();
+  void HandleRegistrations();
   void FullRescan();
   void RefreshDevice(const std::string& rdma_dev);
   // Re-reads only the port states of a known device and re-evaluates its health (no
@@ -128,6 +134,7 @@ class Daemon {
   void HandleSignal();
   void HandleLinkEvents();
   void HandleDeviceEvents();
+  void HandleUevents();
   void WatchDeviceEvents();
   std::optional<std::string> ExclusiveBlocker();
 
@@ -147,6 +154,8 @@ class Daemon {
   int inotify_fd_ = -1;
   int wake_fd_ = -1;
   int signal_fd_ = -1;
+  std::unique_ptr<KubeletRegistrar> registrar_;  // Register calls off the event loop
+  uint64_t register_seq_ = 0;
   int kubelet_wd_ = -1;
   int config_wd_ = -1;
   std::chrono::steady_clock::time_point next_rescan_{};

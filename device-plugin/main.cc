@@ -11,6 +11,7 @@
 #include "device-plugin/daemon.h"
 #include "device-plugin/device_events.h"
 #include "device-plugin/metrics.h"
+#include "device-plugin/uevent.h"
 #include "rdmak8s/discovery.h"
 #include "rdmak8s/rdma_netlink.h"
 #include "rdmak8s/route_netlink.h"
@@ -90,7 +91,7 @@ int RealMain(int argc, char** argv) {
   if (!metrics_address.empty()) {
     Status s = metrics.Serve(metrics_address);
     if (!s.ok()) {
-      spdlog::error("{}", s.message());
+      SPDLOG_ERROR("{}", s.message());
       return 1;
     }
   }
@@ -107,24 +108,32 @@ int RealMain(int argc, char** argv) {
   if (links.ok()) {
     deps.link_monitor = std::move(links).value();
   } else {
-    spdlog::warn("link events unavailable ({}): health follows the periodic rescan",
+    SPDLOG_WARN("link events unavailable ({}): health follows the periodic rescan",
                  links.status().message());
   }
   if (!no_verbs) {
     auto events = dp::NewIbverbsEventSource();
     if (events.ok()) deps.device_events = std::move(events).value();
   }
+  auto uevents = dp::NewKernelUeventSource();
+  if (uevents.ok()) {
+    deps.uevents = std::move(uevents).value();
+  } else {
+    SPDLOG_WARN("uevents unavailable ({}): RDMA devices registered without a new netdev are "
+                 "found by the periodic rescan",
+                 uevents.status().message());
+  }
   deps.metrics = &metrics;
 
   dp::Daemon daemon(opts, std::move(deps));
   Status s = daemon.Start();
   if (!s.ok()) {
-    spdlog::error("start: {}", s.message());
+    SPDLOG_ERROR("start: {}", s.message());
     return 1;
   }
   s = daemon.Run();
   if (!s.ok()) {
-    spdlog::error("{}", s.message());
+    SPDLOG_ERROR("{}", s.message());
     return 1;
   }
   return 0;

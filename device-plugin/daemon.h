@@ -8,6 +8,8 @@
 //     the affected devices (an unknown netdev -> full rescan, which finds hot-plugged devices);
 //   - kernel uevents of RDMA devices (registered/unregistered) -> read or drop that device;
 //   - a slow periodic rescan (the safety net), and retries of failed registrations;
+//   - results of Register calls, which run on a KubeletRegistrar thread so that a kubelet.sock
+//     nobody answers on never stalls this loop;
 //   - SIGTERM/SIGINT (or Stop()) -> stop servers, remove our sockets, return from Run().
 // Every change kubelet should see is published to the pool's ListAndWatch streams at once.
 //

@@ -29,6 +29,7 @@ int RealMain(int argc, char** argv) {
   bool no_verbs = false;
   CLI::App app{"rdmak8s-device-plugin: advertises RDMA devices (InfiniBand HCAs, RoCE and iWARP "
                "NICs) to kubelet as <prefix>/<pool> resources. See docs/device-plugin.md."};
+  app.set_version_flag("--version", "rdmak8s-device-plugin " RDMAK8S_VERSION);
   app.add_option("--config", opts.config_path,
                  "pool configuration (JSON); without it one shared pool \"shared\" takes every "
                  "device. Reloaded on change and on SIGHUP");

@@ -170,5 +170,16 @@ TEST_F(BinaryTest, InvalidConfigAtStartExitsNonZeroNamingTheProblem) {
   EXPECT_NE(out.find("$.pools[0].selectors.isVF: must be true or false, got 1"), std::string::npos) << out;
 }
 
+TEST(BinaryVersionTest, VersionFlagPrintsTheProjectVersion) {
+  std::string bin = std::string(RDMAK8S_BINARY_DIR) + "/device-plugin/rdmak8s-device-plugin";
+  FILE* p = popen((bin + " --version 2>&1").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[256];
+  while (fgets(buf, sizeof(buf), p)) out += buf;
+  EXPECT_EQ(WEXITSTATUS(pclose(p)), 0);
+  EXPECT_EQ(out, std::string("rdmak8s-device-plugin ") + RDMAK8S_VERSION + "\n");
+}
+
 }  // namespace
 }  // namespace rdmak8s::dp

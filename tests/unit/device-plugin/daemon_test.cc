@@ -157,7 +157,7 @@ TEST_F(DaemonTest, ServesThenRegistersEachPoolAndAdvertisesTheFixture) {
   }
   auto vfs = WaitFor("rdma/vfs", [](const Resp& r) { return r.devices_size() == 2; });
   ASSERT_TRUE(vfs);
-  EXPECT_EQ(Ids(*vfs), (std::vector<std::string>{"mlx5_1", "mlx5_2"}));
+  EXPECT_EQ(Ids(*vfs), (std::vector<std::string>{"0000:5e:00.2", "0000:5e:00.3"}));
   ASSERT_EQ(vfs->devices(0).topology().nodes_size(), 1);
   EXPECT_EQ(vfs->devices(0).topology().nodes(0).id(), 1);
   auto pf = WaitFor("rdma/pf", [](const Resp& r) { return r.devices_size() == 4; });
@@ -193,19 +193,19 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         FixtureCase{"mlx5_ib_2port",
                     R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {"linkTypes": ["infiniband"]}}]})",
-                    {{"mlx5_0", "Healthy"}}},
+                    {{"0000:3b:00.0", "Healthy"}}},
         FixtureCase{"mlx5_roce_sriov",
                     R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {"pfNames": ["ens1f0np0"], "isVF": true}}]})",
-                    {{"mlx5_1", "Healthy"}, {"mlx5_2", "Healthy"}}},
+                    {{"0000:5e:00.2", "Healthy"}, {"0000:5e:00.3", "Healthy"}}},
         FixtureCase{"irdma_iwarp",
                     R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {"transports": ["iwarp"]}}]})",
-                    {{"irdma0", "Healthy"}}},
+                    {{"0000:b1:00.0", "Healthy"}}},
         FixtureCase{"irdma_roce",
                     R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {"drivers": ["irdma"]}}]})",
-                    {{"irdma1", "Healthy"}}},
+                    {{"0000:b1:00.1", "Healthy"}}},
         FixtureCase{"cxgb4_iwarp",
                     R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {"drivers": ["cxgb4"]}}]})",
-                    {{"iwp2s0f4", "Healthy"}}},
+                    {{"0000:02:00.4", "Healthy"}}},
         FixtureCase{"bnxt_re_roce",
                     R"({"pools": [{"name": "p", "capacity": 3, "selectors": {"transports": ["roce"]}}]})",
                     {{"bnxt_re0-0", "Healthy"}, {"bnxt_re0-1", "Healthy"}, {"bnxt_re0-2", "Healthy"}}},
@@ -216,7 +216,7 @@ INSTANTIATE_TEST_SUITE_P(
                     R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {"transports": ["iwarp"]}}]})",
                     {{"siw0", "Healthy"}}},
         FixtureCase{"efa_unknown", R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})",
-                    {{"efa_0", "Healthy"}}},
+                    {{"0000:00:06.0", "Healthy"}}},
         FixtureCase{"no_rdma", R"({"pools": [{"name": "p", "selectors": {}}]})", {}}),
     [](const ::testing::TestParamInfo<FixtureCase>& info) { return std::string(info.param.fixture); });
 
@@ -255,23 +255,23 @@ INSTANTIATE_TEST_SUITE_P(
     Transports, DaemonAllocateTest,
     ::testing::Values(
         AllocCase{"mlx5_ib_2port",
-                  R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})", "mlx5_0",
+                  R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})", "0000:3b:00.0",
                   {"/dev/infiniband/uverbs0", "/dev/infiniband/umad0", "/dev/infiniband/umad1",
                    "/dev/infiniband/rdma_cm"}},
         AllocCase{"mlx5_ib_2port",
                   R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}, "allocate": {"issm": true}}]})",
-                  "mlx5_0",
+                  "0000:3b:00.0",
                   {"/dev/infiniband/uverbs0", "/dev/infiniband/umad0", "/dev/infiniband/umad1",
                    "/dev/infiniband/issm0", "/dev/infiniband/issm1", "/dev/infiniband/rdma_cm"}},
         AllocCase{"bnxt_re_roce", R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})",
-                  "bnxt_re0", {"/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"}},
+                  "0000:41:00.0", {"/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"}},
         AllocCase{"bnxt_re_roce",
                   R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}, "allocate": {"roceUmad": true}}]})",
-                  "bnxt_re0",
+                  "0000:41:00.0",
                   {"/dev/infiniband/uverbs0", "/dev/infiniband/umad0", "/dev/infiniband/rdma_cm"}},
         AllocCase{"irdma_iwarp",
                   R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}, "allocate": {"roceUmad": true}}]})",
-                  "irdma0", {"/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"}},
+                  "0000:b1:00.0", {"/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"}},
         AllocCase{"siw_veth", R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})",
                   "siw0", {"/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"}}),
     [](const ::testing::TestParamInfo<AllocCase>& info) {
@@ -302,18 +302,18 @@ TEST_F(DaemonTest, ExclusivePoolIsUnhealthyWhileNetnsModeIsShared) {
   ASSERT_TRUE(StartDaemon().ok());
   auto vfs = WaitFor("rdma/vfs", [](const Resp& r) { return r.devices_size() == 2; });
   ASSERT_TRUE(vfs);
-  EXPECT_EQ(HealthOf(*vfs, "mlx5_1"), "Unhealthy");
+  EXPECT_EQ(HealthOf(*vfs, "0000:5e:00.2"), "Unhealthy");
   auto pf = WaitFor("rdma/pf", [](const Resp& r) { return r.devices_size() == 4; });
   ASSERT_TRUE(pf);
   EXPECT_EQ(HealthOf(*pf, "mlx5_0-0"), "Healthy") << "shared pools do not care";
-  auto a = kubelet_->Allocate("rdma/vfs", {{"mlx5_1"}});
+  auto a = kubelet_->Allocate("rdma/vfs", {{"0000:5e:00.2"}});
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.status().message().find("the node's RDMA netns mode is shared"), std::string::npos)
       << a.status().message();
 
   netns_mode_ = RdmaNetnsMode::kExclusive;
   daemon_->Rescan();
-  EXPECT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "mlx5_1") == "Healthy"; }));
+  EXPECT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.2") == "Healthy"; }));
 }
 
 TEST_F(DaemonTest, PreferredAllocationHonoursMustIncludeOverGrpc) {
@@ -322,9 +322,9 @@ TEST_F(DaemonTest, PreferredAllocationHonoursMustIncludeOverGrpc) {
   ASSERT_TRUE(StartDaemon().ok());
   ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return r.devices_size() == 2; }));
   ASSERT_TRUE(kubelet_->Options("rdma/vfs")->get_preferred_allocation_available());
-  auto p = kubelet_->GetPreferredAllocation("rdma/vfs", {"mlx5_1", "mlx5_2"}, {"mlx5_2"}, 1);
+  auto p = kubelet_->GetPreferredAllocation("rdma/vfs", {"0000:5e:00.2", "0000:5e:00.3"}, {"0000:5e:00.3"}, 1);
   ASSERT_TRUE(p.ok());
-  EXPECT_EQ(p->container_responses(0).deviceids(0), "mlx5_2");
+  EXPECT_EQ(p->container_responses(0).deviceids(0), "0000:5e:00.3");
   p = kubelet_->GetPreferredAllocation("rdma/pf", {"mlx5_3-1", "mlx5_0-1", "mlx5_0-0", "mlx5_3-0"}, {}, 2);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(std::vector<std::string>(p->container_responses(0).deviceids().begin(),
@@ -349,14 +349,14 @@ TEST_F(DaemonTest, PortErrorAsyncEventFlipsHealth) {
   UseFixture("mlx5_ib_2port");
   WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
   ASSERT_TRUE(StartDaemon().ok());
-  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "mlx5_0") == "Healthy"; }));
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "0000:3b:00.0") == "Healthy"; }));
   EXPECT_EQ(events_->watched(), std::vector<std::string>{"mlx5_0"});
   WriteFile(sys("class/infiniband/mlx5_0/ports/1/state"), "1: DOWN\n");
   events_->Inject({"mlx5_0", 1, "port error"});
-  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "mlx5_0") == "Unhealthy"; }));
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "0000:3b:00.0") == "Unhealthy"; }));
   WriteFile(sys("class/infiniband/mlx5_0/ports/1/state"), "4: ACTIVE\n");
   events_->Inject({"mlx5_0", 1, "port active"});
-  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "mlx5_0") == "Healthy"; }));
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "0000:3b:00.0") == "Healthy"; }));
 }
 
 TEST_F(DaemonTest, VanishedDeviceTurnsUnhealthyAndHotPluggedDeviceIsAdded) {
@@ -365,23 +365,24 @@ TEST_F(DaemonTest, VanishedDeviceTurnsUnhealthyAndHotPluggedDeviceIsAdded) {
   fs::rename(sys("class/infiniband/mlx5_2"), root_ + "/mlx5_2.link");
   WriteConfig(kSriovConfig);
   ASSERT_TRUE(StartDaemon().ok());
-  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"mlx5_1"}; }));
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"0000:5e:00.2"}; }));
 
   fs::rename(root_ + "/mlx5_2.link", sys("class/infiniband/mlx5_2"));
   links_->Inject("ens1f0v1", true);  // a netdev the plugin does not know: rescan
   ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) {
-    return Ids(r) == std::vector<std::string>{"mlx5_1", "mlx5_2"} && HealthOf(r, "mlx5_2") == "Healthy";
+    return Ids(r) == std::vector<std::string>{"0000:5e:00.2", "0000:5e:00.3"} &&
+           HealthOf(r, "0000:5e:00.3") == "Healthy";
   }));
 
   fs::rename(sys("class/infiniband/mlx5_1"), root_ + "/mlx5_1.link");
   links_->Inject("ens1f0v0", false, LinkEvent::Type::kDel);
-  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "mlx5_1") == "Unhealthy"; }));
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.2") == "Unhealthy"; }));
 
   // It comes back (VF re-created, driver re-bound): Healthy again, same ID.
   fs::rename(root_ + "/mlx5_1.link", sys("class/infiniband/mlx5_1"));
   links_->Inject("ens1f0v0", true);
   ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) {
-    return Ids(r) == std::vector<std::string>{"mlx5_1", "mlx5_2"} && HealthOf(r, "mlx5_1") == "Healthy";
+    return Ids(r) == std::vector<std::string>{"0000:5e:00.2", "0000:5e:00.3"} && HealthOf(r, "0000:5e:00.2") == "Healthy";
   }));
 }
 
@@ -391,12 +392,12 @@ TEST_F(DaemonTest, PeriodicRescanFindsWhatNoEventReported) {
   WriteConfig(kSriovConfig);
   options_.rescan_interval = 1s;
   ASSERT_TRUE(StartDaemon().ok());
-  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"mlx5_1"}; }));
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"0000:5e:00.2"}; }));
   // No event at all: only the safety-net rescan can see these.
   fs::rename(root_ + "/mlx5_2.link", sys("class/infiniband/mlx5_2"));
-  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"mlx5_1", "mlx5_2"}; }));
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"0000:5e:00.2", "0000:5e:00.3"}; }));
   WriteFile(sys("class/infiniband/mlx5_1/ports/1/state"), "1: DOWN\n");
-  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "mlx5_1") == "Unhealthy"; }));
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.2") == "Unhealthy"; }));
 }
 
 TEST_F(DaemonTest, CdiSpecFollowsHotPlugAndHealth) {
@@ -426,7 +427,7 @@ TEST_F(DaemonTest, CdiSpecFollowsHotPlugAndHealth) {
   mtime = fs::last_write_time(CdiSpecPath(root_ + "/cdi", "rdma/vfs"));
   WriteFile(sys("class/infiniband/mlx5_2/ports/1/state"), "1: DOWN\n");
   events_->Inject({"mlx5_2", 1, "port error"});
-  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "mlx5_2") == "Unhealthy"; }));
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.3") == "Unhealthy"; }));
   EXPECT_EQ(cdi_devices(), (std::vector<std::string>{"mlx5_1", "mlx5_2"}));
   EXPECT_EQ(fs::last_write_time(CdiSpecPath(root_ + "/cdi", "rdma/vfs")), mtime) << "unchanged: not rewritten";
 }
@@ -441,7 +442,7 @@ TEST_F(DaemonTest, RdmaDeviceRegisteredWithoutANewNetdevIsFoundThroughItsUevent)
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
   uevent_fd_ = sv[0];
   ASSERT_TRUE(StartDaemon().ok());
-  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"mlx5_1"}; }));
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"0000:5e:00.2"}; }));
 
   fs::rename(root_ + "/mlx5_2.link", sys("class/infiniband/mlx5_2"));
   std::string add =
@@ -450,7 +451,7 @@ TEST_F(DaemonTest, RdmaDeviceRegisteredWithoutANewNetdevIsFoundThroughItsUevent)
       "SUBSYSTEM=infiniband\0NAME=mlx5_2\0SEQNUM=1\0"s;
   ASSERT_EQ(write(sv[1], add.data(), add.size()), static_cast<ssize_t>(add.size()));
   ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) {
-    return Ids(r) == std::vector<std::string>{"mlx5_1", "mlx5_2"} && HealthOf(r, "mlx5_2") == "Healthy";
+    return Ids(r) == std::vector<std::string>{"0000:5e:00.2", "0000:5e:00.3"} && HealthOf(r, "0000:5e:00.3") == "Healthy";
   }));
   // Published first, then the new device's async events are listened to.
   const std::vector<std::string> all = {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"};
@@ -463,7 +464,7 @@ TEST_F(DaemonTest, RdmaDeviceRegisteredWithoutANewNetdevIsFoundThroughItsUevent)
   fs::rename(sys("class/infiniband/mlx5_2"), root_ + "/mlx5_2.link");
   std::string rm = "remove@/devices/virtual/infiniband/mlx5_2\0ACTION=remove\0SUBSYSTEM=infiniband\0NAME=mlx5_2\0"s;
   ASSERT_EQ(write(sv[1], rm.data(), rm.size()), static_cast<ssize_t>(rm.size()));
-  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "mlx5_2") == "Unhealthy"; }));
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.3") == "Unhealthy"; }));
   close(sv[1]);
 }
 
@@ -474,7 +475,7 @@ TEST_F(DaemonTest, ValidConfigChangeAddsAndRemovesPoolsWithoutRestart) {
   ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/vfs", 1, kWait));
   WriteConfig(R"({"pools": [{"name": "sf", "mode": "exclusive", "selectors": {"rdmaDevices": ["mlx5_3"]}}]})");
   ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/sf", 1, kWait));
-  ASSERT_TRUE(WaitFor("rdma/sf", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"mlx5_3"}; }));
+  ASSERT_TRUE(WaitFor("rdma/sf", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"mlx5_core.sf.2"}; }));
   EXPECT_EQ(daemon_->Resources(), std::vector<std::string>{"rdma/sf"});
   EXPECT_FALSE(fs::exists(kubelet_dir_ + "/rdmak8s-rdma-vfs.sock"));
 }
@@ -661,7 +662,7 @@ TEST_F(DaemonTest, CdiModeWritesSpecAndAnswersWithCdiNames) {
   EXPECT_EQ(spec["devices"][0]["name"], "mlx5_0");
   EXPECT_EQ(spec["devices"][0]["containerEdits"]["deviceNodes"][0]["hostPath"],
             "/host/dev/infiniband/uverbs0");
-  auto a = kubelet_->Allocate("rdma/p", {{"mlx5_0"}});
+  auto a = kubelet_->Allocate("rdma/p", {{"0000:3b:00.0"}});
   ASSERT_TRUE(a.ok());
   ASSERT_EQ(a->container_responses(0).cdi_devices_size(), 1);
   EXPECT_EQ(a->container_responses(0).cdi_devices(0).name(), "rdma/p=mlx5_0");
@@ -673,7 +674,7 @@ TEST_F(DaemonTest, MetricsCountDevicesAllocationsAndPortCounters) {
   WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
   ASSERT_TRUE(StartDaemon().ok());
   ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
-  ASSERT_TRUE(kubelet_->Allocate("rdma/p", {{"mlx5_0"}}).ok());
+  ASSERT_TRUE(kubelet_->Allocate("rdma/p", {{"0000:3b:00.0"}}).ok());
   std::string text = metrics_->Scrape();
   EXPECT_NE(text.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"} 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("rdmak8s_allocations_total{resource=\"rdma/p\",result=\"ok\"} 1"), std::string::npos);

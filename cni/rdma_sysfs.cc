@@ -178,8 +178,16 @@ StatusOr<std::string> RdmaSysfs::ResolveDeviceId(const std::string& id) const {
   if (access((root_ + "/class/infiniband/" + id).c_str(), F_OK) == 0) return id;
   auto r = ResolveByParent(id);
   if (!r.ok() && r.status().code() == StatusCode::kNotFound) {
+    // A shared pool's device ID "<rdma_dev>-<k>" (rdmak8s-device-plugin), which Multus hands every
+    // plugin of the chain as deviceID: the device is the part before the last '-'.
+    if (auto dash = id.rfind('-'); dash != std::string::npos && dash > 0 && dash + 1 < id.size() &&
+        id.find_first_not_of("0123456789", dash + 1) == std::string::npos) {
+      std::string dev = id.substr(0, dash);
+      if (access((root_ + "/class/infiniband/" + dev).c_str(), F_OK) == 0) return dev;
+    }
     return NotFoundError("deviceID " + id + ": no RDMA device, PCI function or auxiliary device " +
-                         "of that name has an RDMA device under " + root_ + "/class/infiniband");
+                         "of that name (nor a shared ID <rdma_dev>-<k>) has an RDMA device under " +
+                         root_ + "/class/infiniband");
   }
   return r;
 }

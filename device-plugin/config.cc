@@ -302,6 +302,40 @@ StatusOr<PluginConfig> LoadConfigFile(const std::string& path) {
   return cfg;
 }
 
+namespace {
+
+// Empty when `name` is a valid CDI vendor or class name, else why not.
+std::string CdiNameProblem(std::string_view name) {
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  auto alnum = [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); };
+  if (name.empty()) return "it is empty";
+  if (!alpha(name.front())) return "it must start with a letter";
+  if (!alnum(name.back())) return "it must end with a letter or digit";
+  for (char c : name) {
+    if (!alnum(c) && c != '_' && c != '-' && c != '.') {
+      return std::string("it may only hold letters, digits, '_', '-' and '.', not '") + c + "'";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+Status ValidateForCdi(const PluginConfig& config) {
+  if (std::string why = CdiNameProblem(config.resource_prefix); !why.empty()) {
+    return InvalidArgumentError("$.resourcePrefix: \"" + config.resource_prefix +
+                                "\" cannot be a CDI vendor (--cdi): " + why);
+  }
+  for (size_t i = 0; i < config.pools.size(); ++i) {
+    const std::string& name = config.pools[i].name;
+    if (std::string why = CdiNameProblem(name); !why.empty()) {
+      return InvalidArgumentError("$.pools[" + std::to_string(i) + "].name: \"" + name +
+                                  "\" cannot be a CDI class (--cdi): " + why);
+    }
+  }
+  return Status::Ok();
+}
+
 std::string_view PoolModeName(PoolMode m) {
   return m == PoolMode::kShared ? "shared" : "exclusive";
 }

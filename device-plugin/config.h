@@ -24,7 +24,9 @@ enum class PoolMode { kShared, kExclusive };
 struct Selectors {
   std::vector<std::string> vendors;       // lower-case hex, no 0x: "15b3"
   std::vector<std::string> device_ids;    // lower-case hex, no 0x: "101b"
-  std::vector<std::string> drivers;       // "mlx5_core", "irdma", "rxe", "siw"
+  // The parent's driver ("mlx5_core", "ice", "bnxt_en") or the RDMA driver ("mlx5_ib",
+  // "irdma", "bnxt_re"); "rxe", "siw" for soft devices. RdmaDevice::driver / rdma_driver.
+  std::vector<std::string> drivers;
   std::vector<std::string> pci_addresses; // "0000:3b:00.0"
   std::vector<std::string> rdma_devices;  // "mlx5_0"
   std::vector<std::string> netdevs;       // "ens1f0"
@@ -69,6 +71,11 @@ struct PluginConfig {
 StatusOr<PluginConfig> ParseConfig(std::string_view json_text);
 // Reads and parses `path`; errors are prefixed with "config <path>".
 StatusOr<PluginConfig> LoadConfigFile(const std::string& path);
+// With --cdi every resource is also a CDI kind "<vendor>/<class>" = "<resourcePrefix>/<pool>",
+// and CDI is stricter than kubelet: vendor and class start with a letter, end with a letter or
+// digit, and hold only [A-Za-z0-9_.-] (CDI spec "Kind"). kInvalidArgument naming the JSON path
+// ("$.pools[0].name: \"1x\" cannot be a CDI class (--cdi): it must start with a letter").
+Status ValidateForCdi(const PluginConfig& config);
 
 std::string_view PoolModeName(PoolMode m);  // "shared" | "exclusive"
 // "<prefix>/<pool>"

@@ -66,6 +66,7 @@ Daemon::Daemon(DaemonOptions options, DaemonDeps deps)
     : options_(std::move(options)), deps_(std::move(deps)) {}
 
 Daemon::~Daemon() {
+  if (registrar_) registrar_->Shutdown();
   {
     std::lock_guard<std::mutex> lock(pools_mu_);
     for (auto& [name, pool] : pools_) {
@@ -109,6 +110,9 @@ Status Daemon::Start() {
     config_ = DefaultConfig();
   } else {
     RDMAK8S_ASSIGN_OR_RETURN(config_, LoadConfigFile(options_.config_path));
+    if (options_.cdi) {
+      RDMAK8S_RETURN_IF_ERROR(ValidateForCdi(config_).Prepend("config " + options_.config_path));
+    }
   }
 
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
@@ -133,7 +137,10 @@ Status Daemon::Start() {
     // Watch the directory, not the file: editors and ConfigMaps replace the file (the kubelet
     // swaps the "..data" symlink), which a watch on the old inode would never see.
     std::string dir = Dirname(options_.config_path);
-    config_wd_ = inotify_add_watch(inotify_fd_, dir.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO);
+    // IN_MASK_ADD: when the config sits in the socket directory this is the same inode and the
+    // same watch; without it the call would replace the socket watch's mask and lose kubelet.sock
+    // being created (inotify(7)).
+    config_wd_ = inotify_add_watch(inotify_fd_, dir.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO | IN_MASK_ADD);
     if (config_wd_ < 0) return ErrnoError(errno, "inotify watch " + dir);
   }
   if (options_.handle_signals) {
@@ -146,8 +153,12 @@ Status Daemon::Start() {
     if (signal_fd_ < 0) return ErrnoError(errno, "signalfd");
     RDMAK8S_RETURN_IF_ERROR(add_fd(signal_fd_));
   }
+  registrar_ = std::make_unique<KubeletRegistrar>();
+  RDMAK8S_RETURN_IF_ERROR(registrar_->Start());
+  RDMAK8S_RETURN_IF_ERROR(add_fd(registrar_->fd()));
   if (deps_.link_monitor) RDMAK8S_RETURN_IF_ERROR(add_fd(deps_.link_monitor->fd()));
   if (deps_.device_events) RDMAK8S_RETURN_IF_ERROR(add_fd(deps_.device_events->fd()));
+  if (deps_.uevents) RDMAK8S_RETURN_IF_ERROR(add_fd(deps_.uevents->fd()));
 
   FullRescan();
   std::vector<std::string> started;
@@ -159,7 +170,7 @@ Status Daemon::Start() {
     std::lock_guard<std::mutex> lock(pools_mu_);
     for (auto& [name, pool] : pools_) {
       RDMAK8S_RETURN_IF_ERROR(pool.server->Start());
-      spdlog::info("serving {} on {}", pool.resource, pool.server->socket_path());
+      SPDLOG_INFO("serving {} on {}", pool.resource, pool.server->socket_path());
     }
   }
   RegisterAll();
@@ -212,13 +223,14 @@ void Daemon::StopPool(const std::string& name, bool remove_cdi) {
     fs::remove(CdiSpecPath(options_.cdi_dir, it->second.resource), ec);
   }
   if (deps_.metrics) deps_.metrics->RemovePool(it->second.resource);
-  spdlog::info("stopped {}", it->second.resource);
+  SPDLOG_INFO("stopped {}", it->second.resource);
   pools_.erase(it);
 }
 
 void Daemon::RegisterPool(Pool& pool) {
   if (mode_ != RegistrationMode::kDevicePlugin) return;  // kubelet's plugin watcher dials us
   std::string kubelet_sock = options_.kubelet_dir + "/" + kKubeletSocket;
+  pool.register_seq = 0;  // whatever is in flight is superseded
   if (!Exists(kubelet_sock)) {
     pool.registered = false;
     if (deps_.metrics) deps_.metrics->SetRegistered(pool.resource, false);
@@ -227,25 +239,41 @@ void Daemon::RegisterPool(Pool& pool) {
                  pool.resource);
     return;
   }
-  Status s = RegisterWithKubelet(kubelet_sock, SocketFileName(pool.resource), pool.resource,
-                                 options_.register_timeout);
-  if (deps_.metrics) {
-    deps_.metrics->CountRegistration(pool.resource, s.ok());
-    deps_.metrics->SetRegistered(pool.resource, s.ok());
+  // Off the loop: a kubelet.sock nobody answers on would otherwise hold SIGTERM, health updates
+  // and inotify back for the whole timeout. The result comes back through HandleRegistrations.
+  pool.register_seq = ++register_seq_;
+  pool.retry_at = {};
+  registrar_->Submit({pool.register_seq, kubelet_sock, SocketFileName(pool.resource), pool.resource,
+                      options_.register_timeout});
+}
+
+void Daemon::HandleRegistrations() {
+  for (auto& r : registrar_->Drain()) {
+    auto it = std::find_if(pools_.begin(), pools_.end(), [&](const auto& p) {
+      return p.second.resource == r.resource && p.second.register_seq == r.seq;
+    });
+    if (it == pools_.end()) continue;  // superseded, or the pool is gone
+    Pool& pool = it->second;
+    pool.register_seq = 0;
+    const Status& s = r.status;
+    if (deps_.metrics) {
+      deps_.metrics->CountRegistration(pool.resource, s.ok());
+      deps_.metrics->SetRegistered(pool.resource, s.ok());
+    }
+    if (s.ok()) {
+      pool.registered = true;
+      pool.register_failures = 0;
+      pool.retry_at = {};
+      SPDLOG_INFO("registered {} with kubelet (endpoint {})", pool.resource,
+                   SocketFileName(pool.resource));
+      continue;
+    }
+    pool.registered = false;
+    pool.register_failures++;
+    auto backoff = std::chrono::seconds(std::min(30, 1 << std::min(pool.register_failures - 1, 5)));
+    pool.retry_at = SteadyClock::now() + backoff;
+    SPDLOG_ERROR("{}; retrying in {}s", s.message(), backoff.count());
   }
-  if (s.ok()) {
-    pool.registered = true;
-    pool.register_failures = 0;
-    pool.retry_at = {};
-    spdlog::info("registered {} with kubelet (endpoint {})", pool.resource,
-                 SocketFileName(pool.resource));
-    return;
-  }
-  pool.registered = false;
-  pool.register_failures++;
-  auto backoff = std::chrono::seconds(std::min(30, 1 << std::min(pool.register_failures - 1, 5)));
-  pool.retry_at = SteadyClock::now() + backoff;
-  spdlog::error("{}; retrying in {}s", s.message(), backoff.count());
 }
 
 void Daemon::RegisterAll() {
@@ -275,7 +303,7 @@ void Daemon::FullRescan() {
   }
   if (!result.ok()) {
     // Keep what we knew: an unreadable sysfs is not "no devices".
-    spdlog::error("discovery: {}", result.status().message());
+    SPDLOG_ERROR("discovery: {}", result.status().message());
     return;
   }
   std::set<std::string> present;
@@ -285,32 +313,32 @@ void Daemon::FullRescan() {
     DeviceHealth h = EvaluateHealth(dev, up);
     auto it = known_.find(dev.name);
     if (it == known_.end()) {
-      spdlog::info("found {} ({}, {})", dev.name, TransportKey(dev.transport),
+      SPDLOG_INFO("found {} ({}, {})", dev.name, TransportKey(dev.transport),
                    h.healthy ? "healthy" : h.reason);
     } else if (it->second.health != h) {
-      spdlog::info("{} is now {}", dev.name, h.healthy ? "healthy" : "unhealthy: " + h.reason);
+      SPDLOG_INFO("{} is now {}", dev.name, h.healthy ? "healthy" : "unhealthy: " + h.reason);
     }
     const std::string name = dev.name;  // `a = b` evaluates b (the move) first
     known_[name] = TrackedDevice{std::move(dev), h};
   }
   for (const auto& f : result->failures) {
     present.insert(f.rdma_dev);
-    spdlog::warn("discovery of {}: {}", f.rdma_dev, f.status.message());
+    SPDLOG_WARN("discovery of {}: {}", f.rdma_dev, f.status.message());
     auto it = known_.find(f.rdma_dev);
     if (it != known_.end()) it->second.health = {false, "unreadable: " + f.status.message()};
   }
   for (auto& [name, t] : known_) {
     if (!present.count(name) && t.health.reason != "device gone") {
-      spdlog::warn("{} disappeared", name);
+      SPDLOG_WARN("{} disappeared", name);
       t.health = {false, "device gone"};
     }
   }
   auto blocker = ExclusiveBlocker();
   if (blocker != exclusive_blocker_) {
     if (blocker) {
-      spdlog::error("exclusive pools unusable: {}", *blocker);
+      SPDLOG_ERROR("exclusive pools unusable: {}", *blocker);
     } else if (exclusive_blocker_) {
-      spdlog::info("RDMA netns mode is exclusive: exclusive pools usable");
+      SPDLOG_INFO("RDMA netns mode is exclusive: exclusive pools usable");
     }
     exclusive_blocker_ = blocker;
   }
@@ -325,7 +353,7 @@ void Daemon::WatchDeviceEvents() {
     if (t.health.reason != "device gone") names.push_back(name);
   }
   Status s = deps_.device_events->Watch(names);
-  if (!s.ok()) spdlog::warn("async events: {}", s.message());
+  if (!s.ok()) SPDLOG_WARN("async events: {}", s.message());
 }
 
 void Daemon::RefreshDevice(const std::string& rdma_dev) {
@@ -334,11 +362,11 @@ void Daemon::RefreshDevice(const std::string& rdma_dev) {
     if (dev.status().code() == StatusCode::kNotFound) {
       auto it = known_.find(rdma_dev);
       if (it != known_.end() && it->second.health.reason != "device gone") {
-        spdlog::warn("{} disappeared", rdma_dev);
+        SPDLOG_WARN("{} disappeared", rdma_dev);
         it->second.health = {false, "device gone"};
       }
     } else {
-      spdlog::error("re-read {}: {}", rdma_dev, dev.status().message());
+      SPDLOG_ERROR("re-read {}: {}", rdma_dev, dev.status().message());
       auto it = known_.find(rdma_dev);
       if (it != known_.end()) it->second.health = {false, "unreadable: " + dev.status().message()};
     }
@@ -347,7 +375,7 @@ void Daemon::RefreshDevice(const std::string& rdma_dev) {
     DeviceHealth h = EvaluateHealth(*dev, up);
     auto it = known_.find(rdma_dev);
     if (it == known_.end() || it->second.health != h) {
-      spdlog::info("{} is now {}", rdma_dev, h.healthy ? "healthy" : "unhealthy: " + h.reason);
+      SPDLOG_INFO("{} is now {}", rdma_dev, h.healthy ? "healthy" : "unhealthy: " + h.reason);
     }
     known_[rdma_dev] = TrackedDevice{std::move(dev).value(), h};
   }
@@ -388,7 +416,7 @@ bool Daemon::RefreshPortStates(const std::string& rdma_dev) {
   NetdevUpFn up = [this](std::string_view n) { return ReadNetdevUp(options_.sysfs_root, n); };
   DeviceHealth h = EvaluateHealth(dev, up);
   if (it->second.health != h) {
-    spdlog::info("{} is now {}", rdma_dev, h.healthy ? "healthy" : "unhealthy: " + h.reason);
+    SPDLOG_INFO("{} is now {}", rdma_dev, h.healthy ? "healthy" : "unhealthy: " + h.reason);
   }
   it->second = TrackedDevice{std::move(dev), h};
   return true;
@@ -419,7 +447,7 @@ void Daemon::RebuildPools() {
   for (const auto& [name, t] : known_) all.push_back(t.dev);
   PoolMatch match = MatchPools(config_, all);
   if (match.warnings != overlap_warnings_) {
-    for (const auto& w : match.warnings) spdlog::warn("{}", w);
+    for (const auto& w : match.warnings) SPDLOG_WARN("{}", w);
     overlap_warnings_ = match.warnings;
   }
   std::vector<std::pair<std::string, std::vector<uint32_t>>> counter_devs;
@@ -427,10 +455,13 @@ void Daemon::RebuildPools() {
   for (auto& [name, pool] : pools_) {
     auto state = BuildState(pool, match.devices[name]);
     std::string fp = ToListAndWatch(*state).SerializeAsString();
-    int healthy = 0, unhealthy = 0;
+    Metrics::PoolCounts counts;
     for (const auto& id : state->ids) {
       const TrackedDevice* t = state->ForId(id);
-      (t && t->health.healthy ? healthy : unhealthy)++;
+      (t && t->health.healthy ? counts.healthy_ids : counts.unhealthy_ids)++;
+    }
+    for (const auto& [dev, t] : state->devices) {
+      (t.health.healthy ? counts.healthy_devices : counts.unhealthy_devices)++;
     }
     for (const auto& [dev, t] : state->devices) {
       if (t.health.reason == "device gone") continue;
@@ -440,14 +471,18 @@ void Daemon::RebuildPools() {
     }
     if (options_.cdi) {
       Status s = WriteFileIfChanged(CdiSpecPath(options_.cdi_dir, pool.resource), BuildCdiSpec(*state));
-      if (!s.ok()) spdlog::error("CDI spec for {}: {}", pool.resource, s.message());
+      if (!s.ok()) SPDLOG_ERROR("CDI spec for {}: {}", pool.resource, s.message());
     }
-    if (deps_.metrics) deps_.metrics->SetPoolDevices(pool.resource, healthy, unhealthy);
+    if (deps_.metrics) deps_.metrics->SetPoolDevices(pool.resource, counts);
     bool changed = fp != pool.fingerprint;
     pool.fingerprint = std::move(fp);
     pool.state = state;
     pool.server->Publish(std::move(state), changed);
-    if (changed) SPDLOG_DEBUG("{}: {} healthy, {} unhealthy IDs", pool.resource, healthy, unhealthy);
+    if (changed) {
+      SPDLOG_DEBUG("{}: {} healthy, {} unhealthy devices ({} / {} IDs)", pool.resource,
+                   counts.healthy_devices, counts.unhealthy_devices, counts.healthy_ids,
+                   counts.unhealthy_ids);
+    }
   }
   if (deps_.metrics) deps_.metrics->SetCounterDevices(std::move(counter_devs));
 }
@@ -472,23 +507,23 @@ void Daemon::ApplyConfig(PluginConfig cfg) {
     if (pools_.count(p.name)) continue;
     Status s = StartPool(p);
     if (!s.ok()) {
-      spdlog::error("start pool {}: {}", p.name, s.message());
+      SPDLOG_ERROR("start pool {}: {}", p.name, s.message());
       continue;
     }
     started.push_back(p.name);
   }
   // The netns-mode check depends on which pools exist.
   exclusive_blocker_ = ExclusiveBlocker();
-  if (exclusive_blocker_) spdlog::error("exclusive pools unusable: {}", *exclusive_blocker_);
+  if (exclusive_blocker_) SPDLOG_ERROR("exclusive pools unusable: {}", *exclusive_blocker_);
   RebuildPools();
   for (const auto& name : started) {
     Pool& pool = pools_.at(name);
     Status s = pool.server->Start();
     if (!s.ok()) {
-      spdlog::error("{}", s.message());
+      SPDLOG_ERROR("{}", s.message());
       continue;
     }
-    spdlog::info("serving {} on {}", pool.resource, pool.server->socket_path());
+    SPDLOG_INFO("serving {} on {}", pool.resource, pool.server->socket_path());
     RegisterPool(pool);
   }
 }
@@ -496,10 +531,13 @@ void Daemon::ApplyConfig(PluginConfig cfg) {
 void Daemon::DoReload() {
   if (options_.config_path.empty()) return;
   auto cfg = LoadConfigFile(options_.config_path);
+  if (cfg.ok() && options_.cdi) {
+    if (Status s = ValidateForCdi(*cfg); !s.ok()) cfg = s.Prepend("config " + options_.config_path);
+  }
   if (!cfg.ok()) {
     rejected_reloads_++;
     if (deps_.metrics) deps_.metrics->CountConfigReload(false);
-    spdlog::error("reload rejected, keeping the running configuration: {}", cfg.status().message());
+    SPDLOG_ERROR("reload rejected, keeping the running configuration: {}", cfg.status().message());
     return;
   }
   if (deps_.metrics) deps_.metrics->CountConfigReload(true);
@@ -507,28 +545,29 @@ void Daemon::DoReload() {
     SPDLOG_DEBUG("config {} unchanged", options_.config_path);
     return;
   }
-  spdlog::info("config {} changed: applying", options_.config_path);
+  SPDLOG_INFO("config {} changed: applying", options_.config_path);
   ApplyConfig(std::move(cfg).value());
 }
 
 void Daemon::OnKubeletDirEvent(uint32_t mask, const std::string& name) {
   if (mode_ == RegistrationMode::kDevicePlugin && name == kKubeletSocket) {
     if (mask & (IN_CREATE | IN_MOVED_TO)) {
-      spdlog::info("kubelet.sock created: kubelet (re)started, registering again");
+      SPDLOG_INFO("kubelet.sock created: kubelet (re)started, registering again");
       for (auto& [pname, pool] : pools_) {
         if (!pool.server->SocketPresent()) {
           if (deps_.metrics) deps_.metrics->SetRegistered(pool.resource, false);
           pool.server->Stop();
           Status s = pool.server->Start();
-          if (!s.ok()) spdlog::error("re-serve {}: {}", pool.resource, s.message());
+          if (!s.ok()) SPDLOG_ERROR("re-serve {}: {}", pool.resource, s.message());
         }
         pool.register_failures = 0;
         RegisterPool(pool);
       }
     } else {
-      spdlog::warn("kubelet.sock removed: kubelet stopped");
+      SPDLOG_WARN("kubelet.sock removed: kubelet stopped");
       for (auto& [pname, pool] : pools_) {
         pool.registered = false;
+        pool.register_seq = 0;
         if (deps_.metrics) deps_.metrics->SetRegistered(pool.resource, false);
       }
     }
@@ -539,12 +578,12 @@ void Daemon::OnKubeletDirEvent(uint32_t mask, const std::string& name) {
     if (SocketFileName(pool.resource) != name || pool.server->SocketPresent()) continue;
     // kubelet removes plugin sockets when it restarts: serve again now, register once its own
     // socket is back.
-    spdlog::warn("{} was removed: serving {} again", name, pool.resource);
+    SPDLOG_WARN("{} was removed: serving {} again", name, pool.resource);
     pool.registered = false;
     if (deps_.metrics) deps_.metrics->SetRegistered(pool.resource, false);
     pool.server->Stop();
     Status s = pool.server->Start();
-    if (!s.ok()) spdlog::error("re-serve {}: {}", pool.resource, s.message());
+    if (!s.ok()) SPDLOG_ERROR("re-serve {}: {}", pool.resource, s.message());
   }
 }
 
@@ -569,7 +608,7 @@ void Daemon::HandleInotify() {
     }
   }
   if (overflow) {
-    spdlog::warn("inotify queue overflow: re-checking sockets, config and registration");
+    SPDLOG_WARN("inotify queue overflow: re-checking sockets, config and registration");
     OnKubeletDirEvent(IN_CREATE, kKubeletSocket);
     DoReload();
   }
@@ -579,10 +618,10 @@ void Daemon::HandleSignal() {
   signalfd_siginfo si{};
   while (read(signal_fd_, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
     if (si.ssi_signo == SIGHUP) {
-      spdlog::info("SIGHUP: reloading {}", options_.config_path);
+      SPDLOG_INFO("SIGHUP: reloading {}", options_.config_path);
       DoReload();
     } else {
-      spdlog::info("signal {}: shutting down", strsignal(static_cast<int>(si.ssi_signo)));
+      SPDLOG_INFO("signal {}: shutting down", strsignal(static_cast<int>(si.ssi_signo)));
       stop_ = true;
     }
   }
@@ -603,7 +642,7 @@ void Daemon::HandleLinkEvents() {
     if (!matched && ev.type == LinkEvent::Type::kNew) unknown = true;
   });
   if (!s.ok()) {
-    spdlog::warn("link events: {}: full rescan", s.message());
+    SPDLOG_WARN("link events: {}: full rescan", s.message());
     FullRescan();
     return;
   }
@@ -627,16 +666,34 @@ void Daemon::HandleDeviceEvents() {
   std::set<std::string> devs;
   bool fatal = false;
   Status s = deps_.device_events->ReadEvents([&](const DeviceEvent& ev) {
-    spdlog::info("async event on {} port {}: {}", ev.rdma_dev, ev.port_num, ev.what);
+    SPDLOG_INFO("async event on {} port {}: {}", ev.rdma_dev, ev.port_num, ev.what);
     devs.insert(ev.rdma_dev);
     fatal |= ev.what == "device fatal" || ev.what == "local catastrophic error";
   });
-  if (!s.ok()) spdlog::warn("async events: {}", s.message());
+  if (!s.ok()) SPDLOG_WARN("async events: {}", s.message());
   if (fatal) {
     FullRescan();
     return;
   }
   for (const auto& d : devs) RefreshDevice(d);
+}
+
+void Daemon::HandleUevents() {
+  std::vector<DeviceEvent> evs;
+  Status s = deps_.uevents->ReadEvents([&](const DeviceEvent& ev) { evs.push_back(ev); });
+  if (!s.ok()) {
+    // Lost events (ENOBUFS): only a full rescan knows what changed.
+    SPDLOG_WARN("uevents: {}: full rescan", s.message());
+    FullRescan();
+    return;
+  }
+  bool added = false;
+  for (const auto& ev : evs) {
+    SPDLOG_INFO("{} {} (uevent)", ev.rdma_dev, ev.what);
+    RefreshDevice(ev.rdma_dev);
+    added |= ev.what == "registered";
+  }
+  if (added) WatchDeviceEvents();  // listen to the new device's async events too
 }
 
 Status Daemon::Run() {
@@ -664,10 +721,14 @@ Status Daemon::Run() {
         HandleInotify();
       } else if (fd == signal_fd_) {
         HandleSignal();
+      } else if (registrar_ && fd == registrar_->fd()) {
+        HandleRegistrations();
       } else if (deps_.link_monitor && fd == deps_.link_monitor->fd()) {
         HandleLinkEvents();
       } else if (deps_.device_events && fd == deps_.device_events->fd()) {
         HandleDeviceEvents();
+      } else if (deps_.uevents && fd == deps_.uevents->fd()) {
+        HandleUevents();
       }
     }
     if (stop_) break;
@@ -685,10 +746,11 @@ Status Daemon::Run() {
     }
   }
   if (deps_.metrics) deps_.metrics->SetServing(false);
+  registrar_->Shutdown();  // cancels a Register in flight: shutting down does not wait for kubelet
   std::vector<std::string> names;
   for (const auto& [name, pool] : pools_) names.push_back(name);
   for (const auto& name : names) StopPool(name, /*remove_cdi=*/false);
-  spdlog::info("stopped: sockets removed");
+  SPDLOG_INFO("stopped: sockets removed");
   return Status::Ok();
 }
 

@@ -6,7 +6,10 @@
 //     -> reload; an invalid file is logged and the running config kept;
 //   - rtnetlink link events (LinkMonitor) and verbs async events (DeviceEventSource) -> re-read
 //     the affected devices (an unknown netdev -> full rescan, which finds hot-plugged devices);
+//   - kernel uevents of RDMA devices (registered/unregistered) -> read or drop that device;
 //   - a slow periodic rescan (the safety net), and retries of failed registrations;
+//   - results of Register calls, which run on a KubeletRegistrar thread so that a kubelet.sock
+//     nobody answers on never stalls this loop;
 //   - SIGTERM/SIGINT (or Stop()) -> stop servers, remove our sockets, return from Run().
 // Every change kubelet should see is published to the pool's ListAndWatch streams at once.
 //
@@ -36,6 +39,11 @@
 
 namespace rdmak8s::dp {
 
+// spdlog pattern of klog's header: "I1130 19:55:01.123456 12345 daemon.cc:310] message"
+// (severity, mmdd, time with microseconds, thread id, source file:line). The source comes from
+// the SPDLOG_* macros.
+inline constexpr char kKlogPattern[] = "%L%m%d %H:%M:%S.%f %t %s:%#] %v";
+
 enum class RegistrationMode { kAuto, kDevicePlugin, kPluginWatcher };
 StatusOr<RegistrationMode> ParseRegistrationMode(std::string_view s);
 
@@ -61,6 +69,9 @@ struct DaemonDeps {
   std::function<StatusOr<RdmaNetnsMode>()> netns_mode;
   std::unique_ptr<LinkMonitor> link_monitor;         // optional
   std::unique_ptr<DeviceEventSource> device_events;  // optional
+  // RDMA devices registered / unregistered (kernel uevents, uevent.h): "registered" and
+  // "unregistered" events. Optional.
+  std::unique_ptr<DeviceEventSource> uevents;
   Metrics* metrics = nullptr;                        // optional, not owned
 };
 
@@ -99,6 +110,7 @@ class Daemon {
     std::shared_ptr<const PoolState> state;
     std::string fingerprint;  // serialized ListAndWatch last published
     bool registered = false;
+    uint64_t register_seq = 0;  // the registration in flight (0: none); older results are moot
     int register_failures = 0;
     std::chrono::steady_clock::time_point retry_at{};
   };
@@ -108,6 +120,7 @@ class Daemon {
   void StopPool(const std::string& name, bool remove_cdi);
   void RegisterPool(Pool& pool);
   void RegisterAll();
+  void HandleRegistrations();
   void FullRescan();
   void RefreshDevice(const std::string& rdma_dev);
   // Re-reads only the port states of a known device and re-evaluates its health (no
@@ -123,6 +136,7 @@ class Daemon {
   void HandleSignal();
   void HandleLinkEvents();
   void HandleDeviceEvents();
+  void HandleUevents();
   void WatchDeviceEvents();
   std::optional<std::string> ExclusiveBlocker();
 
@@ -142,6 +156,8 @@ class Daemon {
   int inotify_fd_ = -1;
   int wake_fd_ = -1;
   int signal_fd_ = -1;
+  std::unique_ptr<KubeletRegistrar> registrar_;  // Register calls off the event loop
+  uint64_t register_seq_ = 0;
   int kubelet_wd_ = -1;
   int config_wd_ = -1;
   std::chrono::steady_clock::time_point next_rescan_{};

@@ -35,7 +35,7 @@ class IbverbsEventSource final : public DeviceEventSource {
       if (!wanted) continue;
       ibv_context* ctx = ibv_open_device(list[i]);
       if (ctx == nullptr) {
-        spdlog::warn("async events: ibv_open_device {}: {}", name, strerror(errno));
+        SPDLOG_WARN("async events: ibv_open_device {}: {}", name, strerror(errno));
         continue;
       }
       int flags = fcntl(ctx->async_fd, F_GETFL);

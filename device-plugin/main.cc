@@ -11,6 +11,7 @@
 #include "device-plugin/daemon.h"
 #include "device-plugin/device_events.h"
 #include "device-plugin/metrics.h"
+#include "device-plugin/uevent.h"
 #include "rdmak8s/discovery.h"
 #include "rdmak8s/rdma_netlink.h"
 #include "rdmak8s/route_netlink.h"
@@ -28,6 +29,7 @@ int RealMain(int argc, char** argv) {
   bool no_verbs = false;
   CLI::App app{"rdmak8s-device-plugin: advertises RDMA devices (InfiniBand HCAs, RoCE and iWARP "
                "NICs) to kubelet as <prefix>/<pool> resources. See docs/device-plugin.md."};
+  app.set_version_flag("--version", "rdmak8s-device-plugin " RDMAK8S_VERSION);
   app.add_option("--config", opts.config_path,
                  "pool configuration (JSON); without it one shared pool \"shared\" takes every "
                  "device. Reloaded on change and on SIGHUP");
@@ -69,9 +71,10 @@ int RealMain(int argc, char** argv) {
   opts.rescan_interval = std::chrono::seconds(rescan_s);
   opts.handle_signals = true;
 
-  // klog-like lines on stderr: I1130 19:55:01.123456 12345 message
+  // klog lines on stderr: "I1130 19:55:01.123456 12345 daemon.cc:310] message"
+  // (Lmmdd hh:mm:ss.uuuuuu threadid file:line] msg).
   auto logger = spdlog::stderr_color_mt("rdmak8s");
-  logger->set_pattern("%L%m%d %H:%M:%S.%f %t %v");
+  logger->set_pattern(dp::kKlogPattern);
   spdlog::set_default_logger(logger);
   spdlog::set_level(verbosity >= 2 ? spdlog::level::trace
                                    : (verbosity == 1 ? spdlog::level::debug : spdlog::level::info));
@@ -89,7 +92,7 @@ int RealMain(int argc, char** argv) {
   if (!metrics_address.empty()) {
     Status s = metrics.Serve(metrics_address);
     if (!s.ok()) {
-      spdlog::error("{}", s.message());
+      SPDLOG_ERROR("{}", s.message());
       return 1;
     }
   }
@@ -106,24 +109,32 @@ int RealMain(int argc, char** argv) {
   if (links.ok()) {
     deps.link_monitor = std::move(links).value();
   } else {
-    spdlog::warn("link events unavailable ({}): health follows the periodic rescan",
+    SPDLOG_WARN("link events unavailable ({}): health follows the periodic rescan",
                  links.status().message());
   }
   if (!no_verbs) {
     auto events = dp::NewIbverbsEventSource();
     if (events.ok()) deps.device_events = std::move(events).value();
   }
+  auto uevents = dp::NewKernelUeventSource();
+  if (uevents.ok()) {
+    deps.uevents = std::move(uevents).value();
+  } else {
+    SPDLOG_WARN("uevents unavailable ({}): RDMA devices registered without a new netdev are "
+                 "found by the periodic rescan",
+                 uevents.status().message());
+  }
   deps.metrics = &metrics;
 
   dp::Daemon daemon(opts, std::move(deps));
   Status s = daemon.Start();
   if (!s.ok()) {
-    spdlog::error("start: {}", s.message());
+    SPDLOG_ERROR("start: {}", s.message());
     return 1;
   }
   s = daemon.Run();
   if (!s.ok()) {
-    spdlog::error("{}", s.message());
+    SPDLOG_ERROR("{}", s.message());
     return 1;
   }
   return 0;

@@ -43,6 +43,9 @@ class PortCounters final : public prometheus::Collectable {
         for (const char* dir : {"counters", "hw_counters"}) {
           std::error_code ec;
           for (const auto& e : fs::directory_iterator(base + "/" + dir, ec)) {
+            // hw_counters/lifespan is how long (ms) the kernel caches the values, not a counter
+            // (drivers/infiniband/core/sysfs.c).
+            if (e.path().filename() == "lifespan") continue;
             std::ifstream in(e.path());
             uint64_t v = 0;
             if (!(in >> v)) continue;
@@ -100,8 +103,13 @@ class Metrics::Impl {
         counters(std::make_shared<PortCounters>(std::move(sysfs_root))),
         devices(prometheus::BuildGauge()
                     .Name("rdmak8s_pool_devices")
-                    .Help("Device IDs advertised per pool, by health")
+                    .Help("Distinct RDMA devices per pool, by health")
                     .Register(*registry)),
+        ids(prometheus::BuildGauge()
+                .Name("rdmak8s_pool_ids")
+                .Help("Device IDs advertised to kubelet per pool, by health (a shared pool "
+                      "advertises capacity IDs per RDMA device)")
+                .Register(*registry)),
         allocations(prometheus::BuildCounter()
                         .Name("rdmak8s_allocations_total")
                         .Help("Allocate calls per pool and container, by result")
@@ -148,6 +156,7 @@ class Metrics::Impl {
   std::shared_ptr<prometheus::Registry> registry;
   std::shared_ptr<PortCounters> counters;
   prometheus::Family<prometheus::Gauge>& devices;
+  prometheus::Family<prometheus::Gauge>& ids;
   prometheus::Family<prometheus::Counter>& allocations;
   prometheus::Family<prometheus::Counter>& registrations;
   prometheus::Family<prometheus::Counter>& reloads;
@@ -197,10 +206,12 @@ int Metrics::port() const {
   return n > 0 ? ports[0].port : 0;
 }
 
-void Metrics::SetPoolDevices(const std::string& resource, int healthy, int unhealthy) {
+void Metrics::SetPoolDevices(const std::string& resource, const PoolCounts& counts) {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->devices.Add({{"resource", resource}, {"health", "Healthy"}}).Set(healthy);
-  impl_->devices.Add({{"resource", resource}, {"health", "Unhealthy"}}).Set(unhealthy);
+  impl_->devices.Add({{"resource", resource}, {"health", "Healthy"}}).Set(counts.healthy_devices);
+  impl_->devices.Add({{"resource", resource}, {"health", "Unhealthy"}}).Set(counts.unhealthy_devices);
+  impl_->ids.Add({{"resource", resource}, {"health", "Healthy"}}).Set(counts.healthy_ids);
+  impl_->ids.Add({{"resource", resource}, {"health", "Unhealthy"}}).Set(counts.unhealthy_ids);
 }
 
 void Metrics::RemovePool(const std::string& resource) {
@@ -208,6 +219,8 @@ void Metrics::RemovePool(const std::string& resource) {
   impl_->registered.erase(resource);
   impl_->devices.Remove(&impl_->devices.Add({{"resource", resource}, {"health", "Healthy"}}));
   impl_->devices.Remove(&impl_->devices.Add({{"resource", resource}, {"health", "Unhealthy"}}));
+  impl_->ids.Remove(&impl_->ids.Add({{"resource", resource}, {"health", "Healthy"}}));
+  impl_->ids.Remove(&impl_->ids.Add({{"resource", resource}, {"health", "Unhealthy"}}));
 }
 
 void Metrics::CountAllocation(const std::string& resource, bool ok) {

@@ -31,7 +31,16 @@ class Metrics {
   // The bound port after Serve (0 before).
   int port() const;
 
-  void SetPoolDevices(const std::string& resource, int healthy, int unhealthy);
+  // What one pool advertises: distinct RDMA devices and advertised IDs (a shared pool has
+  // `capacity` IDs per device), each split by health.
+  struct PoolCounts {
+    int healthy_devices = 0;
+    int unhealthy_devices = 0;
+    int healthy_ids = 0;
+    int unhealthy_ids = 0;
+  };
+  // rdmak8s_pool_devices and rdmak8s_pool_ids of `resource`.
+  void SetPoolDevices(const std::string& resource, const PoolCounts& counts);
   void RemovePool(const std::string& resource);
   void CountAllocation(const std::string& resource, bool ok);
   void CountRegistration(const std::string& resource, bool ok);

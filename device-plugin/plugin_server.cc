@@ -1,5 +1,6 @@
 #include "device-plugin/plugin_server.h"
 
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -114,11 +115,11 @@ class PoolServer::DevicePluginService final : public v1beta1::DevicePlugin::Serv
                                        resp.ok() ? "" : resp.status().message());
       }
       if (!resp.ok()) {
-        spdlog::error("allocate {}: [{}] refused: {}", state->resource, Join(ids),
+        SPDLOG_ERROR("allocate {}: [{}] refused: {}", state->resource, Join(ids),
                       resp.status().message());
         return ToGrpc(resp.status().Prepend("allocate " + state->resource));
       }
-      spdlog::info("allocate {}: [{}] -> devices [{}]", state->resource, Join(ids), Join(devs));
+      SPDLOG_INFO("allocate {}: [{}] -> devices [{}]", state->resource, Join(ids), Join(devs));
       *out->add_container_responses() = std::move(resp).value();
     }
     return grpc::Status::OK;
@@ -149,9 +150,9 @@ class PoolServer::WatcherService final : public pluginregistration::Registration
                                         pluginregistration::RegistrationStatusResponse*) override {
     const std::string resource = s_->state()->resource;
     if (st->plugin_registered()) {
-      spdlog::info("plugin watcher registered {}", resource);
+      SPDLOG_INFO("plugin watcher registered {}", resource);
     } else {
-      spdlog::error("plugin watcher refused {}: {}", resource, st->error());
+      SPDLOG_ERROR("plugin watcher refused {}: {}", resource, st->error());
     }
     if (s_->options_.hooks.on_watcher_status) {
       s_->options_.hooks.on_watcher_status(resource, st->plugin_registered(), st->error());
@@ -234,7 +235,8 @@ int PoolServer::open_streams() const {
 }
 
 Status RegisterWithKubelet(const std::string& kubelet_socket, const std::string& endpoint,
-                           const std::string& resource, std::chrono::milliseconds timeout) {
+                           const std::string& resource, std::chrono::milliseconds timeout,
+                           grpc::ClientContext* given_ctx) {
   auto channel = grpc::CreateChannel("unix://" + kubelet_socket, grpc::InsecureChannelCredentials());
   auto stub = v1beta1::Registration::NewStub(channel);
   v1beta1::RegisterRequest req;
@@ -244,7 +246,8 @@ Status RegisterWithKubelet(const std::string& kubelet_socket, const std::string&
   req.mutable_options()->set_pre_start_required(false);
   req.mutable_options()->set_get_preferred_allocation_available(true);
   v1beta1::Empty resp;
-  grpc::ClientContext ctx;
+  grpc::ClientContext own_ctx;
+  grpc::ClientContext& ctx = given_ctx != nullptr ? *given_ctx : own_ctx;
   ctx.set_wait_for_ready(true);
   ctx.set_deadline(std::chrono::system_clock::now() + timeout);
   grpc::Status s = stub->Register(&ctx, req, &resp);
@@ -257,6 +260,70 @@ Status RegisterWithKubelet(const std::string& kubelet_socket, const std::string&
     return out.Prepend("register " + resource + " with kubelet " + kubelet_socket);
   }
   return Status::Ok();
+}
+
+KubeletRegistrar::KubeletRegistrar() = default;
+
+KubeletRegistrar::~KubeletRegistrar() {
+  Shutdown();
+  if (event_fd_ >= 0) close(event_fd_);
+}
+
+Status KubeletRegistrar::Start() {
+  event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (event_fd_ < 0) return ErrnoError(errno, "registrar eventfd");
+  worker_ = std::thread([this] { Loop(); });
+  return Status::Ok();
+}
+
+void KubeletRegistrar::Submit(Request request) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase_if(queue_, [&](const Request& r) { return r.resource == request.resource; });
+  if (inflight_ctx_ != nullptr && inflight_resource_ == request.resource) inflight_ctx_->TryCancel();
+  queue_.push_back(std::move(request));
+  cv_.notify_all();
+}
+
+std::vector<KubeletRegistrar::Result> KubeletRegistrar::Drain() {
+  uint64_t v;
+  while (read(event_fd_, &v, sizeof(v)) > 0) {
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Result> out;
+  out.swap(results_);
+  return out;
+}
+
+void KubeletRegistrar::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    queue_.clear();
+    if (inflight_ctx_ != nullptr) inflight_ctx_->TryCancel();
+    cv_.notify_all();
+  }
+  if (worker_.joinable()) worker_.join();
+}
+
+void KubeletRegistrar::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    Request req = std::move(queue_.front());
+    queue_.erase(queue_.begin());
+    grpc::ClientContext ctx;
+    inflight_ctx_ = &ctx;
+    inflight_resource_ = req.resource;
+    lock.unlock();
+    Status s = RegisterWithKubelet(req.kubelet_socket, req.endpoint, req.resource, req.timeout, &ctx);
+    lock.lock();
+    inflight_ctx_ = nullptr;
+    inflight_resource_.clear();
+    results_.push_back(Result{req.seq, req.resource, std::move(s)});
+    uint64_t one = 1;
+    (void)!write(event_fd_, &one, sizeof(one));
+  }
 }
 
 }  // namespace rdmak8s::dp

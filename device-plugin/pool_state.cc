@@ -22,8 +22,23 @@ int EffectiveCapacity(const PoolConfig& pool, const RdmaDevice& dev) {
   return std::max(cap, 1);
 }
 
+std::string ExclusiveId(const RdmaDevice& dev) {
+  switch (dev.parent.kind) {
+    case ParentKind::kPci:
+      if (dev.parent.pci && !dev.parent.pci->address.empty()) return dev.parent.pci->address;
+      break;
+    case ParentKind::kAuxiliary:
+      if (!dev.parent.aux_name.empty()) return dev.parent.aux_name;
+      break;
+    case ParentKind::kVirtual:
+    case ParentKind::kUnknown:
+      break;
+  }
+  return dev.name;
+}
+
 std::vector<std::string> DeviceIds(const PoolConfig& pool, const RdmaDevice& dev) {
-  if (pool.mode == PoolMode::kExclusive) return {dev.name};
+  if (pool.mode == PoolMode::kExclusive) return {ExclusiveId(dev)};
   std::vector<std::string> ids;
   int cap = EffectiveCapacity(pool, dev);
   ids.reserve(cap);
@@ -34,8 +49,17 @@ std::vector<std::string> DeviceIds(const PoolConfig& pool, const RdmaDevice& dev
 void FillIds(PoolState& state) {
   state.ids.clear();
   state.id_to_dev.clear();
+  // Two RDMA devices on one bus device (rare: e.g. a soft device registered on a PCI netdev's
+  // function is virtual, but some drivers register several) would share an exclusive ID; those
+  // fall back to their RDMA device names so every ID names exactly one device.
+  std::map<std::string, int> bus_ids;
+  if (state.pool.mode == PoolMode::kExclusive) {
+    for (const auto& [name, tracked] : state.devices) ++bus_ids[ExclusiveId(tracked.dev)];
+  }
   for (const auto& [name, tracked] : state.devices) {
-    for (auto& id : DeviceIds(state.pool, tracked.dev)) {
+    std::vector<std::string> ids = DeviceIds(state.pool, tracked.dev);
+    if (state.pool.mode == PoolMode::kExclusive && bus_ids[ids.front()] > 1) ids = {name};
+    for (auto& id : ids) {
       state.id_to_dev[id] = name;
       state.ids.push_back(std::move(id));
     }

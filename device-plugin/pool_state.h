@@ -38,7 +38,14 @@ struct PoolState {
   const TrackedDevice* ForId(const std::string& id) const;
 };
 
-// IDs one device contributes: exclusive "<rdma_dev>", shared "<rdma_dev>-<k>" for k < capacity.
+// The ID of a device in an exclusive pool: what a netdev plugin finds the function by, because
+// Multus hands the allocated ID to every plugin of the chain as `deviceID` (and `pciBusID`):
+// the PCI address for a PF or VF ("0000:3b:00.2", as host-device and sriov-cni expect), the
+// auxiliary device name for an SF ("mlx5_core.sf.2"), the RDMA device name for a soft device
+// (rxe, siw), which has no bus device. rdmak8s's CNI resolves all three.
+std::string ExclusiveId(const RdmaDevice& dev);
+// IDs one device contributes: exclusive ExclusiveId(dev), shared "<rdma_dev>-<k>" for k <
+// capacity.
 std::vector<std::string> DeviceIds(const PoolConfig& pool, const RdmaDevice& dev);
 // Shared capacity per device: the configured number, or for "auto" kAutoCapacityDefault capped
 // by what libibverbs reports (max_pd and max_qp: every sharing pod needs at least one of each).

@@ -60,7 +60,12 @@ bool SelectorsMatch(const Selectors& s, const RdmaDevice& dev, const std::vector
   if (!s.device_ids.empty() && (pci == nullptr || !Contains(s.device_ids, Hex4(pci->device_id)))) {
     return false;
   }
-  if (!s.drivers.empty() && !Contains(s.drivers, dev.driver)) return false;
+  // Either driver: the parent's (ice, bnxt_en, mlx5_core) or the RDMA device's own (irdma,
+  // bnxt_re, mlx5_ib); for rxe/siw both are the soft driver.
+  if (!s.drivers.empty() && !Contains(s.drivers, dev.driver) &&
+      (dev.rdma_driver.empty() || !Contains(s.drivers, dev.rdma_driver))) {
+    return false;
+  }
   if (!s.pci_addresses.empty() && (pci == nullptr || !Contains(s.pci_addresses, pci->address))) {
     return false;
   }

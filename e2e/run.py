@@ -16,8 +16,10 @@ never a skip. Ends with the figures seen (informative, never asserted), then exa
                                       ("DEMO| " lines) and any FAIL; the console goes to the log
 """
 import argparse
+import fcntl
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -59,6 +61,32 @@ def all_scenarios():
                    if f.endswith(".sh") and f[:-3] != DEMO_SCENARIO)
     ordered = [n for n in ORDER if n in names]
     return ordered + [n for n in names if n not in ordered]
+
+
+def preflight(prefix):
+    """A missing qemu is a failure with a clear message, not a traceback."""
+    if shutil.which("qemu-system-x86_64") is None:
+        print(f"{prefix}: qemu-system-x86_64 not found in PATH (Debian package qemu-system-x86; "
+              "scripts/install-deps.sh installs it)")
+        print("E2E-RESULT preflight qemu FAIL qemu-system-x86_64 not found")
+        print("0 passed, 1 failed")
+        return False
+    return True
+
+
+def lock_cache(prefix):
+    """Serialises runs sharing one cache: build-image.sh rewrites out/ and the project layer in
+    place, and every boot reads out/initrd.cpio, so a concurrent run could boot another
+    checkout's binaries. The lock lives as long as this process."""
+    cache = os.environ.get("E2E_CACHE") or os.path.join(HERE, ".cache")
+    os.makedirs(cache, exist_ok=True)
+    fd = os.open(os.path.join(cache, ".run.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"{prefix}: another e2e run holds {cache}; waiting for it", flush=True)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
 
 
 def build_image(build_dirs):
@@ -204,6 +232,9 @@ def run_shell(image, scenario):
 def run_demo(args):
     """make demo: one narrated scenario; exits non-zero when any of its checks failed."""
     os.makedirs(args.log_dir, exist_ok=True)
+    if not preflight("demo"):
+        return 1
+    lock_cache("demo")
     print("demo: building the VM image (cached after the first run; the first one takes a while)",
           flush=True)
     image, build_s = build_image(args.build_dir or [os.path.join(ROOT, "build", "default")])
@@ -261,6 +292,9 @@ def main():
             print(f"e2e: no scenario {s} (see --list)", file=sys.stderr)
             return 2
     os.makedirs(args.log_dir, exist_ok=True)
+    if not preflight("e2e"):
+        return 1
+    lock_cache("e2e")
 
     image, build_s = build_image(args.build_dir or [os.path.join(ROOT, "build", "default")])
     if image is None:

@@ -12,6 +12,7 @@
 int main(int argc, char** argv) {
   try {
     CLI::App app{"rdmak8s-inspect: the RDMA devices of this host as rdmak8s discovers them"};
+    app.set_version_flag("--version", "rdmak8s-inspect " RDMAK8S_VERSION);
     rdmak8s::inspect::Options options;
     bool no_verbs = false;
     app.add_flag("--json", options.json, "print JSON, one object per device");

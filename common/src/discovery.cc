@@ -415,6 +415,29 @@ void AddUppers(const std::string& root, std::vector<std::string>& netdevs) {
   }
 }
 
+// The RDMA driver behind a bus device: NIC drivers on the auxiliary bus create one auxiliary
+// device for their RDMA driver under the function (mlx5_core.rdma.0, ice.roce.0 / ice.iwarp.0,
+// bnxt_en.rdma.0; drivers/base/auxiliary.c names them <modname>.<devname>.<id>). Its `driver`
+// link names the auxiliary driver, "<module>" or "<module>.<name>" (irdma, mlx5_ib.rdma,
+// bnxt_re.rdma): the module part is the RDMA driver. Empty when there is none.
+std::string AuxRdmaDriver(const std::string& parent_dir) {
+  StatusOr<std::vector<std::string>> names = internal::ListPath(parent_dir);
+  if (!names.ok()) return "";
+  std::sort(names->begin(), names->end());
+  for (const std::string& n : *names) {
+    size_t first = n.find('.');
+    size_t last = n.rfind('.');
+    if (first == std::string::npos || first == last) continue;
+    std::string kind = n.substr(first + 1, last - first - 1);
+    if (kind != "rdma" && kind != "roce" && kind != "iwarp") continue;
+    StatusOr<std::string> drv = internal::ReadLinkPath(parent_dir + "/" + n + "/driver");
+    if (!drv.ok()) continue;  // not bound: no RDMA driver loaded for it
+    std::string module = Basename(*drv);
+    return module.substr(0, module.find('.'));
+  }
+  return "";
+}
+
 StatusOr<RdmaDevice> ReadDevice(Context& ctx, const std::string& name) {
   const std::string class_dir = ctx.root + "/class/infiniband";
   RDMAK8S_ASSIGN_OR_RETURN(SysfsDir dir, SysfsDir::Open(class_dir + "/" + name));
@@ -465,6 +488,7 @@ StatusOr<RdmaDevice> ReadDevice(Context& ctx, const std::string& name) {
     std::string subsystem;
     if (StatusOr<std::string> s = pdir.ReadLink("subsystem"); s.ok()) subsystem = Basename(*s);
     if (StatusOr<std::string> drv = pdir.ReadLink("driver"); drv.ok()) d.driver = Basename(*drv);
+    d.rdma_driver = AuxRdmaDriver(parent_dir);
     const std::string base = Basename(parent_dir);
     if (subsystem == "pci" || (subsystem.empty() && IsPciAddress(base))) {
       d.parent.kind = ParentKind::kPci;
@@ -493,6 +517,7 @@ StatusOr<RdmaDevice> ReadDevice(Context& ctx, const std::string& name) {
     // link to that NIC: keep the PCI info for locality).
     d.parent.kind = ParentKind::kVirtual;
     d.driver = soft_rxe ? "rxe" : "siw";
+    d.rdma_driver = d.driver;
   }
 
   // A char device on this device's parent could not be read: it may be ours.

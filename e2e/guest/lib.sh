@@ -490,8 +490,9 @@ pod_delete() {  # pod_delete POD: kills the pod's processes and its pause proces
 CNI_BIN=/opt/cni/bin
 CNI_CACHE=/var/lib/cni/cache
 
-# pod_conflist POD DEVICE NETNS_MODE [QOS_JSON]: the pod's chained network: e2e-slot with
-# host-local IPAM on the fabric subnet, then rdmak8s for DEVICE.
+# pod_conflist POD DEVICE_ID NETNS_MODE [QOS_JSON]: the pod's chained network: e2e-slot with
+# host-local IPAM on the fabric subnet, then rdmak8s with deviceID DEVICE_ID (an RDMA device name
+# or an allocated device-plugin ID, as Multus injects it).
 pod_conflist() {
   local qos=${4:-'{"roceTos": 106}'}
   jq -n --arg dev "$2" --arg mode "$3" --argjson qos "$qos" '{
@@ -552,7 +553,7 @@ kubelet_wait_registered() {
 # the Allocate answers; their networks attached by CNI ADD and verified by CHECK.
 # Sets A_IP and B_IP. Returns non-zero when the pods could not be built (traffic is then pointless).
 stack_up() {
-  local kind=$1 mode=$2 pool_mode=shared s pod slot t0 t1 doc alloc dev env want got uv
+  local kind=$1 mode=$2 pool_mode=shared s pod slot t0 t1 doc alloc dev devid env want got uv
   [ "$mode" = exclusive ] && pool_mode=exclusive
   need_binaries rdmak8s-device-plugin rdmak8s-fake-kubelet cni-driver rdmak8s || return 1
   for s in slot1 slot2; do
@@ -617,7 +618,10 @@ stack_up() {
       result "$pod-devices" FAIL "pod has [$got], Allocate gave [$want], uverbs of $dev: '${uv}', env '$env'"
     fi
 
-    pod_conflist "$pod" "$dev" "$mode"
+    # deviceID as Multus passes it: the ID kubelet allocated for the NAD's resourceName
+    # ("<dev>-<k>" in a shared pool, the device itself in an exclusive one), not the device name.
+    devid=$(echo "$doc" | jq -r --arg r "rdma/$slot" '.allocations[] | select(.resource == $r) | .ids[0]')
+    pod_conflist "$pod" "$devid" "$mode"
     t0=$(now_ms)
     if cni "$pod" ADD; then
       t1=$(now_ms)

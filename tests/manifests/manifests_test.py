@@ -320,6 +320,21 @@ class ManifestsTest(unittest.TestCase):
                     self.assertIn(nad["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"],
                                   resources)
 
+    def test_pci_taking_main_plugins_get_pci_addresses_from_exclusive_pools(self):
+        # Multus hands the allocated ID to every plugin as deviceID/pciBusID: host-device and
+        # sriov-cni need a PCI address, which only an exclusive pool advertises for a PCI function
+        # (a shared pool's IDs are "<rdma_dev>-<k>").
+        for rel in OVERLAY_PURPOSE:
+            objs = render(rel)
+            cfg = plugin_config(objs)
+            pools = {f"{cfg['resourcePrefix']}/{p['name']}": p for p in cfg["pools"]}
+            for nad, conf in nad_configs(objs):
+                if conf["plugins"][0]["type"] not in {"host-device", "sriov"}:
+                    continue
+                with self.subTest(f"{rel} {nad['metadata']['name']}"):
+                    pool = pools[nad["metadata"]["annotations"]["k8s.v1.cni.cncf.io/resourceName"]]
+                    self.assertEqual(pool.get("mode"), "exclusive", pool)
+
     def test_attachments_require_the_rdma_netns_mode_their_pools_need(self):
         # Shared HCAs are only visible in pods in shared mode; moving a device into a pod needs
         # exclusive mode. With netnsMode the CNI fails ADD clearly on a misconfigured node.

@@ -219,6 +219,12 @@ Status SysfsBuilder::AddRdmaDevice(const RdmaDeviceSpec& spec) {
       RDMAK8S_RETURN_IF_ERROR(WriteAttr(pd + "/pkeys/" + std::to_string(i),
                                         i < p.pkeys.size() ? p.pkeys[i] : "0x0000"));
     }
+    for (const auto& [name, text] : p.counters) {
+      RDMAK8S_RETURN_IF_ERROR(WriteAttr(pd + "/counters/" + name, text));
+    }
+    for (const auto& [name, text] : p.hw_counters) {
+      RDMAK8S_RETURN_IF_ERROR(WriteAttr(pd + "/hw_counters/" + name, text));
+    }
     std::vector<const GidSpec*> by_index(p.gid_table_len, nullptr);
     for (const GidSpec& g : p.gids) {
       if (g.index >= p.gid_table_len) {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rdmak8s/status.h"
@@ -63,6 +64,11 @@ struct PortSpec {
   // gids/<i> for i < gid_table_len: the listed entries, every other index the all-zero GID.
   uint32_t gid_table_len = 16;
   std::vector<GidSpec> gids;
+  // ports/N/counters/<name> (IB PMA counters, drivers/infiniband/core/sysfs.c) and
+  // ports/N/hw_counters/<name> (the driver's rdma_hw_stats, plus the kernel's `lifespan`, which
+  // is a refresh interval in ms, not a counter); name -> text. Empty: directory not created.
+  std::vector<std::pair<std::string, std::string>> counters;
+  std::vector<std::pair<std::string, std::string>> hw_counters;
 };
 
 enum class RdmaParent { kPci, kAuxiliary, kVirtual };

@@ -137,7 +137,14 @@ struct RdmaDevice {
   std::string fw_ver;
   std::string hca_type;        // empty when absent
   std::string board_id;        // empty when absent
-  std::string driver;          // kernel driver of the parent ("mlx5_core", "irdma", "rxe", "siw")
+  // Kernel driver of the parent bus device: the PCI function's ("mlx5_core", "ice", "bnxt_en",
+  // "cxgb4"), an SF's ("mlx5_core.sf"); "rxe" / "siw" for soft devices.
+  std::string driver;
+  // Kernel driver (module) that registered the RDMA device itself: "mlx5_ib", "irdma", "bnxt_re",
+  // "rxe", "siw". From the auxiliary device the NIC driver creates for RDMA under the parent
+  // (<parent>/<nic>.{rdma,roce,iwarp}.<n>/driver -> bus/auxiliary/drivers/<module>[.<name>]).
+  // Empty when sysfs does not show it (drivers not on the auxiliary bus, e.g. iw_cxgb4).
+  std::string rdma_driver;
   Parent parent;
   std::vector<Port> ports;
   std::vector<std::string> netdevs;           // union of the ports' netdevs

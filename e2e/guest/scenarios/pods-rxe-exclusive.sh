@@ -35,6 +35,26 @@ if stack_up rxe exclusive; then
 fi
 stack_down rxe exclusive
 
+# GC in exclusive mode: an attachment whose DEL never came (a runtime crashed) holds its device
+# in the pod; GC with no valid attachment must bring the device home and leave no state.
+if [ -f "$POD_DIR/podA/net.conflist" ]; then
+  if cni podA ADD && [ ! -d /sys/class/infiniband/rxe_slot1 ]; then
+    if cni podA GC; then
+      if [ -d /sys/class/infiniband/rxe_slot1 ] && left=$(cni_state_left); then
+        result gc-exclusive-clean PASS "GC with no valid attachment brought rxe_slot1 home from the pod and left no state"
+      else
+        result gc-exclusive-clean FAIL "after GC: rxe_slot1 in root: $([ -d /sys/class/infiniband/rxe_slot1 ] && echo yes || echo no), state: $(cni_state_left)"
+        show /tmp/rdmak8s-cni.log 15
+      fi
+    else
+      result gc-exclusive-clean FAIL "cni-driver gc: $(tail -n 5 "$POD_DIR/podA/cni.GC" | tr '\n' ' ')"
+    fi
+    cni podA DEL
+  else
+    result gc-exclusive-clean FAIL "re-ADD of podA (rxe_slot1 into the pod) for the GC check failed: $(tail -n 5 "$POD_DIR/podA/cni.ADD" | tr '\n' ' ')"
+  fi
+fi
+
 # siw cannot change namespace: ADD must fail with our error naming the kernel's refusal.
 if slot_add slot3 siw 2>/tmp/slot3.err; then
   pod_register_netns podC slot3

@@ -20,6 +20,19 @@ TEST(RdmaSysfsTest, ResolvesDeviceIdByRdmaNamePciAddressAndAuxName) {
   EXPECT_EQ(*s.ResolveDeviceId("mlx5_core.sf.2"), "mlx5_3");
 }
 
+// What Multus hands every plugin of the chain as deviceID is the ID kubelet allocated from the
+// device plugin: "<rdma_dev>-<k>" for a shared pool.
+TEST(RdmaSysfsTest, ResolvesASharedPoolsDeviceIdToItsRdmaDevice) {
+  auto s = Fixture("mlx5_roce_sriov");
+  EXPECT_EQ(*s.ResolveDeviceId("mlx5_0-0"), "mlx5_0");
+  EXPECT_EQ(*s.ResolveDeviceId("mlx5_3-17"), "mlx5_3");
+  EXPECT_EQ(*Fixture("rxe_veth").ResolveDeviceId("rxe0-3"), "rxe0");
+  // Only a numeric suffix after an existing device counts.
+  EXPECT_EQ(s.ResolveDeviceId("mlx5_9-0").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(s.ResolveDeviceId("mlx5_0-x").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(s.ResolveDeviceId("mlx5_0-").status().code(), StatusCode::kNotFound);
+}
+
 TEST(RdmaSysfsTest, UnknownOrMalformedDeviceIdIsAClearError) {
   auto s = Fixture("mlx5_roce_sriov");
   auto r = s.ResolveDeviceId("0000:99:00.0");

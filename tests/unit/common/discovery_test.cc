@@ -63,6 +63,7 @@ TEST(DiscoveryTest, Mlx5IbHcaReportsEveryDeviceAndPortField) {
   EXPECT_EQ(d.hca_type, "MT4123");
   EXPECT_EQ(d.board_id, "MT_0000000222");
   EXPECT_EQ(d.driver, "mlx5_core");
+  EXPECT_EQ(d.rdma_driver, "mlx5_ib");  // mlx5_core.rdma.0 -> bus/auxiliary/drivers/mlx5_ib.rdma
   EXPECT_FALSE(d.verbs.has_value());
 
   EXPECT_EQ(d.parent.kind, ParentKind::kPci);
@@ -155,6 +156,7 @@ TEST(DiscoveryTest, Mlx5RocePfReportsSriovRoceVersionsAndUpperNetdevs) {
   EXPECT_EQ(pf.hca_type, "MT4125");
   EXPECT_EQ(pf.board_id, "MT_0000000359");
   EXPECT_EQ(pf.driver, "mlx5_core");
+  EXPECT_EQ(pf.rdma_driver, "mlx5_ib");
   EXPECT_EQ(pf.parent.kind, ParentKind::kPci);
   ASSERT_TRUE(pf.parent.pci.has_value());
   EXPECT_EQ(pf.parent.pci->address, "0000:5e:00.0");
@@ -201,6 +203,7 @@ TEST(DiscoveryTest, Mlx5VfsReportTheirPfAndVfIndex) {
     EXPECT_EQ(vf.transport, Transport::kRoce);
     EXPECT_EQ(vf.hca_type, "MT4126");
     EXPECT_EQ(vf.driver, "mlx5_core");
+    EXPECT_EQ(vf.rdma_driver, "mlx5_ib");
     EXPECT_EQ(vf.parent.kind, ParentKind::kPci);
     ASSERT_TRUE(vf.parent.pci.has_value());
     EXPECT_TRUE(vf.parent.pci->is_vf);
@@ -227,6 +230,7 @@ TEST(DiscoveryTest, Mlx5ScalableFunctionIsAuxiliaryOnItsPf) {
   EXPECT_EQ(sf.parent.kind, ParentKind::kAuxiliary);
   EXPECT_EQ(sf.parent.aux_name, "mlx5_core.sf.2");
   EXPECT_EQ(sf.driver, "mlx5_core.sf");
+  EXPECT_EQ(sf.rdma_driver, "mlx5_ib");
   ASSERT_TRUE(sf.parent.pci.has_value());
   EXPECT_EQ(sf.parent.pci->address, "0000:5e:00.0");
   EXPECT_EQ(sf.numa_node(), 1);
@@ -262,6 +266,7 @@ TEST(DiscoveryTest, IrdmaInIwarpModeIsIwarpWithPcieSwitchPath) {
   EXPECT_EQ(d.transport, Transport::kIwarp);
   EXPECT_FALSE(d.roce_v1 || d.roce_v2);
   EXPECT_EQ(d.driver, "ice");  // the PCI function's driver; irdma binds to its aux device
+  EXPECT_EQ(d.rdma_driver, "irdma");  // ice.iwarp.0 -> bus/auxiliary/drivers/irdma
   EXPECT_EQ(d.numa_node(), 1);
   EXPECT_THAT(d.parent.pci->pcie_path,
               ElementsAre("0000:ae:02.0", "0000:af:00.0", "0000:b0:08.0", "0000:b1:00.0"));
@@ -283,6 +288,7 @@ TEST(DiscoveryTest, IrdmaInRoceModeIsRoceV2OnlyWithUmad) {
   EXPECT_TRUE(d.roce_v2);
   EXPECT_FALSE(d.roce_v1);
   EXPECT_EQ(d.driver, "ice");
+  EXPECT_EQ(d.rdma_driver, "irdma");
   EXPECT_THAT(d.netdevs, ElementsAre("ens785f1"));
   ASSERT_EQ(d.ports[0].gids.size(), 2u);
   EXPECT_EQ(d.ports[0].gids[1].gid, "0000:0000:0000:0000:0000:ffff:0a0a:0a05");
@@ -299,6 +305,7 @@ TEST(DiscoveryTest, Cxgb4IsIwarpAndMapsNetdevsToPortsByDevPort) {
   const RdmaDevice& d = r.devices[0];
   EXPECT_EQ(d.transport, Transport::kIwarp);
   EXPECT_EQ(d.driver, "cxgb4");
+  EXPECT_EQ(d.rdma_driver, "") << "iw_cxgb4 is not on the auxiliary bus: sysfs does not show it";
   EXPECT_EQ(d.pci_address(), "0000:02:00.4");
   ASSERT_EQ(d.ports.size(), 2u);
   EXPECT_THAT(d.ports[0].netdevs, ElementsAre("enp2s0f4"));
@@ -317,6 +324,7 @@ TEST(DiscoveryTest, BnxtReIsRoceWithBothVersions) {
   EXPECT_TRUE(d.roce_v1);
   EXPECT_TRUE(d.roce_v2);
   EXPECT_EQ(d.driver, "bnxt_en");
+  EXPECT_EQ(d.rdma_driver, "bnxt_re");  // bnxt_en.rdma.0 -> bnxt_re.rdma
   EXPECT_EQ(d.parent.pci->vendor_id, 0x14e4);
   EXPECT_THAT(d.netdevs, ElementsAre("ens2f0np0"));
   EXPECT_THAT(CharNames(d), ElementsAre("uverbs0", "umad0", "issm0", "rdma_cm"));
@@ -332,6 +340,7 @@ TEST(DiscoveryTest, RxeOnVethIsVirtualRoceV2OnItsNetdev) {
   EXPECT_FALSE(d.roce_v1);
   EXPECT_TRUE(d.roce_v2);
   EXPECT_EQ(d.driver, "rxe");
+  EXPECT_EQ(d.rdma_driver, "rxe");
   EXPECT_EQ(d.parent.kind, ParentKind::kVirtual);
   EXPECT_FALSE(d.parent.pci.has_value());
   EXPECT_EQ(d.parent.lower_netdev, "veth0");
@@ -353,6 +362,7 @@ TEST(DiscoveryTest, SiwIsIwarpByNodeTypeDespiteItsV1GidType) {
   EXPECT_EQ(d.transport, Transport::kIwarp);
   EXPECT_FALSE(d.roce_v1 || d.roce_v2);
   EXPECT_EQ(d.driver, "siw");
+  EXPECT_EQ(d.rdma_driver, "siw");
   EXPECT_EQ(d.parent.kind, ParentKind::kVirtual);
   EXPECT_EQ(d.parent.lower_netdev, "veth0");
   EXPECT_THAT(d.netdevs, ElementsAre("veth0"));

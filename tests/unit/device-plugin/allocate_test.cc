@@ -31,7 +31,7 @@ std::vector<std::string> ContainerPaths(const v1beta1::ContainerAllocateResponse
 }
 
 TEST(AllocateTest, InfinibandGetsUverbsUmadAndRdmaCmButNoIssm) {
-  auto r = BuildContainerResponse(State({Ib("mlx5_0", 0)}), {"mlx5_0"});
+  auto r = BuildContainerResponse(State({Ib("mlx5_0", 0)}), {"0000:3b:00.0"});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(ContainerPaths(*r), (std::vector<std::string>{"/dev/infiniband/uverbs0",
                                                           "/dev/infiniband/umad0",
@@ -45,7 +45,7 @@ TEST(AllocateTest, InfinibandGetsUverbsUmadAndRdmaCmButNoIssm) {
 TEST(AllocateTest, InfinibandIssmOnlyWhenOptedIn) {
   AllocateOptions o;
   o.issm = true;
-  auto r = BuildContainerResponse(State({Ib("mlx5_0", 0)}, PoolMode::kExclusive, o), {"mlx5_0"});
+  auto r = BuildContainerResponse(State({Ib("mlx5_0", 0)}, PoolMode::kExclusive, o), {"0000:3b:00.0"});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(ContainerPaths(*r),
             (std::vector<std::string>{"/dev/infiniband/uverbs0", "/dev/infiniband/umad0",
@@ -53,13 +53,13 @@ TEST(AllocateTest, InfinibandIssmOnlyWhenOptedIn) {
 }
 
 TEST(AllocateTest, RoceGetsUverbsAndRdmaCmAndUmadOnlyWhenOptedIn) {
-  auto r = BuildContainerResponse(State({Roce("mlx5_1", 1, "ens1f0")}), {"mlx5_1"});
+  auto r = BuildContainerResponse(State({Roce("mlx5_1", 1, "ens1f0")}), {"0000:5e:00.0"});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(ContainerPaths(*r),
             (std::vector<std::string>{"/dev/infiniband/uverbs1", "/dev/infiniband/rdma_cm"}));
   AllocateOptions o;
   o.roce_umad = true;
-  r = BuildContainerResponse(State({Roce("mlx5_1", 1, "ens1f0")}, PoolMode::kExclusive, o), {"mlx5_1"});
+  r = BuildContainerResponse(State({Roce("mlx5_1", 1, "ens1f0")}, PoolMode::kExclusive, o), {"0000:5e:00.0"});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(ContainerPaths(*r),
             (std::vector<std::string>{"/dev/infiniband/uverbs1", "/dev/infiniband/umad1",
@@ -71,7 +71,7 @@ TEST(AllocateTest, IwarpNeverGetsUmad) {
   o.roce_umad = true;
   o.issm = true;
   auto r = BuildContainerResponse(State({Iwarp("irdma0", 0, "ens785f0")}, PoolMode::kExclusive, o),
-                                  {"irdma0"});
+                                  {"0000:81:00.0"});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(ContainerPaths(*r),
             (std::vector<std::string>{"/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"}));
@@ -94,7 +94,7 @@ TEST(AllocateTest, NcclUcxAndExtraEnvWhenOptedIn) {
   o.ucx_env = true;
   o.extra_env["NCCL_DEBUG"] = "INFO";
   auto s = State({Ib("mlx5_0", 0), Ib("mlx5_1", 1, "0000:3c:00.0")}, PoolMode::kExclusive, o);
-  auto r = BuildContainerResponse(s, {"mlx5_1", "mlx5_0"});
+  auto r = BuildContainerResponse(s, {"0000:3c:00.0", "0000:3b:00.0"});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->envs().at("NCCL_IB_HCA"), "=mlx5_1,mlx5_0");
   EXPECT_EQ(r->envs().at("UCX_NET_DEVICES"), "mlx5_1:1,mlx5_0:1");
@@ -104,7 +104,7 @@ TEST(AllocateTest, NcclUcxAndExtraEnvWhenOptedIn) {
 TEST(AllocateTest, CdiModeNamesCdiDevicesInsteadOfDeviceSpecs) {
   auto s = State({Ib("mlx5_0", 0)});
   s.cdi = true;
-  auto r = BuildContainerResponse(s, {"mlx5_0"});
+  auto r = BuildContainerResponse(s, {"0000:3b:00.0"});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->devices_size(), 0);
   ASSERT_EQ(r->cdi_devices_size(), 1);
@@ -122,10 +122,10 @@ TEST(AllocateTest, UnknownIdIsInvalidArgument) {
 TEST(AllocateTest, UnhealthyDeviceIsRefusedWithReason) {
   auto s = State({Ib("mlx5_0", 0)});
   s.devices["mlx5_0"].health = {false, "port 1 state DOWN"};
-  auto r = BuildContainerResponse(s, {"mlx5_0"});
+  auto r = BuildContainerResponse(s, {"0000:3b:00.0"});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(r.status().message(), "device mlx5_0 (ID mlx5_0) is unhealthy: port 1 state DOWN");
+  EXPECT_EQ(r.status().message(), "device mlx5_0 (ID 0000:3b:00.0) is unhealthy: port 1 state DOWN");
 }
 
 TEST(PoolStateTest, SharedPoolAdvertisesCapacityIdsWithNumaTopology) {
@@ -153,7 +153,30 @@ TEST(PoolStateTest, AutoCapacityIsCappedByVerbsLimits) {
   d.verbs->max_qp = 1000;
   EXPECT_EQ(EffectiveCapacity(p, d), 16);
   p.mode = PoolMode::kExclusive;
-  EXPECT_EQ(DeviceIds(p, d), std::vector<std::string>{"mlx5_0"});
+  EXPECT_EQ(DeviceIds(p, d), std::vector<std::string>{"0000:3b:00.0"});
+}
+
+// Multus hands the allocated ID to the netdev plugin as deviceID/pciBusID: host-device and
+// sriov-cni need the PCI address, an SF's plugin the auxiliary device name; a soft device has no
+// bus device and keeps its RDMA name.
+TEST(PoolStateTest, ExclusiveIdIsTheBusDeviceTheNetdevPluginFindsTheFunctionBy) {
+  RdmaDevice vf = Roce("mlx5_2", 2, "ens1f0v1", "0000:5e:00.3");
+  EXPECT_EQ(ExclusiveId(vf), "0000:5e:00.3");
+  RdmaDevice sf = Roce("mlx5_3", 3, "enp94s0f0s2");
+  sf.parent.kind = ParentKind::kAuxiliary;
+  sf.parent.aux_name = "mlx5_core.sf.2";
+  EXPECT_EQ(ExclusiveId(sf), "mlx5_core.sf.2");
+  RdmaDevice rxe = Roce("rxe0", 4, "veth0");
+  rxe.parent = Parent{ParentKind::kVirtual, std::nullopt, "", "veth0"};
+  EXPECT_EQ(ExclusiveId(rxe), "rxe0");
+}
+
+TEST(PoolStateTest, TwoExclusiveDevicesOnOneFunctionFallBackToTheirRdmaNames) {
+  auto s = State({Ib("mlx5_0", 0, "0000:3b:00.0"), Ib("mlx5_1", 1, "0000:3b:00.0"),
+                  Ib("mlx5_2", 2, "0000:3c:00.0")});
+  EXPECT_EQ(s.ids, (std::vector<std::string>{"mlx5_0", "mlx5_1", "0000:3c:00.0"}));
+  EXPECT_EQ(s.ForId("mlx5_1")->dev.name, "mlx5_1");
+  EXPECT_EQ(s.ForId("0000:3c:00.0")->dev.name, "mlx5_2");
 }
 
 }  // namespace

@@ -1,10 +1,13 @@
 // The real rdmak8s-device-plugin binary as a subprocess, driven by the fake kubelet: signals.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -41,14 +44,21 @@ class BinaryTest : public ::testing::Test {
     fs::remove_all(root_);
   }
 
-  void Spawn(const std::string& config) {
+  // `stderr_path` non-empty: the plugin's stderr goes to that file.
+  void Spawn(const std::string& config, std::vector<std::string> extra = {},
+             const std::string& stderr_path = "") {
     std::string bin = std::string(RDMAK8S_BINARY_DIR) + "/device-plugin/rdmak8s-device-plugin";
     std::vector<std::string> args = {bin, "--config", config, "--kubelet-dir", root_ + "/k",
                                      "--sysfs-root", root_ + "/sys", "--metrics-address",
                                      "127.0.0.1:0", "--no-verbs"};
+    args.insert(args.end(), extra.begin(), extra.end());
     pid_ = fork();
     ASSERT_GE(pid_, 0);
     if (pid_ == 0) {
+      if (!stderr_path.empty()) {
+        int fd = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || dup2(fd, 2) < 0) _exit(126);
+      }
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -109,6 +119,42 @@ TEST_F(BinaryTest, SighupReloadsAConfigInotifyCannotSee) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+std::vector<std::string> Lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+TEST_F(BinaryTest, EachAllocatedContainerIsOneKlogInfoLineAndDebugNeedsV1) {
+  std::ofstream(root_ + "/cfg/c.json") << R"({"pools": [{"name": "soft", "capacity": 2, "selectors": {}}]})";
+  std::string log = root_ + "/stderr.log";
+  Spawn(root_ + "/cfg/c.json", {}, log);
+  ASSERT_TRUE(kubelet_->WaitForDevices("rdma/soft", [](const Resp& r) { return r.devices_size() == 2; }, 20s));
+  auto a = kubelet_->Allocate("rdma/soft", {{"rxe0-0"}, {"rxe0-1"}});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_EQ(kill(pid_, SIGTERM), 0);
+  ASSERT_NE(WaitExit(20s), -1);
+  // klog: Lmmdd hh:mm:ss.uuuuuu threadid file:line] msg
+  const std::regex klog(R"(^[IWEDT]\d{4} \d{2}:\d{2}:\d{2}\.\d{6} +\d+ [a-z_]+\.cc:\d+\] .+$)");
+  std::vector<std::string> allocs;
+  for (const auto& line : Lines(log)) {
+    EXPECT_TRUE(std::regex_match(line, klog)) << line;
+    EXPECT_NE(line[0], 'D') << "no debug lines at -v 0: " << line;
+    if (line.find("] allocate ") != std::string::npos) allocs.push_back(line.substr(line.find("] ") + 2));
+  }
+  EXPECT_EQ(allocs, (std::vector<std::string>{"allocate rdma/soft: [rxe0-0] -> devices [rxe0]",
+                                              "allocate rdma/soft: [rxe0-1] -> devices [rxe0]"}));
+
+  Spawn(root_ + "/cfg/c.json", {"-v", "1"}, log);
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/soft", 2, 20s));
+  ASSERT_EQ(kill(pid_, SIGTERM), 0);
+  ASSERT_NE(WaitExit(20s), -1);
+  bool debug = false;
+  for (const auto& line : Lines(log)) debug |= line[0] == 'D' && std::regex_match(line, klog);
+  EXPECT_TRUE(debug) << "-v 1 logs debug lines";
+}
+
 TEST_F(BinaryTest, InvalidConfigAtStartExitsNonZeroNamingTheProblem) {
   std::ofstream(root_ + "/cfg/c.json") << R"({"pools": [{"name": "a", "selectors": {"isVF": 1}}]})";
   std::string bin = std::string(RDMAK8S_BINARY_DIR) + "/device-plugin/rdmak8s-device-plugin";
@@ -122,6 +168,17 @@ TEST_F(BinaryTest, InvalidConfigAtStartExitsNonZeroNamingTheProblem) {
   int status = pclose(p);
   EXPECT_EQ(WEXITSTATUS(status), 1);
   EXPECT_NE(out.find("$.pools[0].selectors.isVF: must be true or false, got 1"), std::string::npos) << out;
+}
+
+TEST(BinaryVersionTest, VersionFlagPrintsTheProjectVersion) {
+  std::string bin = std::string(RDMAK8S_BINARY_DIR) + "/device-plugin/rdmak8s-device-plugin";
+  FILE* p = popen((bin + " --version 2>&1").c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[256];
+  while (fgets(buf, sizeof(buf), p)) out += buf;
+  EXPECT_EQ(WEXITSTATUS(pclose(p)), 0);
+  EXPECT_EQ(out, std::string("rdmak8s-device-plugin ") + RDMAK8S_VERSION + "\n");
 }
 
 }  // namespace

@@ -145,6 +145,25 @@ TEST(ConfigTest, SyntaxErrorNamesPosition) {
   EXPECT_NE(cfg.status().message().find("line 1"), std::string::npos) << cfg.status().message();
 }
 
+TEST(ConfigTest, CdiNeedsPoolNamesAndPrefixThatAreValidCdiKinds) {
+  auto ok = ParseConfig(R"({"resourcePrefix": "rdma.example.com",
+                            "pools": [{"name": "hca_1.a-b", "selectors": {}}]})");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_TRUE(ValidateForCdi(*ok).ok());
+
+  // Valid resource names that CDI refuses: a class must start with a letter.
+  auto digit = ParseConfig(R"({"pools": [{"name": "a", "selectors": {}}, {"name": "1gpu", "selectors": {}}]})");
+  ASSERT_TRUE(digit.ok()) << "kubelet takes it";
+  Status s = ValidateForCdi(*digit);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "$.pools[1].name: \"1gpu\" cannot be a CDI class (--cdi): it must start with a letter");
+
+  auto prefix = ParseConfig(R"({"resourcePrefix": "1rdma.example.com", "pools": [{"name": "a", "selectors": {}}]})");
+  ASSERT_TRUE(prefix.ok()) << prefix.status().ToString();
+  EXPECT_EQ(ValidateForCdi(*prefix).message(),
+            "$.resourcePrefix: \"1rdma.example.com\" cannot be a CDI vendor (--cdi): it must start with a letter");
+}
+
 TEST(ConfigTest, LoadConfigFileNamesTheFile) {
   auto missing = LoadConfigFile("/nonexistent/rdmak8s.json");
   ASSERT_FALSE(missing.ok());

@@ -6,11 +6,14 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <sstream>
 #include <thread>
 
@@ -18,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "device-plugin/cdi_spec.h"
+#include "device-plugin/uevent.h"
 #include "support/fake_kubelet.h"
 #include "unit/device-plugin/fake_event_sources.h"
 
@@ -26,6 +30,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using namespace std::string_literals;
 using fake::FakeKubelet;
 using Resp = v1beta1::ListAndWatchResponse;
 
@@ -89,7 +94,7 @@ class DaemonTest : public ::testing::Test {
     options_.sysfs_root = root_ + "/sys";
     options_.dev_root = "/host/dev";
     options_.cdi_dir = root_ + "/cdi";
-    options_.register_timeout = 3000ms;
+    options_.register_timeout = register_timeout_;
     DaemonDeps deps;
     deps.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{root_ + "/sys", nullptr});
     deps.netns_mode = [this]() -> StatusOr<RdmaNetnsMode> { return netns_mode_.load(); };
@@ -99,6 +104,7 @@ class DaemonTest : public ::testing::Test {
     auto events = std::make_unique<FakeDeviceEventSource>();
     events_ = events.get();
     deps.device_events = std::move(events);
+    if (uevent_fd_ >= 0) deps.uevents = NewUeventSourceOnFd(std::exchange(uevent_fd_, -1));
     deps.metrics = metrics_.get();
     daemon_ = std::make_unique<Daemon>(options_, std::move(deps));
     RDMAK8S_RETURN_IF_ERROR(daemon_->Start());
@@ -120,6 +126,8 @@ class DaemonTest : public ::testing::Test {
 
   std::string root_;
   std::string kubelet_dir_;
+  std::chrono::milliseconds register_timeout_ = 3000ms;
+  int uevent_fd_ = -1;  // when set: the daemon's uevent source reads this socket
   std::unique_ptr<FakeKubelet> kubelet_;
   DaemonOptions options_;
   std::atomic<RdmaNetnsMode> netns_mode_{RdmaNetnsMode::kExclusive};
@@ -149,7 +157,7 @@ TEST_F(DaemonTest, ServesThenRegistersEachPoolAndAdvertisesTheFixture) {
   }
   auto vfs = WaitFor("rdma/vfs", [](const Resp& r) { return r.devices_size() == 2; });
   ASSERT_TRUE(vfs);
-  EXPECT_EQ(Ids(*vfs), (std::vector<std::string>{"mlx5_1", "mlx5_2"}));
+  EXPECT_EQ(Ids(*vfs), (std::vector<std::string>{"0000:5e:00.2", "0000:5e:00.3"}));
   ASSERT_EQ(vfs->devices(0).topology().nodes_size(), 1);
   EXPECT_EQ(vfs->devices(0).topology().nodes(0).id(), 1);
   auto pf = WaitFor("rdma/pf", [](const Resp& r) { return r.devices_size() == 4; });
@@ -185,16 +193,19 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         FixtureCase{"mlx5_ib_2port",
                     R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {"linkTypes": ["infiniband"]}}]})",
-                    {{"mlx5_0", "Healthy"}}},
+                    {{"0000:3b:00.0", "Healthy"}}},
         FixtureCase{"mlx5_roce_sriov",
                     R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {"pfNames": ["ens1f0np0"], "isVF": true}}]})",
-                    {{"mlx5_1", "Healthy"}, {"mlx5_2", "Healthy"}}},
+                    {{"0000:5e:00.2", "Healthy"}, {"0000:5e:00.3", "Healthy"}}},
         FixtureCase{"irdma_iwarp",
                     R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {"transports": ["iwarp"]}}]})",
-                    {{"irdma0", "Healthy"}}},
+                    {{"0000:b1:00.0", "Healthy"}}},
+        FixtureCase{"irdma_roce",
+                    R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {"drivers": ["irdma"]}}]})",
+                    {{"0000:b1:00.1", "Healthy"}}},
         FixtureCase{"cxgb4_iwarp",
                     R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {"drivers": ["cxgb4"]}}]})",
-                    {{"iwp2s0f4", "Healthy"}}},
+                    {{"0000:02:00.4", "Healthy"}}},
         FixtureCase{"bnxt_re_roce",
                     R"({"pools": [{"name": "p", "capacity": 3, "selectors": {"transports": ["roce"]}}]})",
                     {{"bnxt_re0-0", "Healthy"}, {"bnxt_re0-1", "Healthy"}, {"bnxt_re0-2", "Healthy"}}},
@@ -205,7 +216,7 @@ INSTANTIATE_TEST_SUITE_P(
                     R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {"transports": ["iwarp"]}}]})",
                     {{"siw0", "Healthy"}}},
         FixtureCase{"efa_unknown", R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})",
-                    {{"efa_0", "Healthy"}}},
+                    {{"0000:00:06.0", "Healthy"}}},
         FixtureCase{"no_rdma", R"({"pools": [{"name": "p", "selectors": {}}]})", {}}),
     [](const ::testing::TestParamInfo<FixtureCase>& info) { return std::string(info.param.fixture); });
 
@@ -244,23 +255,23 @@ INSTANTIATE_TEST_SUITE_P(
     Transports, DaemonAllocateTest,
     ::testing::Values(
         AllocCase{"mlx5_ib_2port",
-                  R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})", "mlx5_0",
+                  R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})", "0000:3b:00.0",
                   {"/dev/infiniband/uverbs0", "/dev/infiniband/umad0", "/dev/infiniband/umad1",
                    "/dev/infiniband/rdma_cm"}},
         AllocCase{"mlx5_ib_2port",
                   R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}, "allocate": {"issm": true}}]})",
-                  "mlx5_0",
+                  "0000:3b:00.0",
                   {"/dev/infiniband/uverbs0", "/dev/infiniband/umad0", "/dev/infiniband/umad1",
                    "/dev/infiniband/issm0", "/dev/infiniband/issm1", "/dev/infiniband/rdma_cm"}},
         AllocCase{"bnxt_re_roce", R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})",
-                  "bnxt_re0", {"/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"}},
+                  "0000:41:00.0", {"/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"}},
         AllocCase{"bnxt_re_roce",
                   R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}, "allocate": {"roceUmad": true}}]})",
-                  "bnxt_re0",
+                  "0000:41:00.0",
                   {"/dev/infiniband/uverbs0", "/dev/infiniband/umad0", "/dev/infiniband/rdma_cm"}},
         AllocCase{"irdma_iwarp",
                   R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}, "allocate": {"roceUmad": true}}]})",
-                  "irdma0", {"/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"}},
+                  "0000:b1:00.0", {"/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"}},
         AllocCase{"siw_veth", R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})",
                   "siw0", {"/dev/infiniband/uverbs0", "/dev/infiniband/rdma_cm"}}),
     [](const ::testing::TestParamInfo<AllocCase>& info) {
@@ -291,18 +302,18 @@ TEST_F(DaemonTest, ExclusivePoolIsUnhealthyWhileNetnsModeIsShared) {
   ASSERT_TRUE(StartDaemon().ok());
   auto vfs = WaitFor("rdma/vfs", [](const Resp& r) { return r.devices_size() == 2; });
   ASSERT_TRUE(vfs);
-  EXPECT_EQ(HealthOf(*vfs, "mlx5_1"), "Unhealthy");
+  EXPECT_EQ(HealthOf(*vfs, "0000:5e:00.2"), "Unhealthy");
   auto pf = WaitFor("rdma/pf", [](const Resp& r) { return r.devices_size() == 4; });
   ASSERT_TRUE(pf);
   EXPECT_EQ(HealthOf(*pf, "mlx5_0-0"), "Healthy") << "shared pools do not care";
-  auto a = kubelet_->Allocate("rdma/vfs", {{"mlx5_1"}});
+  auto a = kubelet_->Allocate("rdma/vfs", {{"0000:5e:00.2"}});
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.status().message().find("the node's RDMA netns mode is shared"), std::string::npos)
       << a.status().message();
 
   netns_mode_ = RdmaNetnsMode::kExclusive;
   daemon_->Rescan();
-  EXPECT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "mlx5_1") == "Healthy"; }));
+  EXPECT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.2") == "Healthy"; }));
 }
 
 TEST_F(DaemonTest, PreferredAllocationHonoursMustIncludeOverGrpc) {
@@ -311,9 +322,9 @@ TEST_F(DaemonTest, PreferredAllocationHonoursMustIncludeOverGrpc) {
   ASSERT_TRUE(StartDaemon().ok());
   ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return r.devices_size() == 2; }));
   ASSERT_TRUE(kubelet_->Options("rdma/vfs")->get_preferred_allocation_available());
-  auto p = kubelet_->GetPreferredAllocation("rdma/vfs", {"mlx5_1", "mlx5_2"}, {"mlx5_2"}, 1);
+  auto p = kubelet_->GetPreferredAllocation("rdma/vfs", {"0000:5e:00.2", "0000:5e:00.3"}, {"0000:5e:00.3"}, 1);
   ASSERT_TRUE(p.ok());
-  EXPECT_EQ(p->container_responses(0).deviceids(0), "mlx5_2");
+  EXPECT_EQ(p->container_responses(0).deviceids(0), "0000:5e:00.3");
   p = kubelet_->GetPreferredAllocation("rdma/pf", {"mlx5_3-1", "mlx5_0-1", "mlx5_0-0", "mlx5_3-0"}, {}, 2);
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(std::vector<std::string>(p->container_responses(0).deviceids().begin(),
@@ -338,14 +349,14 @@ TEST_F(DaemonTest, PortErrorAsyncEventFlipsHealth) {
   UseFixture("mlx5_ib_2port");
   WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
   ASSERT_TRUE(StartDaemon().ok());
-  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "mlx5_0") == "Healthy"; }));
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "0000:3b:00.0") == "Healthy"; }));
   EXPECT_EQ(events_->watched(), std::vector<std::string>{"mlx5_0"});
   WriteFile(sys("class/infiniband/mlx5_0/ports/1/state"), "1: DOWN\n");
   events_->Inject({"mlx5_0", 1, "port error"});
-  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "mlx5_0") == "Unhealthy"; }));
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "0000:3b:00.0") == "Unhealthy"; }));
   WriteFile(sys("class/infiniband/mlx5_0/ports/1/state"), "4: ACTIVE\n");
   events_->Inject({"mlx5_0", 1, "port active"});
-  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "mlx5_0") == "Healthy"; }));
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "0000:3b:00.0") == "Healthy"; }));
 }
 
 TEST_F(DaemonTest, VanishedDeviceTurnsUnhealthyAndHotPluggedDeviceIsAdded) {
@@ -354,17 +365,107 @@ TEST_F(DaemonTest, VanishedDeviceTurnsUnhealthyAndHotPluggedDeviceIsAdded) {
   fs::rename(sys("class/infiniband/mlx5_2"), root_ + "/mlx5_2.link");
   WriteConfig(kSriovConfig);
   ASSERT_TRUE(StartDaemon().ok());
-  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"mlx5_1"}; }));
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"0000:5e:00.2"}; }));
 
   fs::rename(root_ + "/mlx5_2.link", sys("class/infiniband/mlx5_2"));
   links_->Inject("ens1f0v1", true);  // a netdev the plugin does not know: rescan
   ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) {
-    return Ids(r) == std::vector<std::string>{"mlx5_1", "mlx5_2"} && HealthOf(r, "mlx5_2") == "Healthy";
+    return Ids(r) == std::vector<std::string>{"0000:5e:00.2", "0000:5e:00.3"} &&
+           HealthOf(r, "0000:5e:00.3") == "Healthy";
   }));
 
   fs::rename(sys("class/infiniband/mlx5_1"), root_ + "/mlx5_1.link");
   links_->Inject("ens1f0v0", false, LinkEvent::Type::kDel);
-  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "mlx5_1") == "Unhealthy"; }));
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.2") == "Unhealthy"; }));
+
+  // It comes back (VF re-created, driver re-bound): Healthy again, same ID.
+  fs::rename(root_ + "/mlx5_1.link", sys("class/infiniband/mlx5_1"));
+  links_->Inject("ens1f0v0", true);
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) {
+    return Ids(r) == std::vector<std::string>{"0000:5e:00.2", "0000:5e:00.3"} && HealthOf(r, "0000:5e:00.2") == "Healthy";
+  }));
+}
+
+TEST_F(DaemonTest, PeriodicRescanFindsWhatNoEventReported) {
+  UseFixture("mlx5_roce_sriov");
+  fs::rename(sys("class/infiniband/mlx5_2"), root_ + "/mlx5_2.link");
+  WriteConfig(kSriovConfig);
+  options_.rescan_interval = 1s;
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"0000:5e:00.2"}; }));
+  // No event at all: only the safety-net rescan can see these.
+  fs::rename(root_ + "/mlx5_2.link", sys("class/infiniband/mlx5_2"));
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"0000:5e:00.2", "0000:5e:00.3"}; }));
+  WriteFile(sys("class/infiniband/mlx5_1/ports/1/state"), "1: DOWN\n");
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.2") == "Unhealthy"; }));
+}
+
+TEST_F(DaemonTest, CdiSpecFollowsHotPlugAndHealth) {
+  UseFixture("mlx5_roce_sriov");
+  fs::rename(sys("class/infiniband/mlx5_2"), root_ + "/mlx5_2.link");
+  WriteConfig(kSriovConfig);
+  options_.cdi = true;
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return r.devices_size() == 1; }));
+  auto cdi_devices = [&] {
+    std::ifstream in(CdiSpecPath(root_ + "/cdi", "rdma/vfs"));
+    nlohmann::json spec = nlohmann::json::parse(in);
+    std::vector<std::string> names;
+    for (const auto& d : spec["devices"]) names.push_back(d["name"]);
+    return names;
+  };
+  EXPECT_EQ(cdi_devices(), std::vector<std::string>{"mlx5_1"});
+  auto mtime = fs::last_write_time(CdiSpecPath(root_ + "/cdi", "rdma/vfs"));
+
+  fs::rename(root_ + "/mlx5_2.link", sys("class/infiniband/mlx5_2"));
+  links_->Inject("ens1f0v1", true);
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return r.devices_size() == 2; }));
+  EXPECT_EQ(cdi_devices(), (std::vector<std::string>{"mlx5_1", "mlx5_2"})) << "written before ListAndWatch";
+
+  // A health flip changes what kubelet sees; the spec (device nodes) stays as it is, and a
+  // device that is merely unhealthy keeps its CDI entry so running containers still resolve.
+  mtime = fs::last_write_time(CdiSpecPath(root_ + "/cdi", "rdma/vfs"));
+  WriteFile(sys("class/infiniband/mlx5_2/ports/1/state"), "1: DOWN\n");
+  events_->Inject({"mlx5_2", 1, "port error"});
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.3") == "Unhealthy"; }));
+  EXPECT_EQ(cdi_devices(), (std::vector<std::string>{"mlx5_1", "mlx5_2"}));
+  EXPECT_EQ(fs::last_write_time(CdiSpecPath(root_ + "/cdi", "rdma/vfs")), mtime) << "unchanged: not rewritten";
+}
+
+// `rdma link add` on an existing netdev, or an RDMA driver loaded after its netdev: no link event,
+// only the kernel's uevent for the infiniband device (bytes as the kernel sends them).
+TEST_F(DaemonTest, RdmaDeviceRegisteredWithoutANewNetdevIsFoundThroughItsUevent) {
+  UseFixture("mlx5_roce_sriov");
+  fs::rename(sys("class/infiniband/mlx5_2"), root_ + "/mlx5_2.link");
+  WriteConfig(kSriovConfig);
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
+  uevent_fd_ = sv[0];
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"0000:5e:00.2"}; }));
+
+  fs::rename(root_ + "/mlx5_2.link", sys("class/infiniband/mlx5_2"));
+  std::string add =
+      "add@/devices/pci0000:5d/0000:5d:00.0/0000:5e:00.3/infiniband/mlx5_2\0ACTION=add\0"
+      "DEVPATH=/devices/pci0000:5d/0000:5d:00.0/0000:5e:00.3/infiniband/mlx5_2\0"
+      "SUBSYSTEM=infiniband\0NAME=mlx5_2\0SEQNUM=1\0"s;
+  ASSERT_EQ(write(sv[1], add.data(), add.size()), static_cast<ssize_t>(add.size()));
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) {
+    return Ids(r) == std::vector<std::string>{"0000:5e:00.2", "0000:5e:00.3"} && HealthOf(r, "0000:5e:00.3") == "Healthy";
+  }));
+  // Published first, then the new device's async events are listened to.
+  const std::vector<std::string> all = {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"};
+  for (auto until = std::chrono::steady_clock::now() + kWait;
+       events_->watched() != all && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(events_->watched(), all);
+
+  fs::rename(sys("class/infiniband/mlx5_2"), root_ + "/mlx5_2.link");
+  std::string rm = "remove@/devices/virtual/infiniband/mlx5_2\0ACTION=remove\0SUBSYSTEM=infiniband\0NAME=mlx5_2\0"s;
+  ASSERT_EQ(write(sv[1], rm.data(), rm.size()), static_cast<ssize_t>(rm.size()));
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.3") == "Unhealthy"; }));
+  close(sv[1]);
 }
 
 TEST_F(DaemonTest, ValidConfigChangeAddsAndRemovesPoolsWithoutRestart) {
@@ -374,7 +475,7 @@ TEST_F(DaemonTest, ValidConfigChangeAddsAndRemovesPoolsWithoutRestart) {
   ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/vfs", 1, kWait));
   WriteConfig(R"({"pools": [{"name": "sf", "mode": "exclusive", "selectors": {"rdmaDevices": ["mlx5_3"]}}]})");
   ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/sf", 1, kWait));
-  ASSERT_TRUE(WaitFor("rdma/sf", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"mlx5_3"}; }));
+  ASSERT_TRUE(WaitFor("rdma/sf", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"mlx5_core.sf.2"}; }));
   EXPECT_EQ(daemon_->Resources(), std::vector<std::string>{"rdma/sf"});
   EXPECT_FALSE(fs::exists(kubelet_dir_ + "/rdmak8s-rdma-vfs.sock"));
 }
@@ -448,6 +549,85 @@ TEST_F(DaemonTest, KubeletRestartDeletingSocketsIsSurvived) {
   EXPECT_TRUE(fs::exists(kubelet_dir_ + "/rdmak8s-rdma-vfs.sock"));
 }
 
+TEST_F(DaemonTest, ConfigInTheKubeletDirDoesNotHideKubeletRestarts) {
+  UseFixture("rxe_veth");
+  // One directory, one inotify watch: the config's watch must add to the socket watch's mask.
+  std::string cfg = kubelet_dir_ + "/config.json";
+  WriteFile(cfg, R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  ASSERT_TRUE(kubelet_->Start().ok());
+  options_.config_path = cfg;
+  DaemonDeps deps;
+  deps.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{root_ + "/sys", nullptr});
+  options_.kubelet_dir = kubelet_dir_;
+  options_.plugins_registry_dir = root_ + "/registry";
+  options_.sysfs_root = root_ + "/sys";
+  daemon_ = std::make_unique<Daemon>(options_, std::move(deps));
+  ASSERT_TRUE(daemon_->Start().ok());
+  thread_ = std::thread([this] { run_status_ = daemon_->Run(); });
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
+  ASSERT_TRUE(kubelet_->Restart().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 2, kWait));
+  EXPECT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"rxe0"}; }));
+  // And the config is still watched.
+  WriteFile(kubelet_dir_ + "/.tmp", R"({"pools": [{"name": "q", "mode": "exclusive", "selectors": {}}]})");
+  fs::rename(kubelet_dir_ + "/.tmp", cfg);
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/q", 1, kWait));
+}
+
+// A kubelet.sock nobody answers on: bound and listening but never accepting (kubelet starting),
+// or a stale file (kubelet died). Registering then waits for the whole timeout (a minute here);
+// meanwhile the event loop must go on handling health changes and stopping.
+class DaemonStaleKubeletTest : public DaemonTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(DaemonStaleKubeletTest, UnansweredKubeletSocketDoesNotStallTheEventLoop) {
+  const bool listening = GetParam();
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::string path = kubelet_dir_ + "/kubelet.sock";
+  ASSERT_LT(path.size(), sizeof(addr.sun_path));
+  std::strcpy(addr.sun_path, path.c_str());
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  if (listening) {
+    ASSERT_EQ(listen(fd, 16), 0);
+  } else {
+    close(fd);  // the file stays: connecting is refused
+    fd = -1;
+  }
+  register_timeout_ = 60000ms;
+  ASSERT_TRUE(StartDaemon(/*start_kubelet=*/false).ok());
+
+  // A health change is published while Register still waits on kubelet.sock.
+  WriteFile(sys("class/net/veth0/operstate"), "down\n");
+  links_->Inject("veth0", false);
+  bool unhealthy = false;
+  for (auto until = std::chrono::steady_clock::now() + kWait;
+       !unhealthy && std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(5ms)) {
+    unhealthy = metrics_->Scrape().find("rdmak8s_pool_devices{health=\"Unhealthy\",resource=\"rdma/p\"} 1\n") !=
+                std::string::npos;
+  }
+  EXPECT_TRUE(unhealthy) << metrics_->Scrape();
+  EXPECT_EQ(metrics_->Unready(), "not registered with kubelet: rdma/p");
+
+  // Stopping (what SIGTERM does) does not wait for the registration either.
+  auto stopped = std::async(std::launch::async, [this] {
+    daemon_->Stop();
+    thread_.join();
+  });
+  ASSERT_EQ(stopped.wait_for(kWait), std::future_status::ready) << "Run() did not return";
+  EXPECT_TRUE(run_status_.ok());
+  EXPECT_FALSE(fs::exists(kubelet_dir_ + "/rdmak8s-rdma-p.sock"));
+  if (fd >= 0) close(fd);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kubelet, DaemonStaleKubeletTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "BoundNotAccepting" : "StaleSocketFile");
+                         });
+
 TEST_F(DaemonTest, RegistersWhenKubeletComesUpLater) {
   UseFixture("rxe_veth");
   WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
@@ -482,7 +662,7 @@ TEST_F(DaemonTest, CdiModeWritesSpecAndAnswersWithCdiNames) {
   EXPECT_EQ(spec["devices"][0]["name"], "mlx5_0");
   EXPECT_EQ(spec["devices"][0]["containerEdits"]["deviceNodes"][0]["hostPath"],
             "/host/dev/infiniband/uverbs0");
-  auto a = kubelet_->Allocate("rdma/p", {{"mlx5_0"}});
+  auto a = kubelet_->Allocate("rdma/p", {{"0000:3b:00.0"}});
   ASSERT_TRUE(a.ok());
   ASSERT_EQ(a->container_responses(0).cdi_devices_size(), 1);
   EXPECT_EQ(a->container_responses(0).cdi_devices(0).name(), "rdma/p=mlx5_0");
@@ -491,21 +671,64 @@ TEST_F(DaemonTest, CdiModeWritesSpecAndAnswersWithCdiNames) {
 
 TEST_F(DaemonTest, MetricsCountDevicesAllocationsAndPortCounters) {
   UseFixture("mlx5_ib_2port");
-  fs::create_directories(sys("class/infiniband/mlx5_0/ports/1/counters"));
-  WriteFile(sys("class/infiniband/mlx5_0/ports/1/counters/port_xmit_data"), "123456\n");
   WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
   ASSERT_TRUE(StartDaemon().ok());
   ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
-  ASSERT_TRUE(kubelet_->Allocate("rdma/p", {{"mlx5_0"}}).ok());
+  ASSERT_TRUE(kubelet_->Allocate("rdma/p", {{"0000:3b:00.0"}}).ok());
   std::string text = metrics_->Scrape();
-  EXPECT_NE(text.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"} 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"} 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("rdmak8s_allocations_total{resource=\"rdma/p\",result=\"ok\"} 1"), std::string::npos);
   EXPECT_NE(text.find("rdmak8s_registrations_total{resource=\"rdma/p\",result=\"ok\"} 1"), std::string::npos);
   EXPECT_NE(text.find("rdmak8s_discovery_duration_seconds_count"), std::string::npos);
   EXPECT_NE(text.find("rdmak8s_port_counter{rdma_dev=\"mlx5_0\",port=\"1\",counter=\"port_xmit_data\","
-                      "source=\"counters\"} 123456"),
+                      "source=\"counters\"} 987654321"),
             std::string::npos)
       << text;
+  EXPECT_NE(text.find("rdmak8s_port_counter{rdma_dev=\"mlx5_0\",port=\"1\",counter=\"out_of_buffer\","
+                      "source=\"hw_counters\"} 7"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("rdmak8s_port_counter{rdma_dev=\"mlx5_0\",port=\"2\",counter=\"symbol_error\","
+                      "source=\"counters\"} 3"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("counter=\"lifespan\""), std::string::npos) << "lifespan is not a counter";
+}
+
+TEST_F(DaemonTest, SharedPoolMetricsCountDistinctDevicesAndAdvertisedIdsApart) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(R"({"pools": [{"name": "p", "capacity": 50, "selectors": {"isVF": true}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return r.devices_size() == 100; }));
+  std::string text = metrics_->Scrape();
+  // Two VFs, 50 IDs each: 2 devices, 100 IDs (lines end at the value: "} 2" is not "} 200").
+  EXPECT_NE(text.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("rdmak8s_pool_devices{health=\"Unhealthy\",resource=\"rdma/p\"} 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("rdmak8s_pool_ids{health=\"Healthy\",resource=\"rdma/p\"} 100\n"), std::string::npos) << text;
+
+  // One VF goes away: 1 healthy + 1 unhealthy device, 50 + 50 IDs.
+  fs::rename(sys("class/infiniband/mlx5_1"), root_ + "/mlx5_1.link");
+  links_->Inject("ens1f0v0", false, LinkEvent::Type::kDel);
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "mlx5_1-0") == "Unhealthy"; }));
+  text = metrics_->Scrape();
+  EXPECT_NE(text.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("rdmak8s_pool_devices{health=\"Unhealthy\",resource=\"rdma/p\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("rdmak8s_pool_ids{health=\"Unhealthy\",resource=\"rdma/p\"} 50\n"), std::string::npos) << text;
+}
+
+TEST_F(DaemonTest, MetricsExportRxeHwCountersButNotLifespan) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "selectors": {}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
+  std::string text = metrics_->Scrape();
+  EXPECT_NE(text.find("rdmak8s_port_counter{rdma_dev=\"rxe0\",port=\"1\",counter=\"sent_pkts\","
+                      "source=\"hw_counters\"} 5120"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("counter=\"out_of_seq_request\",source=\"hw_counters\"} 1"), std::string::npos) << text;
+  EXPECT_EQ(text.find("source=\"counters\""), std::string::npos) << "rxe has no counters/";
+  EXPECT_EQ(text.find("counter=\"lifespan\""), std::string::npos) << "lifespan is not a counter";
 }
 
 TEST_F(DaemonTest, PluginWatcherModeIsChosenWhenOnlyTheRegistryExistsAndKubeletDialsBack) {
@@ -554,7 +777,13 @@ TEST_F(DaemonTest, MetricsAndHealthzAreServedOverHttp) {
   ASSERT_GT(metrics_->port(), 0);
   ASSERT_TRUE(StartDaemon().ok());
   ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
-  std::string healthz = HttpGet(metrics_->port(), "/healthz");
+  // The registration thread reports kubelet's answer to the loop just after kubelet got it.
+  std::string healthz;
+  for (auto until = std::chrono::steady_clock::now() + kWait; std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(10ms)) {
+    healthz = HttpGet(metrics_->port(), "/healthz");
+    if (healthz.rfind("HTTP/1.1 200", 0) == 0) break;
+  }
   EXPECT_EQ(healthz.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << healthz;
   EXPECT_EQ(Body(healthz), "ok\n");
   std::string metrics = HttpGet(metrics_->port(), "/metrics");
@@ -563,7 +792,7 @@ TEST_F(DaemonTest, MetricsAndHealthzAreServedOverHttp) {
                              "rdmak8s_port_counter", "rdmak8s_ready"}) {
     EXPECT_NE(metrics.find(std::string("# TYPE ") + family + " "), std::string::npos) << family;
   }
-  EXPECT_NE(metrics.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"} 1"), std::string::npos)
+  EXPECT_NE(metrics.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"} 1\n"), std::string::npos)
       << metrics;
   EXPECT_NE(metrics.find("rdmak8s_ready 1"), std::string::npos) << metrics;
   std::string other = HttpGet(metrics_->port(), "/other");
@@ -603,6 +832,16 @@ TEST_F(DaemonTest, HealthzAnswers503UntilEveryPoolIsRegisteredWithKubeletThen200
   StopDaemon();
   std::string stopped = HttpGet(port, "/healthz");
   EXPECT_EQ(Body(stopped), "not serving\n") << stopped;
+}
+
+TEST_F(DaemonTest, WithCdiAPoolNameThatIsNoCdiClassIsAnErrorAtStart) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "9p", "selectors": {}}]})");
+  options_.cdi = true;
+  Status s = StartDaemon();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "config " + config_path() +
+                             ": $.pools[0].name: \"9p\" cannot be a CDI class (--cdi): it must start with a letter");
 }
 
 TEST_F(DaemonTest, InvalidConfigAtStartIsAnError) {

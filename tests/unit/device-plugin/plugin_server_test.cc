@@ -102,23 +102,23 @@ TEST_F(PluginServerTest, AllocateAndPreferredAllocationOverGrpc) {
   ASSERT_TRUE(server.Start().ok());
   ASSERT_TRUE(RegisterWithKubelet(kubelet.socket_path(), "p.sock", "rdma/p", 2000ms).ok());
 
-  auto resp = kubelet.Allocate("rdma/p", {{"mlx5_1"}, {"mlx5_0"}});
+  auto resp = kubelet.Allocate("rdma/p", {{"0000:3c:00.0"}, {"0000:3b:00.0"}});
   ASSERT_TRUE(resp.ok()) << resp.status().ToString();
   ASSERT_EQ(resp->container_responses_size(), 2);
   EXPECT_EQ(resp->container_responses(0).envs().at("RDMAK8S_P_DEVICES"), "mlx5_1");
   EXPECT_EQ(resp->container_responses(1).devices(0).container_path(), "/dev/infiniband/uverbs0");
-  EXPECT_EQ(allocated, (std::vector<std::string>{"mlx5_1", "mlx5_0"}));
+  EXPECT_EQ(allocated, (std::vector<std::string>{"0000:3c:00.0", "0000:3b:00.0"}));
 
   auto bad = kubelet.Allocate("rdma/p", {{"mlx5_7"}});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("unknown device ID \"mlx5_7\""), std::string::npos);
 
-  auto pref = kubelet.GetPreferredAllocation("rdma/p", {"mlx5_0", "mlx5_1"}, {"mlx5_1"}, 1);
+  auto pref = kubelet.GetPreferredAllocation("rdma/p", {"0000:3b:00.0", "0000:3c:00.0"}, {"0000:3c:00.0"}, 1);
   ASSERT_TRUE(pref.ok());
   ASSERT_EQ(pref->container_responses_size(), 1);
-  EXPECT_EQ(pref->container_responses(0).deviceids(0), "mlx5_1");
-  EXPECT_TRUE(kubelet.PreStartContainer("rdma/p", {"mlx5_0"}).ok());
+  EXPECT_EQ(pref->container_responses(0).deviceids(0), "0000:3c:00.0");
+  EXPECT_TRUE(kubelet.PreStartContainer("rdma/p", {"0000:3b:00.0"}).ok());
 }
 
 TEST_F(PluginServerTest, StopRemovesSocketAndNoticesReplacement) {

@@ -33,6 +33,7 @@ inline RdmaDevice Pci(std::string name, std::string bdf, int numa, std::vector<s
   RdmaDevice d;
   d.name = std::move(name);
   d.driver = "mlx5_core";
+  d.rdma_driver = "mlx5_ib";
   PciInfo pci;
   pci.address = bdf;
   pci.vendor_id = vendor;
@@ -79,6 +80,7 @@ inline RdmaDevice Iwarp(std::string name, int n, std::string netdev, std::string
                         int numa = 1) {
   RdmaDevice d = Pci(std::move(name), std::move(bdf), numa, {"0000:80:01.0"}, 0x8086, 0x1593);
   d.driver = "ice";
+  d.rdma_driver = "irdma";
   d.node_type = NodeType::kRnic;
   d.transport = Transport::kIwarp;
   d.ports.push_back(ActivePort(1, "Ethernet", {netdev}));

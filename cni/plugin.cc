@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <climits>
 #include <chrono>
 #include <exception>
 #include <fstream>
@@ -24,6 +23,16 @@ namespace rdmak8s::cni {
 using nlohmann::json;
 
 namespace {
+
+// Another live attachment of rec's pod over rec's device: it keeps the device in the pod when
+// rec leaves, and brings it home itself. nullptr when there is none.
+const AttachmentRecord* OtherHolder(const std::vector<AttachmentRecord>& records,
+                                    const AttachmentRecord& rec) {
+  for (const auto& o : records) {
+    if (o.Key() != rec.Key() && o.rdma_dev == rec.rdma_dev && o.netns == rec.netns) return &o;
+  }
+  return nullptr;
+}
 
 std::string Join(const std::vector<std::string>& v, std::string_view sep = ", ") {
   std::string out;
@@ -89,6 +98,9 @@ class Invocation {
   // not restore. Those it cannot restore keep their original and are appended to *pending.
   // Fails only when the state store can't be used.
   Status RestoreUnneededKnobs(const std::string& leaving, std::vector<std::string>* pending);
+  // RestoreUnneededKnobs for no leaving attachment, logging what is still not restored: a DEL
+  // with nothing to undo and a GC with nothing stale still retry what an earlier release left.
+  Status RetryUnrestoredKnobs();
   // The sysfs root under which `rec`'s device shows now, for fn.
   Status WithDeviceSysfs(const AttachmentRecord& rec, const Netns* pod,
                          const std::function<Status(const std::string&)>& fn);
@@ -210,21 +222,17 @@ Status Invocation::ResolveDevice(const Netns& pod, std::string* dev, uint32_t* p
     *dev = *r;
     return Status::Ok();
   }
-  auto read_dev_port = [&](uint32_t* out) {
-    return view_->InNetns(pod, [&](const std::string& root) -> Status {
-      std::ifstream f(root + "/class/net/" + cur.name + "/dev_port");
-      uint32_t n = 0;
-      if (f >> n) *out = n + 1;
-      return Status::Ok();
-    });
-  };
   if (!cur.parent_dev.empty()) {  // a VF or host-device netdev (IFLA_PARENT_DEV_NAME, 5.16+)
     auto r = host_sysfs_.ResolveByParent(cur.parent_dev);
     if (!r.ok()) return Fail(kErrDeviceNotFound, r.status().Prepend(via));
     *dev = *r;
     // Which port only matters on a multi-port device, and costs a sysfs mount to learn.
     if (auto d = host_sysfs_.ReadDevice(*r); d.ok() && d->ports.size() > 1) {
-      if (Status ps = read_dev_port(port); !ps.ok()) {
+      Status ps = view_->InNetns(pod, [&](const std::string& root) -> Status {
+        if (uint32_t n = RdmaSysfs(root).NetdevPort(cur.name); n != 0) *port = n;
+        return Status::Ok();
+      });
+      if (!ps.ok()) {
         log_.Warning("dev_port of " + cur.name + " unreadable (" + ps.message() +
                      "): using the device's ACTIVE ports");
       }
@@ -243,13 +251,9 @@ Status Invocation::ResolveDevice(const Netns& pod, std::string* dev, uint32_t* p
     if (access(base.c_str(), F_OK) != 0) {
       return ErrnoError(errno, "netdev " + cur.name + " in the pod's sysfs (" + root + ")");
     }
-    char buf[PATH_MAX];
-    ssize_t n = readlink((base + "/device").c_str(), buf, sizeof buf - 1);
-    if (n > 0) {
-      std::string target(buf, static_cast<size_t>(n));
-      bus = target.substr(target.rfind('/') + 1);
-    }
-    in_view = RdmaSysfs(root).ResolveByNetdev(cur.name, &view_port);
+    RdmaSysfs view(root);
+    bus = view.NetdevBusDevice(cur.name);
+    in_view = view.ResolveByNetdev(cur.name, &view_port);
     return Status::Ok();
   });
   if (!s.ok()) return Fail(kErrDeviceNotFound, s.Prepend(what));
@@ -497,6 +501,13 @@ Status Invocation::RestoreUnneededKnobs(const std::string& leaving,
   return Status::Ok();
 }
 
+Status Invocation::RetryUnrestoredKnobs() {
+  std::vector<std::string> pending;
+  RDMAK8S_RETURN_IF_ERROR(RestoreUnneededKnobs("", &pending));
+  if (!pending.empty()) log_.Error("qos: still NOT restored: " + Join(pending, "; "));
+  return Status::Ok();
+}
+
 Status Invocation::Release(const AttachmentRecord& rec) {
   auto host = CurrentNetns();
   if (!host.ok()) return Fail(kErrIo, host.status());
@@ -506,12 +517,7 @@ Status Invocation::Release(const AttachmentRecord& rec) {
     // over bringing it home.
     auto others = store_.List();
     if (!others.ok()) return Fail(kErrState, others.status().Prepend("read other attachments"));
-    for (const auto& o : *others) {
-      if (o.Key() != rec.Key() && o.rdma_dev == rec.rdma_dev && o.netns == rec.netns) {
-        heir = o;
-        break;
-      }
-    }
+    if (const AttachmentRecord* o = OtherHolder(*others, rec)) heir = *o;
   }
   if (heir) {
     heir->moved = true;
@@ -645,13 +651,11 @@ Status Invocation::Add(json* result) {
       // another attachment of this pod over the same device did (that one brings it home).
       auto others = store_.List();
       if (!others.ok()) return Fail(kErrState, others.status().Prepend("read other attachments"));
-      bool mine = false, held = false;
-      for (const auto& o : *others) {
-        if (o.rdma_dev != dev_name || o.netns != env_.netns) continue;
-        if (o.Key() == rec.Key()) mine = o.moved;
-        else held = true;
-      }
-      rec.moved = mine || !held;
+      auto own = std::find_if(others->begin(), others->end(),
+                              [&](const AttachmentRecord& o) { return o.Key() == rec.Key(); });
+      const bool mine = own != others->end() && own->rdma_dev == dev_name &&
+                        own->netns == env_.netns && own->moved;
+      rec.moved = mine || OtherHolder(*others, rec) == nullptr;
       if (!rec.moved) log_.Info(dev_name + " is already in the pod for another attachment");
     }
   }
@@ -786,11 +790,8 @@ Status Invocation::Del() {
     if (rec.status().code() == StatusCode::kNotFound) {
       log_.Info("no attachment recorded: nothing to undo");
       // A retried DEL also retries knobs an earlier release could not restore.
-      std::vector<std::string> pending;
-      if (Status s = RestoreUnneededKnobs("", &pending); !s.ok()) {
+      if (Status s = RetryUnrestoredKnobs(); !s.ok()) {
         log_.Warning("qos: retry of unrestored knobs: " + s.message());
-      } else if (!pending.empty()) {
-        log_.Error("qos: still NOT restored: " + Join(pending, "; "));
       }
       return Status::Ok();
     }
@@ -883,12 +884,9 @@ Status Invocation::Gc() {
     }
   }
   if (!released) {  // (each Release already retried them)
-    std::vector<std::string> pending;
-    if (Status s = RestoreUnneededKnobs("", &pending); !s.ok() && first.ok()) {
+    if (Status s = RetryUnrestoredKnobs(); !s.ok() && first.ok()) {
       first = s.Prepend("GC: knobs left unrestored earlier");
       first_code = code_;
-    } else if (!pending.empty()) {
-      log_.Error("qos: still NOT restored: " + Join(pending, "; "));
     }
   }
   if (!first.ok()) return Fail(first_code, first);

@@ -192,17 +192,25 @@ StatusOr<std::string> RdmaSysfs::ResolveDeviceId(const std::string& id) const {
   return r;
 }
 
+std::string RdmaSysfs::NetdevBusDevice(const std::string& netdev) const {
+  std::string dev = Canonical(root_ + "/class/net/" + netdev + "/device");
+  return dev.empty() ? "" : Basename(dev);
+}
+
+uint32_t RdmaSysfs::NetdevPort(const std::string& netdev) const {
+  auto p = ReadAttr(root_ + "/class/net/" + netdev + "/dev_port");
+  return p.ok() ? static_cast<uint32_t>(std::atoi(p->c_str())) + 1 : 0;
+}
+
 StatusOr<std::string> RdmaSysfs::ResolveByNetdev(const std::string& netdev,
                                                  uint32_t* port_num) const {
   const std::string base = root_ + "/class/net/" + netdev;
   if (access(base.c_str(), F_OK) != 0) return ErrnoError(errno, "netdev " + netdev + " in " + root_);
-  if (auto p = ReadAttr(base + "/dev_port"); p.ok() && port_num != nullptr) {
-    *port_num = static_cast<uint32_t>(std::atoi(p->c_str())) + 1;
-  }
+  if (uint32_t port = NetdevPort(netdev); port != 0 && port_num != nullptr) *port_num = port;
   // A hardware RDMA device sits on the netdev's bus device. None there is no verdict: soft
   // RoCE/iWARP (rxe, siw) over a real or virtio NIC has no bus device of its own.
-  if (std::string dev = Canonical(base + "/device"); !dev.empty()) {
-    auto r = ResolveByParent(Basename(dev));
+  if (std::string bus = NetdevBusDevice(netdev); !bus.empty()) {
+    auto r = ResolveByParent(bus);
     if (r.ok() || r.status().code() != StatusCode::kNotFound) return r;
   }
   // Soft devices: rxe names its netdev in `parent`; any device may list it as a GID's ndev.

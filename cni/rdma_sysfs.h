@@ -57,6 +57,11 @@ class RdmaSysfs {
   // The RDMA device of a netdev visible in this sysfs: its bus device, or (VLAN, bond) its lower
   // devices, or a soft device's `parent`, or a GID's ndev. *port_num gets dev_port+1 when known.
   StatusOr<std::string> ResolveByNetdev(const std::string& netdev, uint32_t* port_num) const;
+  // The netdev's bus device: basename of class/net/<netdev>/device (a PCI address or auxiliary
+  // name); "" for a virtual netdev or an unknown one.
+  std::string NetdevBusDevice(const std::string& netdev) const;
+  // The netdev's port on its device: class/net/<netdev>/dev_port + 1; 0 when unknown.
+  uint32_t NetdevPort(const std::string& netdev) const;
   // The netdev of the physical function behind the device (DCB and ECN live there): the PF of a
   // VF, the PCI owner of an SF, the device itself for a PF, the lower netdev of a soft device.
   // kNotFound when there is none.

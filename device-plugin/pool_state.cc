@@ -49,9 +49,8 @@ std::vector<std::string> DeviceIds(const PoolConfig& pool, const RdmaDevice& dev
 void FillIds(PoolState& state) {
   state.ids.clear();
   state.id_to_dev.clear();
-  // Two RDMA devices on one bus device (rare: e.g. a soft device registered on a PCI netdev's
-  // function is virtual, but some drivers register several) would share an exclusive ID; those
-  // fall back to their RDMA device names so every ID names exactly one device.
+  // Two RDMA devices on one bus device (a driver registering several per function) would share
+  // an exclusive ID: those keep their RDMA device names, so every ID names exactly one device.
   std::map<std::string, int> bus_ids;
   if (state.pool.mode == PoolMode::kExclusive) {
     for (const auto& [name, tracked] : state.devices) ++bus_ids[ExclusiveId(tracked.dev)];

@@ -124,6 +124,19 @@ class DaemonTest : public ::testing::Test {
     return kubelet_->WaitForDevices(resource, pred, kWait);
   }
 
+  // The metrics text once it holds `needle`, or as it is after kWait. The daemon's loop records
+  // what happened after the fake kubelet saw it (a Register is counted when its reply is back on
+  // the loop), so a scrape right after a kubelet-side wait can be early.
+  std::string ScrapeWhen(const std::string& needle) {
+    std::string text = metrics_->Scrape();
+    for (auto until = std::chrono::steady_clock::now() + kWait;
+         text.find(needle) == std::string::npos && std::chrono::steady_clock::now() < until;
+         text = metrics_->Scrape()) {
+      std::this_thread::sleep_for(5ms);
+    }
+    return text;
+  }
+
   std::string root_;
   std::string kubelet_dir_;
   std::chrono::milliseconds register_timeout_ = 3000ms;
@@ -603,13 +616,9 @@ TEST_P(DaemonStaleKubeletTest, UnansweredKubeletSocketDoesNotStallTheEventLoop) 
   // A health change is published while Register still waits on kubelet.sock.
   WriteFile(sys("class/net/veth0/operstate"), "down\n");
   links_->Inject("veth0", false);
-  bool unhealthy = false;
-  for (auto until = std::chrono::steady_clock::now() + kWait;
-       !unhealthy && std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(5ms)) {
-    unhealthy = metrics_->Scrape().find("rdmak8s_pool_devices{health=\"Unhealthy\",resource=\"rdma/p\"} 1\n") !=
-                std::string::npos;
-  }
-  EXPECT_TRUE(unhealthy) << metrics_->Scrape();
+  const std::string unhealthy = "rdmak8s_pool_devices{health=\"Unhealthy\",resource=\"rdma/p\"} 1\n";
+  std::string text = ScrapeWhen(unhealthy);
+  EXPECT_NE(text.find(unhealthy), std::string::npos) << text;
   EXPECT_EQ(metrics_->Unready(), "not registered with kubelet: rdma/p");
 
   // Stopping (what SIGTERM does) does not wait for the registration either.
@@ -675,7 +684,7 @@ TEST_F(DaemonTest, MetricsCountDevicesAllocationsAndPortCounters) {
   ASSERT_TRUE(StartDaemon().ok());
   ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
   ASSERT_TRUE(kubelet_->Allocate("rdma/p", {{"0000:3b:00.0"}}).ok());
-  std::string text = metrics_->Scrape();
+  std::string text = ScrapeWhen("rdmak8s_registrations_total{resource=\"rdma/p\",result=\"ok\"} 1");
   EXPECT_NE(text.find("rdmak8s_pool_devices{health=\"Healthy\",resource=\"rdma/p\"} 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("rdmak8s_allocations_total{resource=\"rdma/p\",result=\"ok\"} 1"), std::string::npos);
   EXPECT_NE(text.find("rdmak8s_registrations_total{resource=\"rdma/p\",result=\"ok\"} 1"), std::string::npos);

@@ -1,4 +1,5 @@
-// Small file helpers shared by the binaries.
+// Small file helpers shared by the binaries: the one atomic file write, opening a path that must
+// stay beneath a root, and the private directories of our state.
 #pragma once
 
 #include <sys/types.h>
@@ -11,10 +12,36 @@
 namespace rdmak8s {
 
 // Replaces `path` with `data` so that a reader, or a crash at any point, sees either the old
-// content or the new, never a mix: write a temporary file beside it (unique per process and
-// thread, so concurrent writers don't clobber each other's temporaries), fsync it, rename it
-// over `path`, then fsync the directory (best effort: the rename is already visible). On failure
-// the temporary is removed and `path` is untouched; the Status names the step and the file.
+// content or the new, never a mix: write a temporary file beside it, fsync it, rename it over
+// `path`, then fsync the directory (best effort: the rename is already visible). The temporary
+// is created with O_CREAT|O_EXCL|O_NOFOLLOW (a name planted in the directory, a symlink above
+// all, is never opened: another name is tried), unique per process and thread so concurrent
+// writers don't clobber each other's temporaries, and gets exactly `mode` whatever the umask.
+// On failure the temporary is removed and `path` is untouched; the Status names the step and the
+// file.
 Status WriteFileAtomic(const std::string& path, std::string_view data, mode_t mode = 0644);
+
+enum class BeneathMethod {
+  kAuto,  // openat2(2) RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS; kWalk where the kernel lacks it
+  kWalk,  // component by component with O_NOFOLLOW (tests of the fallback)
+};
+
+// Opens `rel`, a path relative to the directory `root`, so that resolution never leaves `root`:
+// symlinks are followed only while they stay inside it (a relative link, as sysfs's
+// class/net/<netdev> -> ../../devices/...; an absolute link, a magic link or a ".." above `root`
+// fails), as openat2(2) with RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS does (Linux 5.6+); on older
+// kernels the same rule is applied by walking each component with O_NOFOLLOW. `flags` are
+// open(2)'s (O_CLOEXEC is added; O_CREAT is not supported). Returns the fd, which the caller
+// closes. Errors name root and rel: kNotFound for a missing component; leaving the root is
+// FailedPrecondition.
+StatusOr<int> OpenBeneath(const std::string& root, std::string_view rel, int flags,
+                          BeneathMethod method = BeneathMethod::kAuto);
+
+// Makes `path` a directory only the user we run as can use: missing, it is created 0700 (its
+// missing parents 0755); existing, it must be a directory itself (not a symlink) owned by that
+// user, and is tightened to 0700 when group or others had access. A symlink, another owner or a
+// non-directory is refused (FailedPrecondition naming the path): whoever controls the directory
+// controls what we read back from it.
+Status EnsurePrivateDir(const std::string& path);
 
 }  // namespace rdmak8s

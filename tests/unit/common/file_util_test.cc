@@ -1,7 +1,9 @@
 #include "rdmak8s/file_util.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -65,6 +67,97 @@ TEST(WriteFileAtomicTest, MissingDirectoryIsNotFoundNamingTheFile) {
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
   EXPECT_NE(s.message().find(dir.path() + "/no/such/file"), std::string::npos) << s.message();
 }
+
+TEST(WriteFileAtomicTest, ASymlinkAtTheTemporaryNameIsNeverFollowed) {
+  testing::TempDir dir;
+  const std::string victim = dir.path() + "/victim";
+  std::ofstream(victim) << "precious";
+  const std::string path = dir.path() + "/state.json";
+  // The temporary's first name is predictable (pid, tid): whoever can write the directory could
+  // plant a link there. O_EXCL|O_NOFOLLOW refuse it; the write goes to another name.
+  const std::string planted = path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(gettid());
+  ASSERT_EQ(symlink(victim.c_str(), planted.c_str()), 0);
+  Status s = WriteFileAtomic(path, "new", 0600);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(Read(victim), "precious");
+  EXPECT_EQ(Read(path), "new");
+  struct stat st {};
+  ASSERT_EQ(lstat(planted.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode)) << "not ours: left alone";
+}
+
+TEST(WriteFileAtomicTest, TheModeIsExactWhateverTheUmask) {
+  testing::TempDir dir;
+  mode_t old = umask(0077);
+  Status s = WriteFileAtomic(dir.path() + "/spec.json", "{}", 0644);
+  umask(old);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  struct stat st {};
+  ASSERT_EQ(stat((dir.path() + "/spec.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+}
+
+// A tree with links that stay inside it and links that leave it, for OpenBeneath.
+class OpenBeneathTest : public ::testing::TestWithParam<BeneathMethod> {
+ protected:
+  void SetUp() override {
+    root_ = dir_.path() + "/root";
+    outside_ = dir_.path() + "/outside";
+    ASSERT_EQ(std::system(("mkdir -p " + root_ + "/devices/pf0/ecn " + outside_).c_str()), 0);
+    std::ofstream(root_ + "/devices/pf0/ecn/enable") << "0\n";
+    std::ofstream(outside_ + "/victim") << "precious\n";
+    // Kernel-shaped: class/net/<netdev> is a relative link into devices/.
+    ASSERT_EQ(std::system(("mkdir -p " + root_ + "/class/net").c_str()), 0);
+    ASSERT_EQ(symlink("../../devices/pf0", (root_ + "/class/net/pf0").c_str()), 0);
+    ASSERT_EQ(symlink("../../../outside", (root_ + "/class/net/evil").c_str()), 0);
+    ASSERT_EQ(symlink((outside_ + "/victim").c_str(), (root_ + "/devices/pf0/ecn/abs").c_str()), 0);
+    ASSERT_EQ(symlink("../../../../outside/victim", (root_ + "/devices/pf0/ecn/rel").c_str()), 0);
+    ASSERT_EQ(symlink(("/proc/self/root" + outside_ + "/victim").c_str(), (root_ + "/devices/pf0/ecn/magic").c_str()), 0);
+    ASSERT_EQ(symlink("loop2", (root_ + "/loop1").c_str()), 0);
+    ASSERT_EQ(symlink("loop1", (root_ + "/loop2").c_str()), 0);
+  }
+  StatusOr<int> Open(const std::string& rel, int flags) { return OpenBeneath(root_, rel, flags, GetParam()); }
+
+  testing::TempDir dir_;
+  std::string root_, outside_;
+};
+
+TEST_P(OpenBeneathTest, FollowsLinksThatStayInsideTheRoot) {
+  auto fd = Open("class/net/pf0/ecn/enable", O_WRONLY | O_TRUNC);
+  ASSERT_TRUE(fd.ok()) << fd.status().ToString();
+  ASSERT_EQ(write(*fd, "1\n", 2), 2);
+  close(*fd);
+  EXPECT_EQ(Read(root_ + "/devices/pf0/ecn/enable"), "1\n");
+  auto d = Open("class/net/pf0/./ecn/../ecn", O_RDONLY | O_DIRECTORY);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  close(*d);
+}
+
+TEST_P(OpenBeneathTest, NeverLeavesTheRootThroughALinkOrDotDot) {
+  for (std::string rel : {"class/net/evil/victim", "devices/pf0/ecn/abs", "devices/pf0/ecn/rel",
+                          "devices/pf0/ecn/magic", "../outside/victim", "class/../../outside/victim",
+                          "/etc/passwd"}) {
+    auto fd = Open(rel, O_WRONLY | O_TRUNC);
+    EXPECT_FALSE(fd.ok()) << rel;
+    if (fd.ok()) close(*fd);
+    EXPECT_NE(fd.status().message().find(rel), std::string::npos) << fd.status().message();
+  }
+  EXPECT_EQ(Read(outside_ + "/victim"), "precious\n");
+}
+
+TEST_P(OpenBeneathTest, MissingIsNotFoundAndALinkLoopIsAnError) {
+  auto fd = Open("class/net/pf1/ecn/enable", O_RDONLY);
+  EXPECT_EQ(fd.status().code(), StatusCode::kNotFound) << fd.status().ToString();
+  fd = Open("loop1", O_RDONLY);
+  EXPECT_FALSE(fd.ok());
+  EXPECT_NE(fd.status().code(), StatusCode::kNotFound);
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, OpenBeneathTest,
+                         ::testing::Values(BeneathMethod::kAuto, BeneathMethod::kWalk),
+                         [](const auto& info) {
+                           return info.param == BeneathMethod::kAuto ? "Openat2" : "Walk";
+                         });
 
 }  // namespace
 }  // namespace rdmak8s

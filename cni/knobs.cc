@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "rdmak8s/file_util.h"
+
 namespace rdmak8s::cni {
 
 namespace {
@@ -23,47 +25,60 @@ std::vector<std::string> Split(const std::string& s) {
   return out;
 }
 
-StatusOr<std::string> ReadText(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(errno, "read " + path);
+// Knob files are opened beneath their root (sysfs or configfs): a link out of it (a tree that
+// is not the kernel's, a netdev name with "..") fails instead of truncating a file elsewhere.
+struct KnobFile {
+  std::string root;
+  std::string rel;
+  std::string path() const { return root + "/" + rel; }
+};
+
+StatusOr<std::string> ReadText(const KnobFile& f) {
+  RDMAK8S_ASSIGN_OR_RETURN(int fd, OpenBeneath(f.root, f.rel, O_RDONLY));
   char buf[128];
   ssize_t n = read(fd, buf, sizeof buf - 1);
   int e = errno;
   close(fd);
-  if (n < 0) return ErrnoError(e, "read " + path);
+  if (n < 0) return ErrnoError(e, "read " + f.path());
   std::string s(buf, static_cast<size_t>(n));
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
 }
 
-Status WriteText(const std::string& path, const std::string& value) {
-  int fd = open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(errno, "write " + path);
+Status WriteText(const KnobFile& f, const std::string& value) {
+  auto fd = OpenBeneath(f.root, f.rel, O_WRONLY | O_TRUNC);
+  if (!fd.ok()) return fd.status().Prepend("write " + value);
   std::string v = value + "\n";
-  ssize_t n = write(fd, v.data(), v.size());
+  ssize_t n = write(*fd, v.data(), v.size());
   int e = errno;
-  close(fd);
-  if (n < 0) return ErrnoError(e, "write " + value + " to " + path);
+  close(*fd);
+  if (n < 0) return ErrnoError(e, "write " + value + " to " + f.path());
   return Status::Ok();
 }
 
 Status Unsupported(const std::string& what) { return UnimplementedError(what + ": not supported here"); }
 
-std::string EcnPath(const KnobContext& ctx, const std::vector<std::string>& p) {
-  return ctx.sysfs_root + "/class/net/" + p[1] + "/ecn/roce_" + p[2] + "/enable/" + p[3];
+KnobFile EcnPath(const KnobContext& ctx, const std::vector<std::string>& p) {
+  return {ctx.sysfs_root, "class/net/" + p[1] + "/ecn/roce_" + p[2] + "/enable/" + p[3]};
 }
-std::string TcPath(const KnobContext& ctx, const std::vector<std::string>& p) {
-  return ctx.dev_sysfs_root + "/class/infiniband/" + p[1] + "/tc/" + p[2] + "/traffic_class";
+KnobFile TcPath(const KnobContext& ctx, const std::vector<std::string>& p) {
+  return {ctx.dev_sysfs_root, "class/infiniband/" + p[1] + "/tc/" + p[2] + "/traffic_class"};
 }
 
 // rdma_cm configfs: mkdir <root>/rdma_cm/<dev> makes the kernel create the device's group with
 // ports/<n>/default_roce_tos (drivers/infiniband/core/cma_configfs.c).
-StatusOr<std::string> TosPath(const KnobContext& ctx, const std::vector<std::string>& p) {
+StatusOr<KnobFile> TosPath(const KnobContext& ctx, const std::vector<std::string>& p) {
   const std::string cm = ctx.configfs_root + "/rdma_cm";
-  if (access(cm.c_str(), F_OK) != 0) return Unsupported("rdma_cm configfs (" + cm + ")");
-  const std::string dev = cm + "/" + p[1];
-  if (mkdir(dev.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoError(errno, "mkdir " + dev);
-  return dev + "/ports/" + p[2] + "/default_roce_tos";
+  auto dir = OpenBeneath(ctx.configfs_root, "rdma_cm", O_PATH | O_DIRECTORY);
+  if (!dir.ok()) {
+    if (dir.status().code() == StatusCode::kNotFound) return Unsupported("rdma_cm configfs (" + cm + ")");
+    return dir.status();
+  }
+  int rc = mkdirat(*dir, p[1].c_str(), 0755);
+  int e = errno;
+  close(*dir);
+  if (rc != 0 && e != EEXIST) return ErrnoError(e, "mkdir " + cm + "/" + p[1]);
+  return KnobFile{ctx.configfs_root, "rdma_cm/" + p[1] + "/ports/" + p[2] + "/default_roce_tos"};
 }
 
 Status MapDcb(const Status& s) { return s; }
@@ -124,20 +139,20 @@ StatusOr<std::string> ReadKnob(const KnobContext& ctx, const std::string& id) {
   if (kind == "ecn" && p.size() == 4) {
     auto v = ReadText(EcnPath(ctx, p));
     if (!v.ok() && v.status().code() == StatusCode::kNotFound) {
-      return Unsupported("ECN knob " + EcnPath(ctx, p));
+      return Unsupported("ECN knob " + EcnPath(ctx, p).path());
     }
     return v;
   }
   if (kind == "tos" && p.size() == 3) {
-    RDMAK8S_ASSIGN_OR_RETURN(std::string path, TosPath(ctx, p));
-    auto v = ReadText(path);
-    if (!v.ok() && v.status().code() == StatusCode::kNotFound) return Unsupported("RoCE ToS " + path);
+    RDMAK8S_ASSIGN_OR_RETURN(KnobFile f, TosPath(ctx, p));
+    auto v = ReadText(f);
+    if (!v.ok() && v.status().code() == StatusCode::kNotFound) return Unsupported("RoCE ToS " + f.path());
     return v;
   }
   if (kind == "tc" && p.size() == 3) {
     auto v = ReadText(TcPath(ctx, p));
     if (!v.ok() && v.status().code() == StatusCode::kNotFound) {
-      return Unsupported("traffic class " + TcPath(ctx, p));
+      return Unsupported("traffic class " + TcPath(ctx, p).path());
     }
     return v;
   }
@@ -179,8 +194,8 @@ Status WriteKnob(const KnobContext& ctx, const std::string& id, const std::strin
   }
   if (kind == "ecn" && p.size() == 4) return WriteText(EcnPath(ctx, p), value);
   if (kind == "tos" && p.size() == 3) {
-    RDMAK8S_ASSIGN_OR_RETURN(std::string path, TosPath(ctx, p));
-    return WriteText(path, value);
+    RDMAK8S_ASSIGN_OR_RETURN(KnobFile f, TosPath(ctx, p));
+    return WriteText(f, value);
   }
   if (kind == "tc" && p.size() == 3) return WriteText(TcPath(ctx, p), value);
   return InvalidArgumentError("unknown knob " + id);

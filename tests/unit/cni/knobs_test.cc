@@ -1,6 +1,7 @@
 #include "cni/knobs.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "cni_test_util.h"
 #include "fakes/fake_dcb_netlink.h"
@@ -101,6 +102,35 @@ TEST(KnobsTest, FileKnobsAndTheRdmaCmGroupIsCreatedByMkdir) {
   ASSERT_TRUE(WriteFile(cfg + "/rdma_cm/mlx5_0/ports/1/default_roce_tos", "0\n"));
   ASSERT_TRUE(WriteKnob(ctx, "tos:mlx5_0:1", "106").ok());
   EXPECT_EQ(*ReadKnob(ctx, "tos:mlx5_0:1"), "106");
+}
+
+TEST(KnobsTest, KnobWritesNeverLeaveTheSysfsOrConfigfsRootThroughASymlink) {
+  TempDir t;
+  const std::string sys = t.path() + "/sys", cfg = t.path() + "/config", victim = t.path() + "/victim";
+  ASSERT_TRUE(WriteFile(victim, "precious\n"));
+  // Kernel-shaped inside links are followed: class/net/<pf> -> ../../devices/.../net/<pf>.
+  ASSERT_TRUE(WriteFile(sys + "/devices/pci0000:00/0000:00:01.0/net/pf0/ecn/roce_np/enable/3", "0\n"));
+  ASSERT_EQ(std::system(("mkdir -p " + sys + "/class/net " + sys + "/class/infiniband/mlx5_0/tc/1 " +
+                         cfg + "/rdma_cm/mlx5_0/ports").c_str()), 0);
+  ASSERT_EQ(symlink("../../devices/pci0000:00/0000:00:01.0/net/pf0", (sys + "/class/net/pf0").c_str()), 0);
+  // And links out of the root, as a tree someone else writes could hold.
+  ASSERT_EQ(symlink(victim.c_str(), (sys + "/devices/pci0000:00/0000:00:01.0/net/pf0/ecn/roce_np/enable/4").c_str()), 0);
+  ASSERT_EQ(symlink("../../../../../../victim", (sys + "/class/infiniband/mlx5_0/tc/1/traffic_class").c_str()), 0);
+  ASSERT_EQ(symlink(t.path().c_str(), (cfg + "/rdma_cm/mlx5_0/ports/1").c_str()), 0);
+  ASSERT_TRUE(WriteFile(t.path() + "/default_roce_tos", "0\n"));
+  ASSERT_EQ(symlink(t.path().c_str(), (cfg + "/rdma_cm/mlx5_9").c_str()), 0);
+  KnobContext ctx{nullptr, sys, sys, cfg};
+  ASSERT_TRUE(WriteKnob(ctx, "ecn:pf0:np:3", "1").ok());
+  EXPECT_EQ(ReadFile(sys + "/devices/pci0000:00/0000:00:01.0/net/pf0/ecn/roce_np/enable/3"), "1");
+  for (std::string id : {"ecn:pf0:np:4", "tc:mlx5_0:1", "tos:mlx5_0:1", "tos:mlx5_9:1"}) {
+    Status s = WriteKnob(ctx, id, "7");
+    EXPECT_FALSE(s.ok()) << id;
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << id << ": " << s.ToString();
+    EXPECT_FALSE(ReadKnob(ctx, id).ok()) << id;
+  }
+  EXPECT_EQ(ReadFile(victim), "precious");
+  EXPECT_EQ(ReadFile(t.path() + "/default_roce_tos"), "0");
+  EXPECT_NE(access((t.path() + "/mlx5_9").c_str(), F_OK), 0) << "no mkdir through the link either";
 }
 
 }  // namespace

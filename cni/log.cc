@@ -11,6 +11,32 @@
 
 namespace rdmak8s::cni {
 
+namespace {
+
+// One log line per call whatever the message holds: a control character (a newline in a
+// deviceID from a NAD, an escape sequence) is written as its C escape, so input cannot forge or
+// hide a line.
+void AppendEscaped(std::string* out, std::string_view s) {
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c != 0x7f) {
+      out->push_back(ch);
+    } else if (c == '\n') {
+      *out += "\\n";
+    } else if (c == '\r') {
+      *out += "\\r";
+    } else if (c == '\t') {
+      *out += "\\t";
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      *out += buf;
+    }
+  }
+}
+
+}  // namespace
+
 Logger::~Logger() {
   if (file_fd_ >= 0) close(file_fd_);
 }
@@ -42,9 +68,12 @@ void Logger::Log(LogLevel level, std::string_view msg) {
                 static_cast<long>(tv.tv_usec));
   std::string line = std::string(ts) + " " + kNames[static_cast<int>(level)] + " rdmak8s[" +
                      std::to_string(getpid()) + "]";
-  if (!context_.empty()) line += " " + context_;
+  if (!context_.empty()) {
+    line += " ";
+    AppendEscaped(&line, context_);
+  }
   line += ": ";
-  line += msg;
+  AppendEscaped(&line, msg);
   line += "\n";
   if (stderr_fd_ >= 0) (void)!write(stderr_fd_, line.data(), line.size());
   if (file_fd_ >= 0) (void)!write(file_fd_, line.data(), line.size());

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "cni_test_util.h"
 
 namespace rdmak8s::cni {
@@ -51,6 +53,24 @@ TEST(LoggerTest, UnwritableLogFileIsReportedOnStderrAndLoggingGoesOn) {
   EXPECT_NE(err.find("cannot open logFile /nonexistent-dir/cni.log: No such file or directory"),
             std::string::npos) << err;
   EXPECT_NE(err.find("still here"), std::string::npos);
+}
+
+TEST(LoggerTest, ControlCharactersFromInputCannotForgeALine) {
+  testing::TempDir t;
+  const std::string file = t.path() + "/cni.log";
+  {
+    Logger log;
+    log.Configure(LogLevel::kInfo, file, -1);
+    log.SetContext("ADD net c1\rX/net1");
+    // A deviceID from a NAD, carrying a newline and a fake line after it.
+    log.Info("device mlx5_0\n2026-01-01T00:00:00.000000Z ERROR rdmak8s[1]: forged\x1b[2J\t\x7f end");
+  }
+  const std::string logged = testing::ReadFile(file);
+  EXPECT_EQ(std::count(logged.begin(), logged.end(), '\n'), 0) << "one line (ReadFile drops the last \\n)";
+  for (char c : logged) EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20 || c == 0x7f) << logged;
+  EXPECT_NE(logged.find("device mlx5_0\\n2026-01-01T00:00:00.000000Z ERROR rdmak8s[1]: forged\\x1b[2J\\t\\x7f end"),
+            std::string::npos) << logged;
+  EXPECT_NE(logged.find("ADD net c1\\rX/net1: "), std::string::npos) << logged;
 }
 
 }  // namespace

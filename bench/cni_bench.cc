@@ -82,9 +82,10 @@ int RunLibrary(int n, const std::string& tmp, const std::string& state, const ch
   FakeDcbNetlink dcb;
   dcb.AddNetdev("ens1f0np0");
   PluginOptions o;
-  o.sysfs_root = sysfs;
-  o.configfs_root = tmp + "/config";
-  o.state_dir = state;
+  o.node_config_path = "";
+  o.node.sysfs_root = sysfs;
+  o.node.configfs_root = tmp + "/config";
+  o.node.state_dir = state;
   o.stderr_fd = -1;
   o.new_rdma_netlink = [world]() -> StatusOr<std::unique_ptr<RdmaNetlink>> {
     auto cur = CurrentNetns();
@@ -202,8 +203,15 @@ int RunBinary(int n, const std::string& tmp) {
     std::fprintf(stderr, "cni_bench: %s not built\n", bin.c_str());
     return 1;
   }
-  const std::string conf = R"({"cniVersion":"1.1.0","name":"bench","type":"rdmak8s","stateDir":")" + tmp +
-                           R"(/bstate","prevResult":{"cniVersion":"1.1.0","interfaces":[],"ips":[]}})";
+  // The state dir is the node's: the node configuration the runtime's environment names.
+  const std::string node = tmp + "/node.json";
+  if (FILE* f = std::fopen(node.c_str(), "w")) {
+    std::fprintf(f, "{\"stateDir\":\"%s/bstate\"}\n", tmp.c_str());
+    std::fclose(f);
+  }
+  const std::string node_env = "RDMAK8S_CNI_NODE_CONFIG=" + node;
+  const std::string conf =
+      R"({"cniVersion":"1.1.0","name":"bench","type":"rdmak8s","prevResult":{"cniVersion":"1.1.0","interfaces":[],"ips":[]}})";
   struct Case { const char* name; std::vector<std::string> env; };
   const std::string ns = "/proc/self/ns/net";
   std::vector<Case> cases = {
@@ -218,7 +226,9 @@ int RunBinary(int n, const std::string& tmp) {
     std::vector<double> wall;
     long rss = 0;
     for (int i = 0; i < n; ++i) {
-      ExecResult r = Exec(bin, c.env, conf);
+      std::vector<std::string> env = c.env;
+      env.push_back(node_env);
+      ExecResult r = Exec(bin, env, conf);
       wall.push_back(r.wall_us);
       rss = std::max(rss, r.maxrss_kb);
     }

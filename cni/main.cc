@@ -25,6 +25,10 @@ int main() {
     }
     rdmak8s::cni::MountingSysfsView pod_sysfs;
     rdmak8s::cni::PluginOptions options;
+    // The runtime's own environment: no NAD, annotation, CNI_ARGS or runtimeConfig reaches it.
+    if (const char* path = std::getenv(rdmak8s::cni::kNodeConfigEnv); path != nullptr && *path != '\0') {
+      options.node_config_path = path;
+    }
     options.new_rdma_netlink = [] { return rdmak8s::NewRdmaNetlink(); };
     options.new_dcb_netlink = [] { return rdmak8s::NewDcbNetlink(); };
     options.new_route_netlink = [] { return rdmak8s::NewRouteNetlink(); };

@@ -6,6 +6,14 @@ namespace rdmak8s::cni {
 
 using nlohmann::json;
 
+std::optional<LogLevel> ParseLogLevel(std::string_view level) {
+  if (level == "info") return LogLevel::kInfo;
+  if (level == "error") return LogLevel::kError;
+  if (level == "warning" || level == "warn") return LogLevel::kWarning;
+  if (level == "debug") return LogLevel::kDebug;
+  return std::nullopt;
+}
+
 std::string PeekCniVersion(std::string_view stdin_data) {
   json j = json::parse(stdin_data, nullptr, /*allow_exceptions=*/false);
   if (j.is_object() && j.contains("cniVersion") && j["cniVersion"].is_string()) {
@@ -73,19 +81,25 @@ struct Reader {
   }
 };
 
-// "0x8001", "32769" or a number -> pkey.
+// A PKey is hex, as IPoIB writes it (`ip link add ... type ipoib pkey 8001`, ib0.8001,
+// /sys/class/infiniband/*/ports/*/pkeys/*): "8001" and "0x8001" are 0x8001, "0800" is 0x0800.
+// Only a string: a JSON number would be read as decimal, and `"pkey": 8001` meaning 0x8001 is the
+// mistake an IPoIB user makes.
 std::optional<uint16_t> ParsePkey(const json& v) {
-  long n = -1;
-  if (v.is_number_integer()) {
-    n = v.get<long>();
-  } else if (v.is_string()) {
-    const std::string s = v.get<std::string>();
-    if (s.empty()) return std::nullopt;
-    char* end = nullptr;
-    n = std::strtol(s.c_str(), &end, 0);
-    if (*end != '\0') return std::nullopt;
+  if (!v.is_string()) return std::nullopt;
+  std::string_view s = v.get_ref<const std::string&>();
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
+  if (s.empty() || s.size() > 4) return std::nullopt;
+  unsigned n = 0;
+  for (char ch : s) {
+    int d = ch >= '0' && ch <= '9'   ? ch - '0'
+            : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+            : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                     : -1;
+    if (d < 0) return std::nullopt;
+    n = n * 16 + static_cast<unsigned>(d);
   }
-  if (n < 1 || n > 0xffff || (n & 0x7fff) == 0) return std::nullopt;
+  if ((n & 0x7fff) == 0) return std::nullopt;
   return static_cast<uint16_t>(n);
 }
 
@@ -136,7 +150,8 @@ std::optional<NetConf> Parse(std::string_view data, Command command, CniError* e
   if (j.contains("pkey")) {
     c.pkey = ParsePkey(j["pkey"]);
     if (!c.pkey) {
-      r.Fail("\"pkey\" " + j["pkey"].dump() + " is not a partition key: a 15-bit key 0x0001..0x7fff, " +
+      r.Fail("\"pkey\" " + j["pkey"].dump() + " is not a partition key: a string of 1 to 4 hex " +
+             "digits, with or without 0x (\"8001\" is 0x8001): a 15-bit key 0x0001..0x7fff, " +
              "optionally with the full-member bit 0x8000 (the key 0, 0x0000 or 0x8000, is invalid)");
     }
   }
@@ -158,11 +173,10 @@ std::optional<NetConf> Parse(std::string_view data, Command command, CniError* e
   c.state_dir = path("stateDir");
   c.log_file = path("logFile");
   std::string level = r.String(j, "logLevel");
-  if (level.empty() || level == "info") c.log_level = LogLevel::kInfo;
-  else if (level == "error") c.log_level = LogLevel::kError;
-  else if (level == "warning" || level == "warn") c.log_level = LogLevel::kWarning;
-  else if (level == "debug") c.log_level = LogLevel::kDebug;
-  else r.Fail("\"logLevel\" must be error, warning, info or debug, not \"" + level + "\"");
+  if (!level.empty()) {
+    c.log_level = ParseLogLevel(level);
+    if (!c.log_level) r.Fail("\"logLevel\" must be error, warning, info or debug, not \"" + level + "\"");
+  }
 
   // DEL must be permissive (SPEC.md: it should not fail on what it does not need): a malformed
   // qos or prevResult is ignored there (DEL undoes what the record says), an error elsewhere.
@@ -216,10 +230,14 @@ std::optional<NetConf> Parse(std::string_view data, Command command, CniError* e
     c.qos = QosConfig{};
     c.prev_result.reset();
   }
-  if (command == Command::kGc && j.contains("cni.dev/valid-attachments")) {
-    const json& va = j["cni.dev/valid-attachments"];
+  // GC without the list is malformed, not "nothing is live": read so, it would release every
+  // attachment of the network (SPEC.md 1.1.0 makes the runtime send it, [] when none is valid).
+  if (command == Command::kGc && CompareVersions(c.cni_version, "1.1.0") >= 0) {  // (older: refused)
+    const json va = j.contains("cni.dev/valid-attachments") ? j["cni.dev/valid-attachments"] : json();
     if (!va.is_array()) {
-      r.Fail("\"cni.dev/valid-attachments\" must be an array");
+      r.Fail(std::string("GC needs \"cni.dev/valid-attachments\", an array of {containerID, ifname} ") +
+             (j.contains("cni.dev/valid-attachments") ? "(it is " + va.dump() + ")" : "(it is missing)") +
+             ": nothing released");
     } else {
       for (const auto& a : va) {
         if (!a.is_object() || !a.contains("containerID") || !a["containerID"].is_string() ||

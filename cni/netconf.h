@@ -50,16 +50,20 @@ struct NetConf {
   std::optional<uint16_t> pkey;
   std::string netns_mode;            // "" (any) | "shared" | "exclusive": STATUS/ADD require it
   QosConfig qos;
-  // Host paths; empty: the plugin's defaults (Options).
+  // Host paths, as the netconf sets them (empty: not set). They are the node's (NodeConfig): the
+  // plugin refuses a netconf that sets one unless the node configuration allows overrides.
   std::string sysfs_root;
   std::string configfs_root;
   std::string state_dir;
   std::string log_file;
-  LogLevel log_level = LogLevel::kInfo;
+  std::optional<LogLevel> log_level;  // unset: the node configuration's
   std::optional<nlohmann::json> prev_result;
   std::vector<ValidAttachment> valid_attachments;  // GC: cni.dev/valid-attachments
   nlohmann::json raw;
 };
+
+// "error", "warning" (or "warn"), "info", "debug"; nullopt for anything else.
+std::optional<LogLevel> ParseLogLevel(std::string_view level);
 
 // Only the cniVersion (for error objects when the rest fails to parse); "" when absent.
 std::string PeekCniVersion(std::string_view stdin_data);

@@ -45,16 +45,19 @@ std::string Join(const std::vector<std::string>& v, std::string_view sep = ", ")
 
 class Invocation {
  public:
-  Invocation(const PluginOptions& o, CniEnv env, NetConf conf, Logger& log)
+  // `paths`: the node's, with the netconf's overrides when the node allows them.
+  // `sysfs_as_is`: the sysfs root is a tree to read as is (a netconf override), not the node's.
+  Invocation(const PluginOptions& o, CniEnv env, NetConf conf, const NodeConfig& paths,
+             bool sysfs_as_is, Logger& log)
       : o_(o),
         env_(std::move(env)),
         conf_(std::move(conf)),
         log_(log),
-        sysfs_root_(conf_.sysfs_root.empty() ? o.sysfs_root : conf_.sysfs_root),
-        configfs_root_(conf_.configfs_root.empty() ? o.configfs_root : conf_.configfs_root),
+        sysfs_root_(paths.sysfs_root),
+        configfs_root_(paths.configfs_root),
         host_sysfs_(sysfs_root_),
-        store_(conf_.state_dir.empty() ? o.state_dir : conf_.state_dir) {
-    if (o.pod_sysfs != nullptr && conf_.sysfs_root.empty()) {
+        store_(paths.state_dir, [&log](const std::string& m) { log.Error(m); }) {
+    if (o.pod_sysfs != nullptr && !sysfs_as_is) {
       view_ = o.pod_sysfs;
     } else {
       fixed_view_ = std::make_unique<FixedSysfsView>(sysfs_root_);
@@ -380,9 +383,19 @@ Status Invocation::ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb, const Netn
     // crash can restore them.
     auto originals = store_.LoadKnobs();
     if (!originals.ok()) return Fail(kErrState, originals.status());
-    bool added = false;
-    for (const auto& [id, cur] : to_change) added |= originals->emplace(id, cur).second;
-    if (added) {
+    bool changed = false;
+    for (const auto& [id, cur] : to_change) {
+      auto it = originals->find(id);
+      if (it == originals->end() || !it->second.left_as.empty()) {
+        // New, or left to an admin earlier: what is there now is the original.
+        (*originals)[id] = SavedKnob{cur, keep[id], ""};
+        changed = true;
+      } else if (it->second.applied != keep[id]) {  // an unrestored one: its original stands
+        it->second.applied = keep[id];
+        changed = true;
+      }
+    }
+    if (changed) {
       if (Status s = store_.SaveKnobs(*originals); !s.ok()) return Fail(kErrState, s);
     }
     for (const auto& [id, cur] : to_change) {
@@ -467,7 +480,12 @@ Status Invocation::RestoreUnneededKnobs(const std::string& leaving,
   bool changed = false;
   for (auto it = originals->begin(); it != originals->end();) {
     const std::string& id = it->first;
-    const std::string& orig = it->second;
+    SavedKnob& saved = it->second;
+    const std::string& orig = saved.original;
+    if (!saved.left_as.empty()) {  // decided earlier: the admin's value stays
+      ++it;
+      continue;
+    }
     bool needed = std::any_of(others->begin(), others->end(), [&](const AttachmentRecord& o) {
       return o.Key() != leaving && o.knobs.count(id);
     });
@@ -485,7 +503,23 @@ Status Invocation::RestoreUnneededKnobs(const std::string& leaving,
     }
     // Without a DCB handle a DCB knob is NOT restored: WriteKnob's "unsupported" is no success.
     KnobContext ctx{dcb.get(), sysfs_root_, sysfs_root_, configfs_root_};
-    Status s = IsDcbKnob(id) && dcb == nullptr ? dcb_error : WriteKnob(ctx, id, orig);
+    StatusOr<std::string> now = IsDcbKnob(id) && dcb == nullptr ? StatusOr<std::string>(dcb_error)
+                                                                : ReadKnob(ctx, id);
+    Status s = now.status();
+    if (now.ok() && *now != orig) {
+      // Changed since we set it (applied unknown: records of older releases): someone decided
+      // otherwise, and restoring would undo their change, not ours.
+      if (!saved.applied.empty() && *now != saved.applied) {
+        log_.Warning("qos: " + id + " is " + *now + " now, not " + saved.applied +
+                     " as we set it: changed since by someone else, left as it is (our original " +
+                     orig + " stays on record in " + store_.dir() + "/knobs.json)");
+        saved.left_as = *now;
+        changed = true;
+        ++it;
+        continue;
+      }
+      s = WriteKnob(ctx, id, orig);
+    }
     if (!s.ok()) {
       pending->push_back(id + " (original " + orig + "): " + s.message());
       ++it;
@@ -928,13 +962,62 @@ PluginOutput Run(const PluginOptions& options, const std::function<const char*(c
     log.Error(err.msg);
     return {1, ErrorJson(err, err_version)};
   }
+  // Host paths and the log destination are the node's: from its configuration file, never from
+  // the netconf (a NAD is written by namespace users) unless that file allows it.
+  NodeConfig node = options.node;
+  if (!options.node_config_path.empty()) {
+    auto loaded = LoadNodeConfig(options.node_config_path, options.node);
+    if (!loaded.ok()) {
+      CniError e{loaded.status().code() == StatusCode::kInvalidArgument ||
+                         loaded.status().code() == StatusCode::kFailedPrecondition
+                     ? kErrInvalidConfig
+                     : kErrIo,
+                 loaded.status().message(), ""};
+      log.Error(e.msg);
+      return {1, ErrorJson(e, err_version)};
+    }
+    node = std::move(*loaded);
+  }
+  // (after the node configuration: the installer's VERSION check then also checks that file)
   if (env->command == Command::kVersion) return {0, VersionJson(err_version)};
+  log.Configure(node.log_level, node.log_file, options.stderr_fd);
   auto conf = ParseNetConf(stdin_data, env->command, &err);
   if (!conf) {
     log.Error(err.msg);
     return {1, ErrorJson(err, err_version)};
   }
-  log.Configure(conf->log_level, conf->log_file, options.stderr_fd);
+  NodeConfig paths = node;
+  bool sysfs_as_is = false;
+  if (auto keys = NetconfHostPathKeys(*conf); !keys.empty()) {
+    const std::string where = options.node_config_path.empty() ? std::string("the node configuration")
+                                                               : options.node_config_path;
+    if (node.allow_netconf_overrides) {
+      if (!conf->sysfs_root.empty()) {
+        sysfs_as_is = conf->sysfs_root != node.sysfs_root;  // the node's own value changes nothing
+        paths.sysfs_root = conf->sysfs_root;
+      }
+      if (!conf->configfs_root.empty()) paths.configfs_root = conf->configfs_root;
+      if (!conf->state_dir.empty()) paths.state_dir = conf->state_dir;
+      if (!conf->log_file.empty()) paths.log_file = conf->log_file;
+    } else if (env->command == Command::kDel) {
+      // DEL must still clean up what ADD did, and ADD never ran with these paths here (it refuses
+      // them): undo from the node's state dir, write nothing where the netconf says.
+      log.Warning("netconf sets " + Join(keys) + ", host paths that are the node's: ignored, DEL " +
+                  "uses the node's (" + where + " does not allow netconf overrides)");
+    } else {
+      std::vector<std::string> quoted;
+      for (const auto& k : keys) quoted.push_back("\"" + k + "\"");
+      CniError e{kErrInvalidConfig,
+                 std::string(keys.size() == 1 ? "netconf key " : "netconf keys ") + Join(quoted) +
+                     (keys.size() == 1 ? " is" : " are") + " not allowed: host paths and the log file " +
+                     "(sysfsRoot, configfsRoot, stateDir, logFile) are the node's, set in " + where +
+                     ", which does not allow netconf overrides (allowNetconfOverrides)",
+                 ""};
+      log.Error(e.msg);
+      return {1, ErrorJson(e, err_version)};
+    }
+  }
+  log.Configure(conf->log_level.value_or(node.log_level), paths.log_file, options.stderr_fd);
   log.SetContext(std::string(CommandName(env->command)) + " " + conf->name +
                  (env->container_id.empty() ? "" : " " + env->container_id + "/" + env->ifname));
   auto too_old = [&](std::string_view min) {
@@ -952,7 +1035,7 @@ PluginOutput Run(const PluginOptions& options, const std::function<const char*(c
       CompareVersions(conf->cni_version, "1.1.0") < 0) {
     return too_old("1.1.0");
   }
-  Invocation inv(options, *env, *conf, log);
+  Invocation inv(options, *env, *conf, paths, sysfs_as_is, log);
   json result;
   Status s;
   switch (env->command) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <ctime>
 #include <exception>
 
 #include "cni/spec.h"
@@ -61,21 +62,18 @@ StateStore::Lock::~Lock() {
 
 namespace {
 
-Status MkdirP(const std::string& path) {
-  std::string cur;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = path.find('/', pos + 1);
-    cur = path.substr(0, pos);
-    if (cur.empty()) continue;
-    if (mkdir(cur.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoError(errno, "mkdir " + cur);
-  }
-  return Status::Ok();
-}
-
+// A regular file of ours, read without following a link (state files are never links).
 StatusOr<std::string> ReadFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(errno, "read " + path);
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ELOOP) return FailedPreconditionError(path + " is a symlink");
+    return ErrnoError(errno, "read " + path);
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return FailedPreconditionError(path + " is not a regular file");
+  }
   std::string out;
   char buf[4096];
   for (;;) {
@@ -93,12 +91,16 @@ StatusOr<std::string> ReadFile(const std::string& path) {
   return out;
 }
 
+bool EndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 }  // namespace
 
 StatusOr<StateStore::Lock> StateStore::Acquire() {
-  RDMAK8S_RETURN_IF_ERROR_CTX(MkdirP(dir_), "state dir");
+  RDMAK8S_RETURN_IF_ERROR_CTX(EnsurePrivateDir(dir_), "state dir");
   const std::string path = dir_ + "/lock";
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return ErrnoError(errno, "open " + path);
   while (flock(fd, LOCK_EX) != 0) {
     if (errno == EINTR) continue;
@@ -122,21 +124,61 @@ StatusOr<std::string> StateStore::RecordPath(const std::string& network,
 
 Status StateStore::Save(const AttachmentRecord& rec) {
   RDMAK8S_ASSIGN_OR_RETURN(std::string path, RecordPath(rec.network, rec.container_id, rec.ifname));
-  RDMAK8S_RETURN_IF_ERROR(MkdirP(dir_ + "/attachments/" + rec.network));
+  for (const std::string& d : {dir_, dir_ + "/attachments", dir_ + "/attachments/" + rec.network}) {
+    RDMAK8S_RETURN_IF_ERROR_CTX(EnsurePrivateDir(d), "save attachment " + rec.Key());
+  }
   return WriteFileAtomic(path, rec.ToJson().dump(2) + "\n", 0600)
       .Prepend("save attachment " + rec.Key());
+}
+
+void StateStore::Quarantine(const std::string& path, const std::string& network,
+                            const std::string& file, const std::string& why) {
+  const std::string qdir = dir_ + "/quarantine";
+  std::string dest = qdir + "/" + (network.empty() ? "" : network + "+") + file + "." +
+                     std::to_string(time(nullptr)) + "." + std::to_string(getpid());
+  std::string line = "state: " + path + " " + why + ": ";
+  Status s = EnsurePrivateDir(qdir);
+  if (s.ok() && rename(path.c_str(), dest.c_str()) != 0) s = ErrnoError(errno, "rename to " + dest);
+  if (s.ok()) {
+    line += "quarantined as " + dest + " (kept for an admin); other attachments go on";
+  } else {
+    line += "could not be quarantined (" + s.message() + "); skipped, other attachments go on";
+  }
+  if (report_) report_(line);
+}
+
+StatusOr<AttachmentRecord> StateStore::ReadRecord(const std::string& path, const std::string& network,
+                                                  const std::string& file) {
+  auto data = ReadFile(path);
+  std::string why;
+  if (data.ok()) {
+    json j = json::parse(*data, nullptr, false);
+    if (j.is_discarded()) {
+      why = "is not valid JSON";
+    } else {
+      auto rec = AttachmentRecord::FromJson(j);
+      if (!rec.ok()) {
+        why = "is not an attachment record (" + rec.status().message() + ")";
+      } else if (rec->network != network || rec->container_id + ":" + rec->ifname + ".json" != file) {
+        why = "holds the record of another attachment (" + rec->Key() + ")";
+      } else {
+        return rec;
+      }
+    }
+  } else if (data.status().code() == StatusCode::kFailedPrecondition) {
+    why = "is not a record file (" + data.status().message() + ")";
+  } else {
+    return data.status();  // missing (kNotFound), or unreadable: an error, not a verdict
+  }
+  Quarantine(path, network, file, why);
+  return NotFoundError("attachment record " + path + " " + why + ": quarantined");
 }
 
 StatusOr<AttachmentRecord> StateStore::Load(const std::string& network,
                                             const std::string& container_id,
                                             const std::string& ifname) {
   RDMAK8S_ASSIGN_OR_RETURN(std::string path, RecordPath(network, container_id, ifname));
-  RDMAK8S_ASSIGN_OR_RETURN(std::string data, ReadFile(path));
-  json j = json::parse(data, nullptr, false);
-  if (j.is_discarded()) return InternalError("parse " + path + ": not valid JSON");
-  auto rec = AttachmentRecord::FromJson(j);
-  if (!rec.ok()) return rec.status().Prepend("parse " + path);
-  return rec;
+  return ReadRecord(path, network, container_id + ":" + ifname + ".json");
 }
 
 Status StateStore::Remove(const std::string& network, const std::string& container_id,
@@ -166,6 +208,17 @@ StatusOr<std::vector<AttachmentRecord>> StateStore::List(const std::string& netw
   }
   for (const auto& net : networks) {
     const std::string dir = base + "/" + net;
+    struct stat st {};
+    if (lstat(dir.c_str(), &st) != 0) {
+      if (errno == ENOENT) continue;
+      return ErrnoError(errno, "list " + dir);
+    }
+    if (!S_ISDIR(st.st_mode) || !ValidNetworkName(net)) {
+      Quarantine(dir, "", net, S_ISLNK(st.st_mode)     ? "is a symlink, not a network directory"
+                               : !S_ISDIR(st.st_mode) ? "is not a network directory"
+                                                      : "is not named like a network");
+      continue;
+    }
     DIR* d = opendir(dir.c_str());
     if (d == nullptr) {
       if (errno == ENOENT) continue;
@@ -174,47 +227,66 @@ StatusOr<std::vector<AttachmentRecord>> StateStore::List(const std::string& netw
     std::vector<std::string> files;
     while (dirent* e = readdir(d)) {
       std::string n = e->d_name;
-      if (n.size() > 5 && n.compare(n.size() - 5, 5, ".json") == 0) files.push_back(n);
+      if (EndsWith(n, ".json")) files.push_back(n);
     }
     closedir(d);
     for (const auto& f : files) {
-      const std::string path = dir + "/" + f;
-      auto data = ReadFile(path);
-      if (!data.ok()) {
-        if (data.status().code() == StatusCode::kNotFound) continue;
-        return data.status();
+      auto rec = ReadRecord(dir + "/" + f, net, f);
+      if (rec.ok()) {
+        out.push_back(std::move(*rec));
+      } else if (rec.status().code() != StatusCode::kNotFound) {
+        return rec.status();
       }
-      json j = json::parse(*data, nullptr, false);
-      if (j.is_discarded()) return InternalError("parse " + path + ": not valid JSON");
-      auto rec = AttachmentRecord::FromJson(j);
-      if (!rec.ok()) return rec.status().Prepend("parse " + path);
-      out.push_back(std::move(*rec));
     }
   }
   return out;
 }
 
-StatusOr<std::map<std::string, std::string>> StateStore::LoadKnobs() {
+StatusOr<std::map<std::string, SavedKnob>> StateStore::LoadKnobs() {
   const std::string path = dir_ + "/knobs.json";
+  std::map<std::string, SavedKnob> out;
   auto data = ReadFile(path);
   if (!data.ok()) {
-    if (data.status().code() == StatusCode::kNotFound) return std::map<std::string, std::string>{};
-    return data.status();
+    if (data.status().code() == StatusCode::kNotFound) return out;
+    if (data.status().code() != StatusCode::kFailedPrecondition) return data.status();
   }
-  json j = json::parse(*data, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return InternalError("parse " + path + ": not a JSON object");
-  std::map<std::string, std::string> out;
-  for (const auto& [k, v] : j.items()) {
-    if (!v.is_string()) return InternalError("parse " + path + ": knob " + k + " is not a string");
-    out[k] = v.get<std::string>();
+  std::string why;
+  if (data.ok()) {
+    json j = json::parse(*data, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      why = "is not a JSON object";
+      j = json::object();
+    }
+    for (const auto& [k, v] : j.items()) {
+      if (v.is_string()) {  // an older release: id -> original
+        out[k] = SavedKnob{v.get<std::string>(), "", ""};
+      } else if (v.is_object() && v.contains("original") && v["original"].is_string() &&
+                 v.value("applied", json("")).is_string() && v.value("leftAs", json("")).is_string()) {
+        out[k] = SavedKnob{v["original"].get<std::string>(), v.value("applied", ""), v.value("leftAs", "")};
+      } else {
+        why = "has knob " + k + " in no form we wrote";
+        break;
+      }
+    }
+  } else {
+    why = "is not a regular file (" + data.status().message() + ")";
   }
-  return out;
+  if (why.empty()) return out;
+  Quarantine(path, "", "knobs.json",
+             why + "; the originals it held are NOT restored automatically any more (restore them "
+                   "by hand from the quarantined copy)");
+  return std::map<std::string, SavedKnob>{};
 }
 
-Status StateStore::SaveKnobs(const std::map<std::string, std::string>& knobs) {
-  RDMAK8S_RETURN_IF_ERROR(MkdirP(dir_));
-  return WriteFileAtomic(dir_ + "/knobs.json", json(knobs).dump(2) + "\n", 0600)
-      .Prepend("save knobs");
+Status StateStore::SaveKnobs(const std::map<std::string, SavedKnob>& knobs) {
+  RDMAK8S_RETURN_IF_ERROR_CTX(EnsurePrivateDir(dir_), "save knobs");
+  json j = json::object();
+  for (const auto& [id, k] : knobs) {
+    json e = {{"original", k.original}, {"applied", k.applied}};
+    if (!k.left_as.empty()) e["leftAs"] = k.left_as;
+    j[id] = e;
+  }
+  return WriteFileAtomic(dir_ + "/knobs.json", j.dump(2) + "\n", 0600).Prepend("save knobs");
 }
 
 }  // namespace rdmak8s::cni

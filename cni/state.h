@@ -5,15 +5,26 @@
 //   lock                                     flock(2)ed for the whole of an ADD/DEL/CHECK/GC
 //   attachments/<network>/<containerID>:<ifname>.json   one AttachmentRecord
 //   knobs.json                               original value of every knob we changed, by knob id
+//   quarantine/<network>+<file>.<time>.<pid>  entries moved aside (see below)
 // Names are validated by the spec layer (no '/', no ':' in IDs or ifnames; network names are
 // [a-zA-Z0-9][a-zA-Z0-9_.-]*), and checked again here so nothing escapes the dir.
-// Writes are atomic: temp file, fsync, rename, fsync of the directory.
+// Writes are atomic (WriteFileAtomic: O_EXCL|O_NOFOLLOW temp file, fsync, rename, fsync of the
+// directory). The state dir and its directories are 0700 and must be ours (EnsurePrivateDir): a
+// symlinked or foreign-owned one is refused. Files are opened with O_NOFOLLOW.
+//
+// Quarantine: an entry that can't be a record of ours (not JSON, not a record, a record whose
+// network/containerID/ifname are not those of its file name, a link or a directory named like a
+// record, a network directory that is a link or a file) would otherwise stop every DEL, ADD and GC
+// that lists the node's attachments. It is renamed into quarantine/ (kept for an admin) and
+// reported once through `report`; the listing goes on without it. A corrupt knobs.json likewise
+// (the originals in it are then lost to automatic restore, and the report says so).
 //
 // Thread/process safety: hold Lock() across read-modify-write sequences; it serialises every
 // rdmak8s process on the node sharing this state dir (and threads of one process, since each
 // Lock() opens its own file description).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -45,9 +56,21 @@ struct AttachmentRecord {
   std::string Key() const { return network + "/" + container_id + ":" + ifname; }
 };
 
+// What knobs.json keeps for one knob we changed.
+struct SavedKnob {
+  std::string original;  // its value before our first change: what restore writes back
+  std::string applied;   // the value we set; "" in files of older releases (unknown)
+  // Set when a restore found the knob at this value, neither `applied` nor `original`: someone
+  // (an admin) changed it since. It is left as they set it, not retried, and kept here so the
+  // decision and our original stay visible. The next attachment to change the knob starts over.
+  std::string left_as;
+};
+
 class StateStore {
  public:
-  explicit StateStore(std::string dir) : dir_(std::move(dir)) {}
+  // `report` gets one line per quarantined entry (null: dropped).
+  explicit StateStore(std::string dir, std::function<void(const std::string&)> report = nullptr)
+      : dir_(std::move(dir)), report_(std::move(report)) {}
   const std::string& dir() const { return dir_; }
 
   // An exclusive flock on <dir>/lock, released when the Lock is destroyed.
@@ -60,27 +83,34 @@ class StateStore {
    private:
     int fd_;
   };
-  // Creates the dir when missing.
+  // Creates the dir (0700) when missing; refuses one that is a symlink or not ours.
   StatusOr<Lock> Acquire();
 
   Status Save(const AttachmentRecord& rec);
-  // kNotFound when there is no record.
+  // kNotFound when there is no record, or when the one there was quarantined.
   StatusOr<AttachmentRecord> Load(const std::string& network, const std::string& container_id,
                                   const std::string& ifname);
   // OK when already absent.
   Status Remove(const std::string& network, const std::string& container_id,
                 const std::string& ifname);
-  // Every record of every network (network empty) or of one. A record that can't be parsed is an
-  // error naming its file: never silently dropped.
+  // Every record of every network (network empty) or of one. An entry that can't be a record is
+  // quarantined, never silently dropped; errors are only for a dir that can't be read.
   StatusOr<std::vector<AttachmentRecord>> List(const std::string& network = "");
 
-  StatusOr<std::map<std::string, std::string>> LoadKnobs();
-  Status SaveKnobs(const std::map<std::string, std::string>& knobs);
+  StatusOr<std::map<std::string, SavedKnob>> LoadKnobs();
+  Status SaveKnobs(const std::map<std::string, SavedKnob>& knobs);
 
  private:
   StatusOr<std::string> RecordPath(const std::string& network, const std::string& container_id,
                                    const std::string& ifname) const;
+  // Reads the record at `path` expected to be `key`; kNotFound when absent, or when quarantined.
+  StatusOr<AttachmentRecord> ReadRecord(const std::string& path, const std::string& network,
+                                        const std::string& file);
+  // Renames `path` (network/file of the state dir) into quarantine/ and reports it.
+  void Quarantine(const std::string& path, const std::string& network, const std::string& file,
+                  const std::string& why);
   std::string dir_;
+  std::function<void(const std::string&)> report_;
 };
 
 

@@ -131,11 +131,31 @@ TEST(BinaryTest, StatusIs50OnThisRdmaLessHost) {
 
 TEST(BinaryTest, DelOfAnUnknownAttachmentSucceedsWithEmptyStdout) {
   testing::TempDir t;
+  ASSERT_TRUE(testing::WriteFile(t.path() + "/node.json", R"({"stateDir":")" + t.path() + R"(/state"})"));
   auto o = RunBinary({{"CNI_COMMAND", "DEL"}, {"CNI_CONTAINERID", "c1"}, {"CNI_IFNAME", "net1"},
-                      {"CNI_PATH", "/opt/cni/bin"}},
-                     R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s","stateDir":")" + t.path() + R"("})");
+                      {"CNI_PATH", "/opt/cni/bin"}, {"RDMAK8S_CNI_NODE_CONFIG", t.path() + "/node.json"}},
+                     R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s"})");
   EXPECT_EQ(o.exit_code, 0) << o.out << o.err;
   EXPECT_TRUE(o.out.empty());
+}
+
+TEST(BinaryTest, TheNodeConfigurationIsTheFileTheRuntimesEnvironmentNames) {
+  testing::TempDir t;
+  const std::string node = t.path() + "/node.json";
+  ASSERT_TRUE(testing::WriteFile(node, R"({"stateDir":")" + t.path() + R"(/state","logFiel":"/x"})"));
+  auto o = RunBinary({{"CNI_COMMAND", "VERSION"}, {"RDMAK8S_CNI_NODE_CONFIG", node}}, R"({"cniVersion":"1.0.0"})");
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  EXPECT_EQ(Parse(o)["code"], 7);
+  EXPECT_NE(Parse(o)["msg"].get<std::string>().find(node + ": \"logFiel\""), std::string::npos) << o.out;
+  // A NAD cannot name a log file or a state dir, whatever it tries.
+  const std::string victim = t.path() + "/victim";
+  ASSERT_TRUE(testing::WriteFile(victim, "precious"));
+  ASSERT_TRUE(testing::WriteFile(node, "{}"));
+  o = RunBinary({{"CNI_COMMAND", "STATUS"}, {"CNI_PATH", "/opt/cni/bin"}, {"RDMAK8S_CNI_NODE_CONFIG", node}},
+                R"({"cniVersion":"1.1.0","name":"n","type":"rdmak8s","logFile":")" + victim + R"("})");
+  EXPECT_EQ(Parse(o)["code"], 7) << o.out;
+  EXPECT_NE(Parse(o)["msg"].get<std::string>().find("\"logFile\""), std::string::npos) << o.out;
+  EXPECT_EQ(testing::ReadFile(victim), "precious");
 }
 
 TEST(BinaryTest, CheckOn031IsCode1) {

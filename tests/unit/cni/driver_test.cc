@@ -44,13 +44,16 @@ class DriverTest : public ::testing::Test {
     json list = {{"cniVersion", version}, {"name", "rdmanet"}, {"plugins", {
         {{"type", "macvlan"}, {"master", "m0"}, {"mode", "bridge"},
          {"ipam", {{"type", "host-local"}, {"subnet", "10.98.0.0/24"}, {"dataDir", dir_ + "/ipam"}}}},
-        {{"type", "rdmak8s"}, {"stateDir", dir_ + "/state"}, {"gidTimeoutMs", 200},
-         {"logFile", dir_ + "/rdmak8s.log"}}}}};
+        {{"type", "rdmak8s"}, {"gidTimeoutMs", 200}}}}};
     ASSERT_TRUE(testing::WriteFile(dir_ + "/net.conflist", list.dump(2)));
+    // Host paths are the node's, not the conflist's: the node configuration, which the runtime's
+    // environment (cni-driver passes its own on) names.
+    ASSERT_TRUE(testing::WriteFile(dir_ + "/node.json", json({{"stateDir", dir_ + "/state"},
+                                                              {"logFile", dir_ + "/rdmak8s.log"}}).dump()));
   }
 
   Result Drive(const std::string& args) {
-    std::string cmd = std::string(RDMAK8S_CNI_DRIVER) + " -conflist " + dir_ + "/net.conflist -plugin-dirs " +
+    std::string cmd = "RDMAK8S_CNI_NODE_CONFIG=" + dir_ + "/node.json " + std::string(RDMAK8S_CNI_DRIVER) + " -conflist " + dir_ + "/net.conflist -plugin-dirs " +
                       RDMAK8S_BINARY_DIR + "/cni:/usr/lib/cni -cache-dir " + dir_ + "/cache " + args +
                       " 2>>" + dir_ + "/driver.err";
     Result r;

@@ -128,6 +128,47 @@ TEST(NetConfTest, PkeyWithoutA15BitKeySaysWhy) {
   EXPECT_EQ(*c->pkey, 0x8001);
 }
 
+TEST(NetConfTest, PkeyStringIsHexWithOrWithout0x) {
+  // As in IPoIB (ip link add ... type ipoib pkey 8001, /sys/class/net/ib0.8001): hex digits.
+  for (auto [text, want] : std::vector<std::pair<std::string, uint16_t>>{
+           {"8001", 0x8001}, {"0x8001", 0x8001}, {"0X8001", 0x8001}, {"0800", 0x0800},
+           {"7fff", 0x7fff}, {"0x7FFF", 0x7fff}, {"1", 0x0001}, {"0x0001", 0x0001}}) {
+    CniError err;
+    auto c = Parse(R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s","pkey":")" + text + R"("})", &err);
+    ASSERT_TRUE(c) << text << ": " << err.msg;
+    EXPECT_EQ(*c->pkey, want) << text;
+  }
+}
+
+TEST(NetConfTest, PkeyThatIsNotAHexStringIsRefusedNamingTheField) {
+  for (std::string bad : {R"(32769)", R"(8001)", R"("")", R"("0x")", R"("10000")", R"("0x18001")",
+                          R"("-1")", R"(" 8001")", R"("+8001")", R"("8001 ")", R"("80g1")",
+                          R"("0x-1")", R"(true)"}) {
+    CniError err;
+    EXPECT_FALSE(Parse(R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s","pkey":)" + bad + "}", &err))
+        << bad;
+    EXPECT_EQ(err.code, kErrInvalidConfig) << bad;
+    EXPECT_NE(err.msg.find("\"pkey\""), std::string::npos) << err.msg;
+    EXPECT_NE(err.msg.find("hex"), std::string::npos) << err.msg;
+  }
+}
+
+TEST(NetConfTest, GcWithoutValidAttachmentsIsRefusedNamingTheKey) {
+  for (std::string extra : {"", R"(,"cni.dev/valid-attachments":null)"}) {
+    CniError err;
+    EXPECT_FALSE(Parse(R"({"cniVersion":"1.1.0","name":"n","type":"rdmak8s")" + extra + "}", &err,
+                       Command::kGc))
+        << extra;
+    EXPECT_EQ(err.code, kErrInvalidConfig) << extra;
+    EXPECT_NE(err.msg.find("cni.dev/valid-attachments"), std::string::npos) << err.msg;
+  }
+  CniError err;
+  auto c = Parse(R"({"cniVersion":"1.1.0","name":"n","type":"rdmak8s","cni.dev/valid-attachments":[]})",
+                 &err, Command::kGc);
+  ASSERT_TRUE(c) << err.msg;
+  EXPECT_TRUE(c->valid_attachments.empty()) << "an empty list is valid: nothing is live";
+}
+
 TEST(NetConfTest, GcReadsValidAttachments) {
   CniError err;
   auto c = Parse(R"({"cniVersion":"1.1.0","name":"n","type":"rdmak8s",

@@ -9,7 +9,9 @@
 #include <atomic>
 #include <barrier>
 #include <map>
+#include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "cni/rdma_sysfs.h"
 #include "cni/spec.h"
@@ -76,9 +78,10 @@ class PluginTest : public ::testing::Test {
       }
     };
     dcb_.AddNetdev("ens1f0np0");
-    options_.sysfs_root = sysfs_;
-    options_.configfs_root = configfs_;
-    options_.state_dir = state_;
+    options_.node_config_path = "";  // the node's configuration is options_.node as is
+    options_.node.sysfs_root = sysfs_;
+    options_.node.configfs_root = configfs_;
+    options_.node.state_dir = state_;
     options_.gid_poll_interval_ms = 5;
     options_.new_rdma_netlink = [w = world_]() -> StatusOr<std::unique_ptr<RdmaNetlink>> {
       auto cur = CurrentNetns();
@@ -226,7 +229,15 @@ class PluginTest : public ::testing::Test {
     EXPECT_TRUE(l.ok()) << l.status().ToString();
     return l.ok() ? l->size() : 999;
   }
-  std::map<std::string, std::string> Originals() { return *StateStore(state_).LoadKnobs(); }
+  std::map<std::string, std::string> Originals() {
+    std::map<std::string, std::string> out;
+    auto saved = StateStore(state_).LoadKnobs();
+    EXPECT_TRUE(saved.ok()) << saved.status().ToString();
+    if (saved.ok()) {
+      for (const auto& [id, k] : *saved) out[id] = k.original;
+    }
+    return out;
+  }
   uint8_t Pfc() { return dcb_.Find("ens1f0np0")->pfc.enabled; }
 
   TempDir tmp_;
@@ -330,10 +341,17 @@ TEST_F(PluginTest, EveryCommandInEverySpecVersion) {
     out = Run("STATUS", "", nullptr, plain);
     if (CompareVersions(ver, "1.1.0") < 0) EXPECT_EQ(Code(out), kErrIncompatibleVersion);
     else EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
+    // A GC without cni.dev/valid-attachments is malformed (it would name every attachment of
+    // the network stale): refused, and nothing is released.
     out = Run("GC", "", nullptr, plain);
     if (CompareVersions(ver, "1.1.0") < 0) {
       EXPECT_EQ(Code(out), kErrIncompatibleVersion);
+    } else {
+      EXPECT_EQ(Code(out), kErrInvalidConfig) << out.stdout_data;
+      EXPECT_NE(Msg(out).find("cni.dev/valid-attachments"), std::string::npos) << Msg(out);
     }
+    EXPECT_EQ(Records(), 1u) << "GC released an attachment";
+    EXPECT_TRUE(In(pod.key, "mlx5_1")) << "GC brought the device home";
     out = Run("DEL", "c1", &pod, conf);
     EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
     EXPECT_TRUE(In(node_key_, "mlx5_1"));
@@ -610,8 +628,8 @@ TEST_F(PluginTest, FailingQosStepRollsBackTheKnobsAlreadyApplied) {
 TEST_F(PluginTest, UnusableStateDirIsCode104AndTouchesNothing) {
   Pod pod = NewPod("10.77.0.15");
   ASSERT_TRUE(WriteFile(tmp_.path() + "/blocker", "x"));
-  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"},
-                                                          {"stateDir", tmp_.path() + "/blocker/state"}}));
+  options_.node.state_dir = tmp_.path() + "/blocker/state";
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}}));
   EXPECT_EQ(Code(out), kErrState) << out.stdout_data;
   EXPECT_TRUE(In(node_key_, "mlx5_1"));
 }
@@ -709,7 +727,8 @@ TEST_F(PluginTest, DelKeepsTheOriginalOfAKnobItCouldNotRestoreAndTheNextDelResto
   Pod pod = NewPod("10.77.0.41");
   AddGid("mlx5_1", pod.ip, 100);
   const std::string log = tmp_.path() + "/cni.log";
-  json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"qos", {{"pfc", {3}}}}, {"logFile", log}});
+  options_.node.log_file = log;
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"qos", {{"pfc", {3}}}}});
   ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
   ASSERT_EQ(Pfc(), 1 << 3);
   auto working = options_.new_dcb_netlink;
@@ -1079,11 +1098,181 @@ TEST_F(PluginTest, LogsGoToTheLogFileNotStdout) {
   Pod pod = NewPod("10.77.0.35");
   AddGid("mlx5_1", pod.ip, 100);
   const std::string log = tmp_.path() + "/cni.log";
-  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"logFile", log},
-                                                          {"logLevel", "debug"}}));
+  options_.node.log_file = log;
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"logLevel", "debug"}}));
   ASSERT_EQ(out.exit_code, 0);
   EXPECT_TRUE(json::parse(out.stdout_data).is_object());
   EXPECT_NE(ReadFile(log).find("moved mlx5_1 into netns"), std::string::npos) << ReadFile(log);
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0;
+}
+
+TEST_F(PluginTest, ANetconfThatSetsAHostPathIsRefusedNamingTheKey) {
+  // A NAD is written by namespace users: none of these may choose where root writes.
+  Pod pod = NewPod("10.77.0.60");
+  AddGid("mlx5_1", pod.ip, 100);
+  const std::string victim = tmp_.path() + "/victim";
+  ASSERT_TRUE(WriteFile(victim, "precious\n"));
+  const std::map<std::string, std::string> keys = {{"logFile", victim},
+                                                   {"stateDir", tmp_.path() + "/nad-state"},
+                                                   {"sysfsRoot", tmp_.path() + "/nad-sys"},
+                                                   {"configfsRoot", tmp_.path() + "/nad-config"}};
+  for (const auto& [key, value] : keys) {
+    for (std::string cmd : {"ADD", "CHECK", "STATUS", "GC"}) {
+      SCOPED_TRACE(key + " " + cmd);
+      json conf = Conf("1.1.0", &pod, {{"deviceID", "mlx5_1"}, {key, value}});
+      conf["cni.dev/valid-attachments"] = json::array();
+      auto out = Run(cmd, cmd == "ADD" || cmd == "CHECK" ? "c1" : "", cmd == "ADD" || cmd == "CHECK" ? &pod : nullptr, conf);
+      EXPECT_EQ(Code(out), kErrInvalidConfig) << out.stdout_data;
+      EXPECT_NE(Msg(out).find("\"" + key + "\""), std::string::npos) << Msg(out);
+      EXPECT_NE(Msg(out).find("allowNetconfOverrides"), std::string::npos) << Msg(out);
+    }
+  }
+  EXPECT_EQ(ReadFile(victim), "precious");
+  EXPECT_FALSE(Exists(tmp_.path() + "/nad-state"));
+  EXPECT_FALSE(Exists(state_)) << "refused before anything was touched";
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+}
+
+TEST_F(PluginTest, TheNodeConfigurationCanAllowNetconfHostPaths) {
+  options_.node.allow_netconf_overrides = true;
+  Pod pod = NewPod("10.77.0.61");
+  AddGid("mlx5_1", pod.ip, 100);
+  const std::string other = tmp_.path() + "/other-state", log = tmp_.path() + "/nad.log";
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"stateDir", other}, {"logFile", log}});
+  auto out = Run("ADD", "c1", &pod, conf);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_EQ(StateStore(other).List()->size(), 1u);
+  EXPECT_FALSE(Exists(state_));
+  EXPECT_NE(ReadFile(log).find("moved mlx5_1"), std::string::npos);
+  ASSERT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
+  EXPECT_TRUE(StateStore(other).List()->empty());
+}
+
+TEST_F(PluginTest, DelWithAForbiddenHostPathCleansUpFromTheNodesStateAndWritesNothingThere) {
+  Pod pod = NewPod("10.77.0.62");
+  AddGid("mlx5_1", pod.ip, 100);
+  const std::string node_log = tmp_.path() + "/node.log";
+  options_.node.log_file = node_log;
+  ASSERT_EQ(Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}})).exit_code, 0);
+  ASSERT_TRUE(In(pod.key, "mlx5_1"));
+  const std::string nad_state = tmp_.path() + "/nad-state", nad_log = tmp_.path() + "/nad.log";
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"stateDir", nad_state}, {"logFile", nad_log},
+                                   {"sysfsRoot", tmp_.path() + "/nad-sys"}});
+  auto out = Run("DEL", "c1", &pod, conf);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_TRUE(In(node_key_, "mlx5_1")) << "DEL still undid the attachment";
+  EXPECT_EQ(Records(), 0u);
+  EXPECT_FALSE(Exists(nad_state));
+  EXPECT_FALSE(Exists(nad_log));
+  EXPECT_NE(ReadFile(node_log).find("sysfsRoot, stateDir, logFile"), std::string::npos) << ReadFile(node_log);
+}
+
+TEST_F(PluginTest, TheNodeConfigurationFileSetsThePathsAndAnInvalidOneIsRefused) {
+  Pod pod = NewPod("10.77.0.63");
+  AddGid("mlx5_1", pod.ip, 100);
+  const std::string file = tmp_.path() + "/node.json", log = tmp_.path() + "/from-file.log";
+  const std::string state = tmp_.path() + "/file-state";
+  options_.node_config_path = file;
+  options_.node.state_dir = tmp_.path() + "/default-state";
+  ASSERT_TRUE(WriteFile(file, json({{"stateDir", state}, {"logFile", log}, {"logLevel", "error"}}).dump()));
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
+  ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
+  EXPECT_EQ(StateStore(state).List()->size(), 1u);
+  EXPECT_FALSE(Exists(tmp_.path() + "/default-state"));
+  EXPECT_TRUE(Exists(log));
+  EXPECT_EQ(ReadFile(log).find("INFO"), std::string::npos) << "the node's logLevel";
+  json verbose = conf;
+  verbose["logLevel"] = "info";
+  ASSERT_EQ(Run("DEL", "c1", &pod, verbose).exit_code, 0);
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  EXPECT_NE(ReadFile(log).find("INFO"), std::string::npos) << "a netconf logLevel overrides the node's";
+  // A typo, a relative path, a file others can write: every command, VERSION too, says so.
+  for (auto [content, mode, want] : std::vector<std::tuple<std::string, mode_t, std::string>>{
+           {R"({"stateDirr":"/x"})", 0644, "\"stateDirr\""},
+           {R"({"stateDir":"var/x"})", 0644, "absolute"},
+           {R"({"allowNetconfOverrides":"yes"})", 0644, "allowNetconfOverrides"},
+           {"{", 0644, "JSON"},
+           {"{}", 0666, "others cannot write"}}) {
+    SCOPED_TRACE(content);
+    ASSERT_TRUE(WriteFile(file, content));
+    ASSERT_EQ(chmod(file.c_str(), mode), 0);
+    for (std::string cmd : {"ADD", "DEL", "VERSION"}) {
+      auto out = Run(cmd, "c1", &pod, conf);
+      EXPECT_EQ(Code(out), kErrInvalidConfig) << cmd << ": " << out.stdout_data;
+      EXPECT_NE(Msg(out).find(file), std::string::npos) << Msg(out);
+      EXPECT_NE(Msg(out).find(want), std::string::npos) << Msg(out);
+    }
+  }
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+}
+
+TEST_F(PluginTest, AKnobAnAdminChangedSinceWeAppliedItIsNotClobberedOnRestore) {
+  Pod pod = NewPod("10.77.0.64");
+  AddGid("mlx5_1", pod.ip, 100);
+  const std::string log = tmp_.path() + "/cni.log";
+  options_.node.log_file = log;
+  // (not roceTos: the kernel resets it when the device moves home, see SetUp)
+  const std::string tc = sysfs_ + "/class/infiniband/mlx5_1/tc/1/traffic_class";
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"qos", {{"trafficClass", 106}, {"pfc", {3}}}}});
+  ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
+  ASSERT_EQ(ReadFile(tc), "106");
+  ASSERT_EQ(Pfc(), 1 << 3);
+  ASSERT_TRUE(WriteFile(tc, "64\n"));  // the admin, while the pod runs
+  ASSERT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
+  EXPECT_EQ(ReadFile(tc), "64") << "the admin's value is kept";
+  EXPECT_EQ(Pfc(), 0) << "an unchanged knob is restored as before";
+  auto saved = StateStore(state_).LoadKnobs();
+  ASSERT_TRUE(saved.ok());
+  ASSERT_EQ(saved->count("tc:mlx5_1:1"), 1u) << "our original stays on record";
+  EXPECT_EQ(saved->at("tc:mlx5_1:1").original, "0");
+  EXPECT_EQ(saved->at("tc:mlx5_1:1").applied, "106");
+  EXPECT_EQ(saved->at("tc:mlx5_1:1").left_as, "64");
+  EXPECT_EQ(saved->count("pfc:ens1f0np0:3"), 0u);
+  EXPECT_NE(ReadFile(log).find("tc:mlx5_1:1 is 64"), std::string::npos) << ReadFile(log);
+  // Not retried by later DELs; the next attachment that changes it starts from the admin's value.
+  ASSERT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
+  EXPECT_EQ(ReadFile(tc), "64");
+  ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
+  ASSERT_EQ(ReadFile(tc), "106");
+  ASSERT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
+  EXPECT_EQ(ReadFile(tc), "64") << "restored to the admin's value";
+  EXPECT_TRUE(Originals().empty());
+}
+
+TEST_F(PluginTest, ACorruptRecordDoesNotBlockOtherAttachmentsAndIsQuarantined) {
+  Pod a = NewPod("10.77.0.65");
+  Pod b = NewPod("10.77.0.66");
+  AddGid("mlx5_1", a.ip, 100);
+  AddGid("mlx5_2", b.ip, 100);
+  const std::string log = tmp_.path() + "/cni.log";
+  options_.node.log_file = log;
+  json ea = {{"deviceID", "mlx5_1"}, {"qos", {{"pfc", {3}}}}};
+  json eb = {{"deviceID", "mlx5_2"}, {"qos", {{"pfc", {3}}}}};
+  ASSERT_EQ(Run("ADD", "ca", &a, Conf("1.1.0", &a, ea)).exit_code, 0);
+  ASSERT_TRUE(WriteFile(state_ + "/attachments/rdma/zz:net1.json", "{\"network\":"));
+  auto out = Run("ADD", "cb", &b, Conf("1.1.0", &b, eb));  // lists every record (QoS conflicts)
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  out = Run("DEL", "ca", &a, Conf("1.1.0", &a, ea));
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_EQ(Pfc(), 1 << 3) << "cb still needs it";
+  json gc = Conf("1.1.0", nullptr);
+  gc["cni.dev/valid-attachments"] = json::array();
+  out = Run("GC", "", nullptr, gc);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_EQ(Records(), 0u);
+  EXPECT_EQ(Pfc(), 0);
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  EXPECT_TRUE(In(node_key_, "mlx5_2"));
+  const std::string logged = ReadFile(log);
+  size_t n = 0;
+  std::istringstream lines(logged);
+  for (std::string line; std::getline(lines, line);) n += line.find("zz:net1.json") != std::string::npos;
+  EXPECT_EQ(n, 1u) << "one error line:\n" << logged;
+  EXPECT_NE(logged.find("quarantined"), std::string::npos) << logged;
 }
 
 }  // namespace

@@ -2,7 +2,10 @@
 
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "cni_test_util.h"
@@ -60,14 +63,116 @@ TEST(StateStoreTest, NamesThatWouldEscapeTheDirAreRefused) {
   EXPECT_EQ(s.Load("..", "c", "net1").status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST(StateStoreTest, CorruptRecordIsAnErrorNamingTheFile) {
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> out;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") out.push_back(e->d_name);
+    }
+    closedir(d);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(StateStoreTest, ACorruptRecordIsQuarantinedWithOneErrorAndTheOthersAreStillListed) {
   TempDir t;
-  StateStore s(t.path());
+  std::vector<std::string> reported;
+  StateStore s(t.path(), [&](const std::string& m) { reported.push_back(m); });
   ASSERT_TRUE(s.Save(Rec("c1")).ok());
+  ASSERT_TRUE(s.Save(Rec("c2")).ok());
   ASSERT_TRUE(testing::WriteFile(t.path() + "/attachments/rdma/c1:net1.json", "{trunc"));
   auto all = s.List();
-  ASSERT_FALSE(all.ok());
-  EXPECT_NE(all.status().message().find("c1:net1.json"), std::string::npos);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].container_id, "c2");
+  ASSERT_EQ(reported.size(), 1u);
+  EXPECT_NE(reported[0].find("c1:net1.json"), std::string::npos) << reported[0];
+  EXPECT_NE(reported[0].find("quarantine"), std::string::npos) << reported[0];
+  EXPECT_EQ(Entries(t.path() + "/attachments/rdma"), std::vector<std::string>{"c2:net1.json"});
+  auto q = Entries(t.path() + "/quarantine");
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_EQ(testing::ReadFile(t.path() + "/quarantine/" + q[0]), "{trunc") << "kept for an admin";
+  ASSERT_TRUE(s.List().ok());
+  EXPECT_EQ(reported.size(), 1u) << "one error line, not one per later command";
+}
+
+TEST(StateStoreTest, ForeignEntriesAreQuarantinedNotTrusted) {
+  TempDir t;
+  std::vector<std::string> reported;
+  StateStore s(t.path(), [&](const std::string& m) { reported.push_back(m); });
+  ASSERT_TRUE(s.Save(Rec("c1")).ok());
+  // A record under c2's name that says it is c9's: DEL of c2 would undo c9.
+  AttachmentRecord other = Rec("c9");
+  ASSERT_TRUE(testing::WriteFile(t.path() + "/attachments/rdma/c2:net1.json", other.ToJson().dump()));
+  // A link named like a record, and a directory.
+  ASSERT_TRUE(testing::WriteFile(t.path() + "/outside.json", Rec("c3").ToJson().dump()));
+  ASSERT_EQ(symlink((t.path() + "/outside.json").c_str(), (t.path() + "/attachments/rdma/c3:net1.json").c_str()), 0);
+  ASSERT_EQ(mkdir((t.path() + "/attachments/rdma/c4:net1.json").c_str(), 0700), 0);
+  // A network directory that is a link.
+  ASSERT_EQ(symlink("rdma", (t.path() + "/attachments/evil").c_str()), 0);
+  auto all = s.List();
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].container_id, "c1");
+  EXPECT_EQ(reported.size(), 4u);
+  EXPECT_EQ(Entries(t.path() + "/attachments"), std::vector<std::string>{"rdma"});
+  EXPECT_EQ(Entries(t.path() + "/attachments/rdma"), std::vector<std::string>{"c1:net1.json"});
+  EXPECT_EQ(s.Load("rdma", "c2", "net1").status().code(), StatusCode::kNotFound);
+}
+
+TEST(StateStoreTest, LoadingACorruptRecordQuarantinesItAndFindsNone) {
+  TempDir t;
+  std::vector<std::string> reported;
+  StateStore s(t.path(), [&](const std::string& m) { reported.push_back(m); });
+  ASSERT_TRUE(testing::WriteFile(t.path() + "/attachments/rdma/c1:net1.json", "[]"));
+  auto r = s.Load("rdma", "c1", "net1");
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("quarantine"), std::string::npos) << r.status().message();
+  EXPECT_EQ(reported.size(), 1u);
+  EXPECT_EQ(Entries(t.path() + "/quarantine").size(), 1u);
+}
+
+TEST(StateStoreTest, TheStateDirIsPrivateAndALinkedOrForeignOneIsRefused) {
+  TempDir t;
+  StateStore s(t.path() + "/a/state");
+  ASSERT_TRUE(s.Acquire().ok());
+  ASSERT_TRUE(s.Save(Rec("c1")).ok());
+  for (std::string d : {"/a/state", "/a/state/attachments", "/a/state/attachments/rdma"}) {
+    struct stat st {};
+    ASSERT_EQ(lstat((t.path() + d).c_str(), &st), 0) << d;
+    EXPECT_EQ(st.st_mode & 0777, 0700u) << d;
+  }
+  // A state dir that is a symlink (to where someone else wants us to write) is not used.
+  ASSERT_EQ(mkdir((t.path() + "/elsewhere").c_str(), 0700), 0);
+  ASSERT_EQ(symlink((t.path() + "/elsewhere").c_str(), (t.path() + "/linked").c_str()), 0);
+  StateStore linked(t.path() + "/linked");
+  auto lock = linked.Acquire();
+  EXPECT_EQ(lock.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(lock.status().message().find("symlink"), std::string::npos) << lock.status().message();
+  EXPECT_FALSE(linked.Save(Rec("c1")).ok());
+  EXPECT_TRUE(Entries(t.path() + "/elsewhere").empty());
+  // One that another user owns.
+  ASSERT_EQ(mkdir((t.path() + "/theirs").c_str(), 0700), 0);
+  ASSERT_EQ(chown((t.path() + "/theirs").c_str(), 4242, 4242), 0);
+  StateStore theirs(t.path() + "/theirs");
+  auto their_lock = theirs.Acquire();
+  EXPECT_EQ(their_lock.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(their_lock.status().message().find("4242"), std::string::npos) << their_lock.status().message();
+  EXPECT_TRUE(Entries(t.path() + "/theirs").empty());
+}
+
+TEST(StateStoreTest, ACorruptKnobsFileIsQuarantinedSoDelsGoOn) {
+  TempDir t;
+  std::vector<std::string> reported;
+  StateStore s(t.path(), [&](const std::string& m) { reported.push_back(m); });
+  ASSERT_TRUE(testing::WriteFile(t.path() + "/knobs.json", "{\"tos:mlx5_1:1\": 7"));
+  auto k = s.LoadKnobs();
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_TRUE(k->empty());
+  ASSERT_EQ(reported.size(), 1u);
+  EXPECT_NE(reported[0].find("knobs.json"), std::string::npos) << reported[0];
+  EXPECT_EQ(Entries(t.path() + "/quarantine").size(), 1u);
 }
 
 TEST(StateStoreTest, WriteLeavesNoTempFiles) {
@@ -91,14 +196,25 @@ TEST(StateStoreTest, KnobsRoundTrip) {
   TempDir t;
   StateStore s(t.path());
   EXPECT_TRUE(s.LoadKnobs()->empty());
-  ASSERT_TRUE(s.SaveKnobs({{"tos:mlx5_1:1", "0"}}).ok());
-  EXPECT_EQ(s.LoadKnobs()->at("tos:mlx5_1:1"), "0");
+  ASSERT_TRUE(s.SaveKnobs({{"tos:mlx5_1:1", {"0", "106", ""}}, {"tc:mlx5_1:1", {"0", "96", "3"}}}).ok());
+  auto k = s.LoadKnobs();
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->at("tos:mlx5_1:1").original, "0");
+  EXPECT_EQ(k->at("tos:mlx5_1:1").applied, "106");
+  EXPECT_EQ(k->at("tos:mlx5_1:1").left_as, "");
+  EXPECT_EQ(k->at("tc:mlx5_1:1").left_as, "3");
+  // knobs.json of an older release: id -> original.
+  ASSERT_TRUE(testing::WriteFile(t.path() + "/knobs.json", R"({"pfc:pf0:3":"off"})"));
+  k = s.LoadKnobs();
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->at("pfc:pf0:3").original, "off");
+  EXPECT_EQ(k->at("pfc:pf0:3").applied, "");
 }
 
 TEST(StateStoreTest, LockSerialisesReadModifyWriteAcrossThreads) {
   TempDir t;
   StateStore s(t.path());
-  ASSERT_TRUE(s.SaveKnobs({{"n", "0"}}).ok());
+  ASSERT_TRUE(s.SaveKnobs({{"n", {"0", "", ""}}}).ok());
   std::vector<std::thread> threads;
   for (int i = 0; i < 16; ++i) {
     threads.emplace_back([&] {
@@ -108,13 +224,13 @@ TEST(StateStoreTest, LockSerialisesReadModifyWriteAcrossThreads) {
         ASSERT_TRUE(lock.ok());
         auto knobs = mine.LoadKnobs();
         ASSERT_TRUE(knobs.ok());
-        (*knobs)["n"] = std::to_string(std::stoi((*knobs)["n"]) + 1);
+        (*knobs)["n"].original = std::to_string(std::stoi((*knobs)["n"].original) + 1);
         ASSERT_TRUE(mine.SaveKnobs(*knobs).ok());
       }
     });
   }
   for (auto& th : threads) th.join();
-  EXPECT_EQ(s.LoadKnobs()->at("n"), "320");
+  EXPECT_EQ(s.LoadKnobs()->at("n").original, "320");
 }
 
 }  // namespace

@@ -1,0 +1,111 @@
+#include "cni/node_config.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <exception>
+
+#include <nlohmann/json.hpp>
+
+namespace rdmak8s::cni {
+
+using nlohmann::json;
+
+namespace {
+
+StatusOr<std::string> ReadAll(int fd, const std::string& path) {
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError(errno, "read " + path);
+    }
+    if (n == 0) return out;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > (1 << 20)) return InvalidArgumentError(path + ": larger than 1 MiB");
+  }
+}
+
+StatusOr<NodeConfig> Parse(const std::string& path, const std::string& data, NodeConfig c) {
+  json j = json::parse(data, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return InvalidArgumentError("node configuration " + path + ": not a JSON object");
+  }
+  auto bad = [&](const std::string& key, const std::string& why) {
+    return InvalidArgumentError("node configuration " + path + ": \"" + key + "\" " + why);
+  };
+  for (const auto& [key, v] : j.items()) {
+    if (key == "sysfsRoot" || key == "configfsRoot" || key == "stateDir" || key == "logFile") {
+      if (!v.is_string()) return bad(key, "must be a string");
+      std::string s = v.get<std::string>();
+      if (key != "logFile" || !s.empty()) {
+        if (s.empty() || s[0] != '/') return bad(key, "must be an absolute path, not \"" + s + "\"");
+      }
+      if (key == "sysfsRoot") c.sysfs_root = s;
+      else if (key == "configfsRoot") c.configfs_root = s;
+      else if (key == "stateDir") c.state_dir = s;
+      else c.log_file = s;
+    } else if (key == "logLevel") {
+      auto level = v.is_string() ? ParseLogLevel(v.get<std::string>()) : std::nullopt;
+      if (!level) return bad(key, "must be error, warning, info or debug");
+      c.log_level = *level;
+    } else if (key == "allowNetconfOverrides") {
+      if (!v.is_boolean()) return bad(key, "must be true or false");
+      c.allow_netconf_overrides = v.get<bool>();
+    } else {
+      return bad(key, "is not a node configuration key (sysfsRoot, configfsRoot, stateDir, logFile, "
+                      "logLevel, allowNetconfOverrides)");
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+StatusOr<NodeConfig> LoadNodeConfig(const std::string& path, const NodeConfig& defaults) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ENOENT) return defaults;
+    return ErrnoError(errno, "open node configuration " + path);
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    return ErrnoError(e, "stat node configuration " + path);
+  }
+  if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    close(fd);
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return FailedPreconditionError(
+        "node configuration " + path + ": must be a regular file owned by uid " +
+        std::to_string(geteuid()) + " that group and others cannot write (it is " +
+        (S_ISREG(st.st_mode) ? "a file" : "not a regular file") + " of uid " +
+        std::to_string(st.st_uid) + ", mode " + mode + ")");
+  }
+  auto data = ReadAll(fd, path);
+  close(fd);
+  if (!data.ok()) return data.status();
+  try {
+    return Parse(path, *data, defaults);
+  } catch (const std::exception& e) {  // nlohmann type errors we did not foresee
+    return InvalidArgumentError("node configuration " + path + ": " + e.what());
+  }
+}
+
+std::vector<std::string> NetconfHostPathKeys(const NetConf& conf) {
+  std::vector<std::string> keys;
+  if (!conf.sysfs_root.empty()) keys.push_back("sysfsRoot");
+  if (!conf.configfs_root.empty()) keys.push_back("configfsRoot");
+  if (!conf.state_dir.empty()) keys.push_back("stateDir");
+  if (!conf.log_file.empty()) keys.push_back("logFile");
+  return keys;
+}
+
+}  // namespace rdmak8s::cni

@@ -1,0 +1,43 @@
+// The node's configuration of the CNI: host paths and log destination, owned by the node (written
+// by the installer DaemonSet), never by a NetworkAttachmentDefinition. A NAD is written by
+// namespace users; a path in it would let them make the plugin, running as root, create, append
+// to or truncate files anywhere on the node. docs/cni.md, "Node configuration", has the format.
+//
+// The file's path is fixed (kNodeConfigPath). Only the runtime process's environment
+// (kNodeConfigEnv) moves it, which no NAD, pod annotation, CNI_ARGS or runtimeConfig can set.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cni/netconf.h"
+#include "rdmak8s/status.h"
+
+namespace rdmak8s::cni {
+
+inline constexpr char kNodeConfigPath[] = "/etc/cni/rdmak8s/node.json";
+inline constexpr char kNodeConfigEnv[] = "RDMAK8S_CNI_NODE_CONFIG";
+
+struct NodeConfig {
+  std::string sysfs_root = "/sys";
+  std::string configfs_root = "/sys/kernel/config";
+  std::string state_dir = "/var/lib/cni/rdmak8s";
+  std::string log_file;                  // empty: stderr only
+  LogLevel log_level = LogLevel::kInfo;  // a netconf logLevel overrides it
+  // Lets a netconf set sysfsRoot/configfsRoot/stateDir/logFile (tests on fixture trees). Never
+  // on a node where NAD authors are not node admins.
+  bool allow_netconf_overrides = false;
+};
+
+// `defaults` with every key of the JSON file at `path` applied. A missing file is `defaults`.
+// Fails (InvalidArgument, naming the file and the key) on an unknown key, a wrong type or a
+// relative path, and (FailedPrecondition) on a file that is not a regular file owned by the
+// user we run as or that group or others can write: whoever can write it owns the node's paths.
+StatusOr<NodeConfig> LoadNodeConfig(const std::string& path, const NodeConfig& defaults = {});
+
+// The netconf keys that name host paths, in the order of the docs, for those `conf` sets.
+std::vector<std::string> NetconfHostPathKeys(const NetConf& conf);
+
+}  // namespace rdmak8s::cni

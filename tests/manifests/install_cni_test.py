@@ -24,9 +24,13 @@ from common import IMAGES
 SCRIPT = os.path.join(IMAGES, "cni", "install-cni.sh")
 REAL_CNI = None
 
+# Like the real binary, refuses a node configuration with a key it does not know ("bogus").
 GOOD = """#!/bin/sh
 [ "${CNI_COMMAND:-}" = VERSION ] || { echo '{"code":4,"msg":"unexpected command"}'; exit 1; }
 cat >/dev/null
+if [ -f "${RDMAK8S_CNI_NODE_CONFIG:-/nonexistent}" ] && grep -q bogus "$RDMAK8S_CNI_NODE_CONFIG"; then
+  echo '{"code":7,"msg":"node configuration: \\"bogus\\" is not a node configuration key"}'; exit 1
+fi
 echo '{"cniVersion":"1.1.0","supportedVersions":["0.3.1","0.4.0","1.0.0","1.1.0"]}'
 """
 FAILS = """#!/bin/sh
@@ -47,6 +51,8 @@ class InstallCniTest(unittest.TestCase):
         self.bin_dir = os.path.join(self.dir, "host", "opt", "cni", "bin")
         os.makedirs(self.bin_dir)
         self.dest = os.path.join(self.bin_dir, "rdmak8s")
+        self.config_dir = os.path.join(self.dir, "host", "etc", "cni", "rdmak8s")
+        self.node_config = os.path.join(self.config_dir, "node.json")
 
     def tearDown(self):
         shutil.rmtree(self.dir)
@@ -63,15 +69,18 @@ class InstallCniTest(unittest.TestCase):
             return REAL_CNI
         return self.write("rdmak8s-standin", GOOD)
 
-    def env(self, src, keep_running="false"):
+    def env(self, src, keep_running="false", node_config=None):
         env = dict(os.environ)
         env.update(RDMAK8S_CNI_SRC=src, RDMAK8S_CNI_BIN_DIR=self.bin_dir,
-                   RDMAK8S_CNI_KEEP_RUNNING=keep_running)
+                   RDMAK8S_CNI_KEEP_RUNNING=keep_running,
+                   RDMAK8S_CNI_NODE_CONFIG_DIR=self.config_dir)
+        if node_config is not None:
+            env["RDMAK8S_CNI_NODE_CONFIG_JSON"] = node_config
         return env
 
-    def run_script(self, src, *args):
-        return subprocess.run(["sh", SCRIPT, *args], env=self.env(src), capture_output=True,
-                              text=True, timeout=60)
+    def run_script(self, src, *args, node_config=None):
+        return subprocess.run(["sh", SCRIPT, *args], env=self.env(src, node_config=node_config),
+                              capture_output=True, text=True, timeout=60)
 
     def leftovers(self):
         return [n for n in os.listdir(self.bin_dir) if n != "rdmak8s"]
@@ -152,6 +161,54 @@ class InstallCniTest(unittest.TestCase):
         r = self.run_script(src, "check")
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("exited non-zero", r.stderr)
+
+    def config_leftovers(self):
+        return [n for n in os.listdir(self.config_dir) if n != "node.json"]
+
+    def test_writes_the_node_configuration_atomically_readable_by_all_writable_by_root(self):
+        src = self.good_source()
+        node = '{"stateDir": "/var/lib/cni/rdmak8s", "allowNetconfOverrides": false}'
+        r = self.run_script(src, node_config=node)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.content(self.node_config), (node + "\n").encode())
+        self.assertEqual(stat.S_IMODE(os.stat(self.node_config).st_mode), 0o644)
+        self.assertEqual(self.config_leftovers(), [])
+        # Unchanged: not rewritten. Changed: a new inode by rename, the old one intact for a
+        # plugin that has it open.
+        inode = os.stat(self.node_config).st_ino
+        self.assertEqual(self.run_script(src, node_config=node).returncode, 0)
+        self.assertEqual(os.stat(self.node_config).st_ino, inode)
+        with open(self.node_config, "rb") as held:
+            r = self.run_script(src, node_config='{"logFile": "/var/log/rdmak8s-cni.log"}')
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotEqual(os.stat(self.node_config).st_ino, inode)
+            self.assertEqual(held.read(), (node + "\n").encode())
+        self.assertEqual(self.config_leftovers(), [])
+
+    def test_without_a_configuration_the_defaults_are_written(self):
+        r = self.run_script(self.good_source())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(self.content(self.node_config), b"{}\n")
+
+    def test_keeps_the_node_configuration_the_binary_refuses_and_check_fails_on_a_bad_one(self):
+        src = self.good_source()
+        good = '{"stateDir": "/var/lib/cni/rdmak8s"}'
+        self.assertEqual(self.run_script(src, node_config=good).returncode, 0)
+        stale = os.path.join(self.config_dir, ".node.json.tmp.12345")
+        with open(stale, "w") as f:
+            f.write("half")
+        r = self.run_script(src, node_config='{"bogus": true}')
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("refused the new node configuration", r.stderr)
+        self.assertIn(self.node_config + " left as it was", r.stderr)
+        self.assertEqual(self.content(self.node_config), (good + "\n").encode())
+        self.assertEqual(self.config_leftovers(), [])
+        self.assertEqual(self.run_script(src, "check").returncode, 0)
+        with open(self.node_config, "w") as f:  # broken behind our back
+            f.write('{"bogus": 1}')
+        r = self.run_script(src, "check")
+        self.assertNotEqual(r.returncode, 0, "readiness checks the installed configuration too")
+        self.assertIn("bogus", r.stderr + r.stdout)
 
     def test_stays_up_after_installing_and_exits_cleanly_on_sigterm(self):
         proc = subprocess.Popen(["sh", SCRIPT], env=self.env(self.good_source(), "true"),

@@ -45,9 +45,10 @@ BOOL_FLAGS = {"--cdi", "--no-verbs"}  # CLI11 flags: given bare, never as --flag
 SELECTOR_KEYS = {"vendors", "deviceIDs", "drivers", "pciAddresses", "rdmaDevices", "netdevs",
                  "linkTypes", "transports", "numaNodes", "isVF", "pfNames"}
 # rdmak8s netconf fields (docs/cni.md, "Netconf reference").
+# Host paths (sysfsRoot, configfsRoot, stateDir, logFile) are not among them: they are the node's
+# (the installer's node configuration), and the CNI refuses a netconf that sets one.
 RDMAK8S_NETCONF_KEYS = {"type", "deviceID", "port", "gidTimeoutMs", "ensureIPv6Gid", "pkey",
-                        "netnsMode", "qos", "sysfsRoot", "configfsRoot", "stateDir", "logFile",
-                        "logLevel"}
+                        "netnsMode", "qos", "logLevel"}
 RDMAK8S_QOS_KEYS = {"trust", "pfc", "dscpToPriority", "ecn", "roceTos", "trafficClass", "strict"}
 OUR_REPO = "ghcr.io/rdmak8s/"
 METRICS_PORT = 9470
@@ -381,8 +382,16 @@ class ManifestsTest(unittest.TestCase):
                 ds = installer_ds(rel)
                 c = container(ds)
                 env = {e["name"]: e["value"] for e in c["env"]}
-                self.assertEqual(host_mounts(ds), {"/opt/cni/bin": ("/host/opt/cni/bin", False)})
+                self.assertEqual(host_mounts(ds), {"/opt/cni/bin": ("/host/opt/cni/bin", False),
+                                                   "/etc/cni/rdmak8s": ("/host/etc/cni/rdmak8s", False)})
                 self.assertEqual(env["RDMAK8S_CNI_BIN_DIR"], "/host/opt/cni/bin")
+                # The CNI reads /etc/cni/rdmak8s/node.json (cni/node_config.h): the installer
+                # writes it there, with no NAD-settable path and no netconf overrides.
+                self.assertEqual(env["RDMAK8S_CNI_NODE_CONFIG_DIR"], "/host/etc/cni/rdmak8s")
+                node = json.loads(env["RDMAK8S_CNI_NODE_CONFIG_JSON"])
+                self.assertLessEqual(set(node), {"sysfsRoot", "configfsRoot", "stateDir", "logFile",
+                                                 "logLevel", "allowNetconfOverrides"})
+                self.assertIs(node.get("allowNetconfOverrides", False), False)
                 self.assertEqual(env["RDMAK8S_CNI_KEEP_RUNNING"], "true")
                 # The script and the binary are where the CNI Dockerfile puts them.
                 self.assertEqual(c["command"], ["/usr/local/bin/install-cni.sh"])

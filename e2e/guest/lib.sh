@@ -495,14 +495,16 @@ CNI_CACHE=/var/lib/cni/cache
 # or an allocated device-plugin ID, as Multus injects it).
 pod_conflist() {
   local qos=${4:-'{"roceTos": 106}'}
+  # The CNI's log file is the node's to choose (its node configuration), not the netconf's.
+  mkdir -p /etc/cni/rdmak8s
+  [ -f /etc/cni/rdmak8s/node.json ] || echo '{"logFile": "/tmp/rdmak8s-cni.log"}' > /etc/cni/rdmak8s/node.json
   jq -n --arg dev "$2" --arg mode "$3" --argjson qos "$qos" '{
     cniVersion: "1.0.0", name: "e2e-fabric",
     plugins: [
       {type: "e2e-slot",
        ipam: {type: "host-local", ranges: [[{subnet: "198.18.0.0/24"}]],
               dataDir: "/var/lib/cni/networks"}},
-      {type: "rdmak8s", deviceID: $dev, netnsMode: $mode, qos: $qos,
-       logFile: "/tmp/rdmak8s-cni.log", logLevel: "debug"}
+      {type: "rdmak8s", deviceID: $dev, netnsMode: $mode, qos: $qos, logLevel: "debug"}
     ]}' > "$POD_DIR/$1/net.conflist"
 }
 

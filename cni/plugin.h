@@ -9,7 +9,8 @@
 //          return prevResult. Any failure undoes every step done.
 //   DEL    undo what the record says; missing netns/record/device-at-home are success.
 //   CHECK  verify the device, GIDs and every recorded knob still hold.
-//   GC     release every attachment of the network not in cni.dev/valid-attachments.
+//   GC     release every attachment of the network not in cni.dev/valid-attachments (a GC
+//          without that list is malformed: error 7, nothing released).
 //   STATUS error 50 when RDMA is unavailable or the netns mode can't serve the config.
 //   VERSION the supported spec versions.
 //
@@ -54,7 +55,9 @@ struct PluginOutput {
   std::string stdout_data;  // the result, the VERSION answer, or the error object
 };
 
-// One invocation: `getenv` reads CNI_* variables, `stdin_data` is the netconf.
+// One invocation: `getenv` reads CNI_* variables, `stdin_data` is the netconf. Host paths and the
+// log file are the node configuration's; a netconf that sets one is refused (error 7 naming the
+// key) unless that configuration allows overrides, and DEL ignores them.
 PluginOutput RunPlugin(const PluginOptions& options,
                        const std::function<const char*(const char*)>& getenv,
                        std::string_view stdin_data);

@@ -4,7 +4,7 @@
 // Layout under the state dir (default /var/lib/cni/rdmak8s):
 //   lock                                     flock(2)ed for the whole of an ADD/DEL/CHECK/GC
 //   attachments/<network>/<containerID>:<ifname>.json   one AttachmentRecord
-//   knobs.json                               original value of every knob we changed, by knob id
+//   knobs.json                               by knob id, every knob we changed: SavedKnob
 //   quarantine/<network>+<file>.<time>.<pid>  entries moved aside (see below)
 // Names are validated by the spec layer (no '/', no ':' in IDs or ifnames; network names are
 // [a-zA-Z0-9][a-zA-Z0-9_.-]*), and checked again here so nothing escapes the dir.

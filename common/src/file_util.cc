@@ -46,4 +46,14 @@ Status WriteFileAtomic(const std::string& path, std::string_view data, mode_t mo
   return Status::Ok();
 }
 
+std::string Basename(std::string_view path) {
+  size_t slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+std::string Dirname(std::string_view path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? std::string() : std::string(path.substr(0, slash));
+}
+
 }  // namespace rdmak8s

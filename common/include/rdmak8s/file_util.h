@@ -17,4 +17,9 @@ namespace rdmak8s {
 // the temporary is removed and `path` is untouched; the Status names the step and the file.
 Status WriteFileAtomic(const std::string& path, std::string_view data, mode_t mode = 0644);
 
+// Path helpers, lexical (no filesystem access): what follows the last '/' ("a/b" -> "b", "b" ->
+// "b"), and what precedes it ("a/b" -> "a", "b" -> "").
+std::string Basename(std::string_view path);
+std::string Dirname(std::string_view path);
+
 }  // namespace rdmak8s

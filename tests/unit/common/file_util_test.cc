@@ -66,5 +66,12 @@ TEST(WriteFileAtomicTest, MissingDirectoryIsNotFoundNamingTheFile) {
   EXPECT_NE(s.message().find(dir.path() + "/no/such/file"), std::string::npos) << s.message();
 }
 
+TEST(PathTest, BasenameAndDirnameSplitAtTheLastSlash) {
+  EXPECT_EQ(Basename("../../devices/pci0000:5d/0000:5e:00.2"), "0000:5e:00.2");
+  EXPECT_EQ(Basename("mlx5_0"), "mlx5_0");
+  EXPECT_EQ(Dirname("class/infiniband/mlx5_0"), "class/infiniband");
+  EXPECT_EQ(Dirname("mlx5_0"), "");
+}
+
 }  // namespace
 }  // namespace rdmak8s

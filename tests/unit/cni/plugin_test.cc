@@ -4,7 +4,9 @@
 #include "cni/plugin.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <barrier>
@@ -51,10 +53,10 @@ class SharedDcb : public DcbNetlink {
 class TaggedSysfsView : public SysfsView {
  public:
   explicit TaggedSysfsView(std::unique_ptr<NetnsSysfs>* world) : world_(world) {}
-  Status InNetns(const Netns& ns, const std::function<Status(const std::string&)>& fn) override {
+  StatusOr<std::unique_ptr<SysfsRoot>> Open(const Netns& ns) override {
     ++opens;
     RDMAK8S_ASSIGN_OR_RETURN(std::string root, (*world_)->RootOf(FakeRdmaNetlink::NetnsKey(ns.fd())));
-    return fn(root);
+    return std::make_unique<SysfsRoot>(root);
   }
   std::atomic<int> opens{0};  // how often the plugin asked for (mounted) a pod's view
 
@@ -1119,6 +1121,41 @@ TEST_F(PluginTest, LogsGoToTheLogFileNotStdout) {
   ASSERT_EQ(out.exit_code, 0);
   EXPECT_TRUE(json::parse(out.stdout_data).is_object());
   EXPECT_NE(ReadFile(log).find("moved mlx5_1 into netns"), std::string::npos) << ReadFile(log);
+}
+
+TEST_F(PluginTest, AnExplicitSysfsRootEqualToTheNodesKeepsThePodsView) {
+  // "sysfsRoot": the node's own root (with or without a trailing slash) is no fixture tree: a
+  // device moved into the pod is read in the pod's view, as without the key.
+  for (const std::string& root : {sysfs_, sysfs_ + "/"}) {
+    SCOPED_TRACE(root);
+    Pod pod = NewPod("10.77.0.39");
+    AddGid("mlx5_1", pod.ip, 100);
+    json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"sysfsRoot", root}});
+    auto out = Run("ADD", "c1", &pod, conf);
+    ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+    out = Run("ADD", "c1", &pod, conf);
+    EXPECT_EQ(out.exit_code, 0) << "re-ADD: " << out.stdout_data;
+    EXPECT_EQ(Run("CHECK", "c1", &pod, conf).exit_code, 0);
+    ASSERT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
+    EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  }
+}
+
+TEST_F(PluginTest, AddLogsTheRoceV2GidIndexOfThePodsAddress) {
+  Pod pod = NewPod("10.77.0.40");
+  AddGid("mlx5_1", pod.ip, 7);
+  const std::string log = tmp_.path() + "/stderr.log";
+  int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  options_.stderr_fd = fd;
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}}));
+  close(fd);
+  options_.stderr_fd = 2;
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_NE(ReadFile(log).find("INFO rdmak8s[" + std::to_string(getpid()) + "] ADD rdma c1/net1: "
+                               "RoCE v2 GID index 7 for 10.77.0.40 on mlx5_1 port 1"),
+            std::string::npos)
+      << ReadFile(log);
 }
 
 }  // namespace

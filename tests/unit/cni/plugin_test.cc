@@ -585,9 +585,11 @@ TEST_F(PluginTest, AddWaitsForTheGidToAppear) {
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
     AddGid("mlx5_1", pod.ip, 101);
   });
+  pod_view_.opens = 0;
   auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"gidTimeoutMs", 5000}}));
   late.join();
   EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_EQ(pod_view_.opens, 1) << "every GID poll reads the one view of the ADD";
 }
 
 TEST_F(PluginTest, MissingGidFailsNamingItAndRollsBackMoveAndQos) {

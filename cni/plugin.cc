@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -34,6 +35,16 @@ const AttachmentRecord* OtherHolder(const std::vector<AttachmentRecord>& records
   return nullptr;
 }
 
+// Whether two directory names name the same directory, lexically ("/sys" and "/sys/").
+bool SameDir(const std::string& a, const std::string& b) {
+  auto norm = [](const std::string& p) {
+    std::string n = std::filesystem::path(p).lexically_normal().string();
+    while (n.size() > 1 && n.back() == '/') n.pop_back();
+    return n;
+  };
+  return norm(a) == norm(b);
+}
+
 std::string Join(const std::vector<std::string>& v, std::string_view sep = ", ") {
   std::string out;
   for (const auto& s : v) {
@@ -57,6 +68,8 @@ class Invocation {
         configfs_root_(paths.configfs_root),
         host_sysfs_(sysfs_root_),
         store_(paths.state_dir, [&log](const std::string& m) { log.Error(m); }) {
+    // The pod's view is the node's sysfs seen from the pod's netns: for the node's own sysfs
+    // root, however it was named. Another root (a netconf override: a fixture tree) is read as is.
     if (o.pod_sysfs != nullptr && !sysfs_as_is) {
       view_ = o.pod_sysfs;
     } else {
@@ -82,7 +95,13 @@ class Invocation {
   StatusOr<std::unique_ptr<RdmaNetlink>> RdmaIn(const Netns* ns);
   StatusOr<std::unique_ptr<RouteNetlink>> RouteIn(const Netns* ns);
   StatusOr<std::unique_ptr<DcbNetlink>> Dcb();
-  Status ResolveDevice(const Netns& pod, std::string* dev, uint32_t* port);
+  // The RDMA device of this attachment, and where its sysfs shows: the node's view, or (*in_pod)
+  // the pod's, where exclusive mode hides a device already in the pod from the node's sysfs.
+  Status ResolveDevice(const Netns& pod, std::string* dev, uint32_t* port, bool* in_pod);
+  // The pod's sysfs view for this invocation: opened on first use (one sysfs mount), released
+  // when the invocation ends.
+  StatusOr<std::string> PodSysfsRoot(const Netns& pod);
+  Status InPodSysfs(const Netns& pod, const std::function<Status(const std::string&)>& fn);
   // IB: each port ACTIVE, pkey in its table; read from `sys` (where the device shows).
   Status CheckUsable(const RdmaSysfs& sys, const SysfsDevice& dev, const std::vector<uint32_t>& ports);
   StatusOr<bool> DeviceVisibleIn(const Netns* ns, const std::string& dev);
@@ -90,8 +109,10 @@ class Invocation {
   Status CheckKnobConflicts(const AttachmentRecord& rec);
   Status ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb, const Netns* pod);
   Status CheckKnobs(const AttachmentRecord& rec, DcbNetlink* dcb, const Netns* pod);
+  // Waits up to timeout_ms for the RoCE v2 GID of each IP of the pod interface; `report` logs
+  // the GID index found for each (ADD).
   Status CheckGids(const AttachmentRecord& rec, const Netns& pod, const std::vector<uint32_t>& ports,
-                   int timeout_ms);
+                   int timeout_ms, bool report);
   Status EnsureIpv6(const Netns& pod);
   // Undoes everything `rec` says was done; removes it when the device is home (knobs that could
   // not be restored keep their originals in knobs.json: see RestoreUnneededKnobs).
@@ -119,6 +140,7 @@ class Invocation {
   StateStore store_;
   std::unique_ptr<FixedSysfsView> fixed_view_;
   SysfsView* view_ = nullptr;
+  std::map<std::string, std::unique_ptr<SysfsRoot>> pod_roots_;  // by netns path
   int code_ = kErrIo;
 };
 
@@ -149,6 +171,20 @@ StatusOr<std::unique_ptr<DcbNetlink>> Invocation::Dcb() {
   return o_.new_dcb_netlink();
 }
 
+StatusOr<std::string> Invocation::PodSysfsRoot(const Netns& pod) {
+  auto it = pod_roots_.find(pod.path());
+  if (it == pod_roots_.end()) {
+    RDMAK8S_ASSIGN_OR_RETURN(auto root, view_->Open(pod));
+    it = pod_roots_.emplace(pod.path(), std::move(root)).first;
+  }
+  return it->second->path();
+}
+
+Status Invocation::InPodSysfs(const Netns& pod, const std::function<Status(const std::string&)>& fn) {
+  RDMAK8S_ASSIGN_OR_RETURN(std::string root, PodSysfsRoot(pod));
+  return fn(root);
+}
+
 std::vector<uint32_t> Invocation::PortsOf(const SysfsDevice& dev, uint32_t resolved_port) const {
   const uint32_t want = conf_.port != 0 ? conf_.port : resolved_port;
   std::vector<uint32_t> ports, active;
@@ -163,12 +199,39 @@ std::vector<uint32_t> Invocation::PortsOf(const SysfsDevice& dev, uint32_t resol
   return ports;
 }
 
-Status Invocation::ResolveDevice(const Netns& pod, std::string* dev, uint32_t* port) {
+Status Invocation::ResolveDevice(const Netns& pod, std::string* dev, uint32_t* port, bool* in_pod) {
+  *in_pod = false;
   if (!conf_.device_id.empty()) {
-    auto r = host_sysfs_.ResolveDeviceId(conf_.device_id);
-    if (!r.ok()) return Fail(kErrDeviceNotFound, r.status());
-    *dev = *r;
-    return Status::Ok();
+    const std::string& id = conf_.device_id;
+    auto r = host_sysfs_.ResolveDeviceId(id);
+    if (r.ok() || r.status().code() != StatusCode::kNotFound) {
+      if (!r.ok()) return Fail(kErrDeviceNotFound, r.status());
+      *dev = *r;
+      return Status::Ok();
+    }
+    // Exclusive mode: the node's sysfs no longer shows a device in a pod (class/infiniband is
+    // netns tagged). A re-ADD, or another attachment of this pod over the same device, finds it
+    // in the pod's view.
+    StatusOr<std::string> there = r.status();
+    Status s = InPodSysfs(pod, [&](const std::string& root) -> Status {
+      there = RdmaSysfs(root).ResolveDeviceId(id);
+      return Status::Ok();
+    });
+    if (!s.ok()) return Fail(kErrDeviceNotFound, s.Prepend("deviceID " + id + ": the pod's sysfs"));
+    if (there.ok()) {
+      *dev = *there;
+      *in_pod = true;
+      return Status::Ok();
+    }
+    if (there.status().code() != StatusCode::kNotFound) return Fail(kErrDeviceNotFound, there.status());
+    // Neither view shows it, but its uverbs char device (not netns tagged) is on the node.
+    if (auto hidden = host_sysfs_.ResolveHiddenDeviceId(id); hidden.ok()) {
+      return Fail(kErrWiring, FailedPreconditionError(
+                                  "RDMA device " + *hidden + " (deviceID " + id +
+                                  ") is in a network namespace other than the node's and this "
+                                  "pod's: held by another pod?"));
+    }
+    return Fail(kErrDeviceNotFound, r.status());
   }
   // No deviceID: follow CNI_IFNAME in the pod to its RDMA device.
   auto route = RouteIn(&pod);
@@ -227,11 +290,23 @@ Status Invocation::ResolveDevice(const Netns& pod, std::string* dev, uint32_t* p
   }
   if (!cur.parent_dev.empty()) {  // a VF or host-device netdev (IFLA_PARENT_DEV_NAME, 5.16+)
     auto r = host_sysfs_.ResolveByParent(cur.parent_dev);
+    std::optional<RdmaSysfs> pod_sysfs;
+    if (!r.ok() && r.status().code() == StatusCode::kNotFound) {
+      // Already in the pod (exclusive mode): only the pod's view shows it.
+      auto root = PodSysfsRoot(pod);
+      if (!root.ok()) return Fail(kErrDeviceNotFound, root.status().Prepend(via));
+      pod_sysfs.emplace(*root);
+      if (auto in_view = pod_sysfs->ResolveByParent(cur.parent_dev); in_view.ok()) {
+        r = std::move(in_view);
+        *in_pod = true;
+      }
+    }
     if (!r.ok()) return Fail(kErrDeviceNotFound, r.status().Prepend(via));
     *dev = *r;
     // Which port only matters on a multi-port device, and costs a sysfs mount to learn.
-    if (auto d = host_sysfs_.ReadDevice(*r); d.ok() && d->ports.size() > 1) {
-      Status ps = view_->InNetns(pod, [&](const std::string& root) -> Status {
+    const RdmaSysfs& where = *in_pod ? *pod_sysfs : host_sysfs_;
+    if (auto d = where.ReadDevice(*r); d.ok() && d->ports.size() > 1) {
+      Status ps = InPodSysfs(pod, [&](const std::string& root) -> Status {
         if (uint32_t n = RdmaSysfs(root).NetdevPort(cur.name); n != 0) *port = n;
         return Status::Ok();
       });
@@ -249,7 +324,7 @@ Status Invocation::ResolveDevice(const Netns& pod, std::string* dev, uint32_t* p
   std::string bus;
   uint32_t view_port = 0;
   StatusOr<std::string> in_view = NotFoundError("no RDMA device behind netdev " + cur.name);
-  Status s = view_->InNetns(pod, [&](const std::string& root) -> Status {
+  Status s = InPodSysfs(pod, [&](const std::string& root) -> Status {
     const std::string base = root + "/class/net/" + cur.name;
     if (access(base.c_str(), F_OK) != 0) {
       return ErrnoError(errno, "netdev " + cur.name + " in the pod's sysfs (" + root + ")");
@@ -272,6 +347,7 @@ Status Invocation::ResolveDevice(const Netns& pod, std::string* dev, uint32_t* p
   if (!in_view.ok()) return Fail(kErrDeviceNotFound, in_view.status().Prepend(via));
   *dev = *in_view;
   *port = view_port;
+  *in_pod = true;
   return Status::Ok();
 }
 
@@ -321,7 +397,7 @@ StatusOr<bool> Invocation::DeviceVisibleIn(const Netns* ns, const std::string& d
 Status Invocation::WithDeviceSysfs(const AttachmentRecord& rec, const Netns* pod,
                                    const std::function<Status(const std::string&)>& fn) {
   // In exclusive mode the device of a live attachment is in the pod, whoever moved it there.
-  if ((rec.moved || rec.netns_mode == "exclusive") && pod != nullptr) return view_->InNetns(*pod, fn);
+  if ((rec.moved || rec.netns_mode == "exclusive") && pod != nullptr) return InPodSysfs(*pod, fn);
   return fn(sysfs_root_);
 }
 
@@ -422,7 +498,7 @@ Status Invocation::EnsureIpv6(const Netns& pod) {
 }
 
 Status Invocation::CheckGids(const AttachmentRecord& rec, const Netns& pod,
-                             const std::vector<uint32_t>& ports, int timeout_ms) {
+                             const std::vector<uint32_t>& ports, int timeout_ms, bool report) {
   auto route = RouteIn(&pod);
   if (!route.ok()) return Fail(kErrIo, route.status().Prepend("open rtnetlink in the pod"));
   auto link = (*route)->GetLinkByName(env_.ifname);
@@ -440,24 +516,36 @@ Status Invocation::CheckGids(const AttachmentRecord& rec, const Netns& pod,
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
-    std::vector<std::string> missing;
+    std::map<std::string, std::pair<uint32_t, uint32_t>> found;  // gid -> (port, GID index)
     Status s = WithDeviceSysfs(rec, &pod, [&](const std::string& root) -> Status {
       RdmaSysfs sys(root);
-      std::set<std::string> present;
       for (auto port : ports) {
-        RDMAK8S_ASSIGN_OR_RETURN(auto gids, sys.ReadGids(rec.rdma_dev, port));
-        for (const auto& g : gids) {
-          unsigned char b[16];
-          if (g.type == "RoCE v2" && ParseGid(g.gid, b)) present.insert(GidForIp(g.gid));
+        std::set<std::string> rest;
+        for (const auto& [gid, ip] : wanted) {
+          if (!found.count(gid)) rest.insert(gid);
         }
-      }
-      for (const auto& [gid, ip] : wanted) {
-        if (!present.count(gid)) missing.push_back(gid + " (" + ip + ")");
+        if (rest.empty()) break;
+        RDMAK8S_ASSIGN_OR_RETURN(auto hits, sys.FindGids(rec.rdma_dev, port, rest, "RoCE v2"));
+        for (const auto& [gid, index] : hits) found[gid] = {port, index};
       }
       return Status::Ok();
     });
     if (!s.ok()) return Fail(kErrIo, s.Prepend("read GID table of " + rec.rdma_dev));
-    if (missing.empty()) return Status::Ok();
+    std::vector<std::string> missing;
+    for (const auto& [gid, ip] : wanted) {
+      if (!found.count(gid)) missing.push_back(gid + " (" + ip + ")");
+    }
+    if (missing.empty()) {
+      // The index a RoCE application passes as its GID index (ibv_modify_qp's sgid_index,
+      // NCCL_IB_GID_INDEX, perftest -x): it varies per pod, so the log says which it is.
+      for (const auto& [gid, where] : found) {
+        if (report) {
+          log_.Info("RoCE v2 GID index " + std::to_string(where.second) + " for " + wanted[gid] +
+                    " on " + rec.rdma_dev + " port " + std::to_string(where.first));
+        }
+      }
+      return Status::Ok();
+    }
     if (std::chrono::steady_clock::now() >= deadline) {
       return Fail(kErrGidMissing,
                   DeadlineExceededError("RoCE v2 GID " + Join(missing) + " not in the GID table of " +
@@ -638,11 +726,20 @@ Status Invocation::Add(json* result) {
 
   std::string dev_name;
   uint32_t resolved_port = 0;
-  RDMAK8S_RETURN_IF_ERROR(ResolveDevice(*pod, &dev_name, &resolved_port));
-  auto dev = host_sysfs_.ReadDevice(dev_name);
+  bool in_pod = false;
+  RDMAK8S_RETURN_IF_ERROR(ResolveDevice(*pod, &dev_name, &resolved_port, &in_pod));
+  // Read the device where it shows: the pod's view once it is in the pod (a re-ADD).
+  std::optional<RdmaSysfs> pod_sysfs;
+  if (in_pod) {
+    auto root = PodSysfsRoot(*pod);
+    if (!root.ok()) return Fail(kErrDeviceNotFound, root.status().Prepend("the pod's sysfs"));
+    pod_sysfs.emplace(*root);
+  }
+  const RdmaSysfs& dev_sysfs = in_pod ? *pod_sysfs : host_sysfs_;
+  auto dev = dev_sysfs.ReadDevice(dev_name);
   if (!dev.ok()) return Fail(kErrDeviceNotFound, dev.status().Prepend("read RDMA device"));
   const std::vector<uint32_t> ports = PortsOf(*dev, resolved_port);
-  RDMAK8S_RETURN_IF_ERROR(CheckUsable(host_sysfs_, *dev, ports));
+  RDMAK8S_RETURN_IF_ERROR(CheckUsable(dev_sysfs, *dev, ports));
 
   auto host_nl = RdmaIn(nullptr);
   if (!host_nl.ok()) return Fail(kErrWiring, host_nl.status().Prepend("open RDMA netlink"));
@@ -775,7 +872,7 @@ Status Invocation::Add(json* result) {
     // invocations see this attachment as live (its device, its knobs); a DEL or GC may even
     // release it, which is why it is read back under the lock before deciding.
     lock.reset();
-    Status waited = CheckGids(rec, *pod, ports, conf_.gid_timeout_ms);
+    Status waited = CheckGids(rec, *pod, ports, conf_.gid_timeout_ms, /*report=*/true);
     const int wait_code = code_;
     auto relock = store_.Acquire();
     if (!relock.ok()) {  // no rollback without the lock: the record stays for DEL/GC
@@ -878,7 +975,7 @@ Status Invocation::Check() {
     return Status::Ok();
   });
   if (!s.ok()) return s;
-  if (rec->transport == "roce") RDMAK8S_RETURN_IF_ERROR(CheckGids(*rec, *pod, ports, 0));
+  if (rec->transport == "roce") RDMAK8S_RETURN_IF_ERROR(CheckGids(*rec, *pod, ports, 0, false));
   std::unique_ptr<DcbNetlink> dcb;
   if (auto d = Dcb(); d.ok()) dcb = std::move(*d);
   for (const auto& [id, value] : rec->knobs) {
@@ -945,7 +1042,11 @@ Status Invocation::StatusCmd() {
   }
   if (!conf_.device_id.empty()) {
     auto r = host_sysfs_.ResolveDeviceId(conf_.device_id);
-    if (!r.ok()) return Fail(kErrPluginNotAvailable, r.status());
+    // In exclusive mode a device in a pod is hidden from the node's sysfs, not gone.
+    if (!r.ok() && (r.status().code() != StatusCode::kNotFound ||
+                    !host_sysfs_.ResolveHiddenDeviceId(conf_.device_id).ok())) {
+      return Fail(kErrPluginNotAvailable, r.status());
+    }
   }
   return Status::Ok();
 }
@@ -993,7 +1094,7 @@ PluginOutput Run(const PluginOptions& options, const std::function<const char*(c
                                                                : options.node_config_path;
     if (node.allow_netconf_overrides) {
       if (!conf->sysfs_root.empty()) {
-        sysfs_as_is = conf->sysfs_root != node.sysfs_root;  // the node's own value changes nothing
+        sysfs_as_is = !SameDir(conf->sysfs_root, node.sysfs_root);  // the node's own value changes nothing
         paths.sysfs_root = conf->sysfs_root;
       }
       if (!conf->configfs_root.empty()) paths.configfs_root = conf->configfs_root;

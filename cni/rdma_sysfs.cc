@@ -10,6 +10,10 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+
+#include "rdmak8s/device_id.h"
+#include "rdmak8s/file_util.h"
 
 namespace rdmak8s::cni {
 
@@ -44,13 +48,20 @@ StatusOr<std::vector<std::string>> ListDir(const std::string& path) {
   return out;
 }
 
-std::string Canonical(const std::string& path) {
+// The target of the symlink at `path`; "" if it is none or cannot be read.
+std::string ReadLink(const std::string& path) {
   char buf[PATH_MAX];
-  if (realpath(path.c_str(), buf) == nullptr) return "";
-  return buf;
+  ssize_t n = readlink(path.c_str(), buf, sizeof buf - 1);
+  if (n < 0) return "";
+  return std::string(buf, static_cast<size_t>(n));
 }
 
-std::string Basename(const std::string& p) { return p.substr(p.rfind('/') + 1); }
+// The name of what a sysfs `device` link points at: the kernel links a device to its own
+// directory, whose last component is the device's name.
+std::string LinkBasename(const std::string& path) {
+  std::string target = ReadLink(path);
+  return target.empty() ? "" : Basename(target);
+}
 
 }  // namespace
 
@@ -93,8 +104,8 @@ StatusOr<SysfsDevice> RdmaSysfs::ReadDevice(const std::string& name) const {
   SysfsDevice d;
   d.name = name;
   RDMAK8S_ASSIGN_OR_RETURN(std::string node_type, ReadAttr(base + "/node_type"));
-  d.parent_path = Canonical(base + "/device");
-  if (!d.parent_path.empty()) d.parent = Basename(d.parent_path);
+  d.parent_rel = Resolve("class/infiniband/" + name + "/device");
+  if (!d.parent_rel.empty()) d.parent = Basename(d.parent_rel);
   if (auto p = ReadAttr(base + "/parent"); p.ok()) d.lower_netdev = *p;
   RDMAK8S_ASSIGN_OR_RETURN(auto ports, ListDir(base + "/ports"));
   for (const auto& p : ports) {
@@ -158,8 +169,7 @@ StatusOr<std::string> RdmaSysfs::ResolveByParent(const std::string& parent) cons
   RDMAK8S_ASSIGN_OR_RETURN(auto devs, ListDevices());
   std::vector<std::string> hits;
   for (const auto& d : devs) {
-    std::string p = Canonical(root_ + "/class/infiniband/" + d + "/device");
-    if (!p.empty() && Basename(p) == parent) hits.push_back(d);
+    if (LinkBasename(root_ + "/class/infiniband/" + d + "/device") == parent) hits.push_back(d);
   }
   if (hits.empty()) return NotFoundError("no RDMA device on bus device " + parent);
   if (hits.size() > 1) {
@@ -176,25 +186,89 @@ StatusOr<std::string> RdmaSysfs::ResolveDeviceId(const std::string& id) const {
     return InvalidArgumentError("deviceID \"" + id + "\" is not a device name");
   }
   if (access((root_ + "/class/infiniband/" + id).c_str(), F_OK) == 0) return id;
-  auto r = ResolveByParent(id);
-  if (!r.ok() && r.status().code() == StatusCode::kNotFound) {
-    // A shared pool's device ID "<rdma_dev>-<k>" (rdmak8s-device-plugin), which Multus hands every
-    // plugin of the chain as deviceID: the device is the part before the last '-'.
-    if (auto dash = id.rfind('-'); dash != std::string::npos && dash > 0 && dash + 1 < id.size() &&
-        id.find_first_not_of("0123456789", dash + 1) == std::string::npos) {
-      std::string dev = id.substr(0, dash);
-      if (access((root_ + "/class/infiniband/" + dev).c_str(), F_OK) == 0) return dev;
-    }
-    return NotFoundError("deviceID " + id + ": no RDMA device, PCI function or auxiliary device " +
-                         "of that name (nor a shared ID <rdma_dev>-<k>) has an RDMA device under " +
-                         root_ + "/class/infiniband");
+  if (IsBusDeviceId(id)) {
+    auto r = ResolveByParent(id);
+    if (r.ok() || r.status().code() != StatusCode::kNotFound) return r;
   }
-  return r;
+  // A shared pool's device ID "<rdma_dev>-<k>" (rdmak8s-device-plugin), which Multus hands every
+  // plugin of the chain as deviceID.
+  if (auto dev = SharedDeviceIdDevice(id);
+      dev && access((root_ + "/class/infiniband/" + *dev).c_str(), F_OK) == 0) {
+    return *dev;
+  }
+  return NotFoundError("deviceID " + id + ": no RDMA device, PCI function or auxiliary device " +
+                       "of that name (nor a shared ID <rdma_dev>-<k>) has an RDMA device under " +
+                       root_ + "/class/infiniband");
+}
+
+StatusOr<std::string> RdmaSysfs::ResolveHiddenDeviceId(const std::string& id) const {
+  const std::string verbs = root_ + "/class/infiniband_verbs";
+  auto entries = ListDir(verbs);
+  if (!entries.ok()) return entries.status();
+  const auto shared_dev = SharedDeviceIdDevice(id);
+  for (const auto& e : *entries) {
+    if (e.rfind("uverbs", 0) != 0) continue;
+    auto ibdev = ReadAttr(verbs + "/" + e + "/ibdev");
+    if (!ibdev.ok()) continue;  // unregistered meanwhile
+    const bool named = *ibdev == id || (shared_dev && *ibdev == *shared_dev) ||
+                       (IsBusDeviceId(id) && LinkBasename(verbs + "/" + e + "/device") == id);
+    if (named && access((root_ + "/class/infiniband/" + *ibdev).c_str(), F_OK) != 0) return *ibdev;
+  }
+  return NotFoundError("deviceID " + id + ": no uverbs device under " + verbs + " names it");
+}
+
+StatusOr<std::map<std::string, uint32_t>> RdmaSysfs::FindGids(
+    const std::string& dev, uint32_t port, const std::set<std::string>& wanted,
+    const std::string& type) const {
+  const std::string base = root_ + "/class/infiniband/" + dev + "/ports/" + std::to_string(port);
+  std::map<std::string, uint32_t> found;
+  if (wanted.empty()) return found;
+  RDMAK8S_ASSIGN_OR_RETURN(auto names, ListDir(base + "/gids"));
+  std::vector<uint32_t> indexes;
+  indexes.reserve(names.size());
+  for (const auto& n : names) indexes.push_back(static_cast<uint32_t>(std::atoi(n.c_str())));
+  std::sort(indexes.begin(), indexes.end());
+  for (uint32_t i : indexes) {
+    const std::string idx = std::to_string(i);
+    auto g = ReadAttr(base + "/gids/" + idx);
+    if (!g.ok()) {
+      if (g.status().code() == StatusCode::kNotFound) continue;  // removed meanwhile
+      return g.status();
+    }
+    const std::string gid = GidForIp(*g);  // the same spelling as `wanted`
+    if (!wanted.count(gid) || found.count(gid)) continue;
+    // The kernel answers EINVAL for attributes of an entry freed meanwhile: not this type.
+    auto t = ReadAttr(base + "/gid_attrs/types/" + idx);
+    if (!t.ok() || *t != type) continue;
+    found[gid] = i;
+    if (found.size() == wanted.size()) break;
+  }
+  return found;
 }
 
 std::string RdmaSysfs::NetdevBusDevice(const std::string& netdev) const {
-  std::string dev = Canonical(root_ + "/class/net/" + netdev + "/device");
-  return dev.empty() ? "" : Basename(dev);
+  return LinkBasename(root_ + "/class/net/" + netdev + "/device");
+}
+
+std::string RdmaSysfs::Resolve(const std::string& rel) const {
+  namespace fs = std::filesystem;
+  fs::path cur;
+  for (const auto& part : fs::path(rel)) {
+    fs::path next = cur / part;
+    const std::string full = root_ + "/" + next.string();
+    char buf[PATH_MAX];
+    ssize_t n = readlink(full.c_str(), buf, sizeof buf - 1);
+    if (n >= 0) {
+      std::string target(buf, static_cast<size_t>(n));
+      if (!target.empty() && target.front() == '/') return "";  // leaves the tree
+      next = (cur / target).lexically_normal();
+      if (next.empty() || *next.begin() == "..") return "";
+    } else if (errno != EINVAL) {  // EINVAL: not a link
+      return "";
+    }
+    cur = next;
+  }
+  return cur.string();
 }
 
 uint32_t RdmaSysfs::NetdevPort(const std::string& netdev) const {
@@ -247,18 +321,19 @@ StatusOr<std::string> RdmaSysfs::ResolveByNetdev(const std::string& netdev,
 }
 
 StatusOr<std::string> RdmaSysfs::PfNetdev(const SysfsDevice& dev) const {
-  if (dev.parent_path.empty()) {
+  if (dev.parent_rel.empty()) {
     if (!dev.lower_netdev.empty()) return dev.lower_netdev;
     return NotFoundError("RDMA device " + dev.name + " has neither a bus device nor a parent netdev");
   }
-  std::string pci = dev.parent_path;
+  // Relative to this view's root: a device read in the pod's view finds its PF netdev in the
+  // node's (devices/ is not netns tagged, the PF's net/ entries are the node's).
+  std::string pci = dev.parent_rel;
   // An auxiliary device (SF) sits under the PCI function that owns it.
-  if (access((pci + "/net").c_str(), F_OK) != 0 || dev.parent.find(':') == std::string::npos) {
-    std::string up = pci.substr(0, pci.rfind('/'));
-    if (access((pci + "/physfn").c_str(), F_OK) != 0) pci = up;
+  if (access((root_ + "/" + pci + "/net").c_str(), F_OK) != 0 || !IsPciAddress(dev.parent)) {
+    if (access((root_ + "/" + pci + "/physfn").c_str(), F_OK) != 0) pci = Dirname(pci);
   }
-  if (std::string pf = Canonical(pci + "/physfn"); !pf.empty()) pci = pf;
-  auto nets = ListDir(pci + "/net");
+  if (std::string pf = Resolve(pci + "/physfn"); !pf.empty()) pci = pf;
+  auto nets = ListDir(root_ + "/" + pci + "/net");
   if (!nets.ok()) return nets.status().Prepend("netdev of the PF of " + dev.name);
   if (nets->empty()) return NotFoundError("PF " + Basename(pci) + " of " + dev.name + " has no netdev");
   return (*nets)[0];

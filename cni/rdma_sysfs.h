@@ -3,10 +3,15 @@
 //   class/infiniband/<dev>/{device,parent,node_type}, ports/<n>/{state,link_layer,pkeys/<i>,
 //   gids/<i>,gid_attrs/types/<i>,gid_attrs/ndevs/<i>}, class/net/<netdev>/{device,dev_port,
 //   lower_*}, bus/pci/devices/<bdf>/{physfn,net/}
-// A missing file is kNotFound, never folded into a generic failure.
+// A missing file is kNotFound, never folded into a generic failure. Links are read and resolved
+// lexically inside the tree (sysfs links are relative), never with realpath(3): the root may be
+// a handle on a sysfs mount of another netns ("/proc/self/fd/N", see sysfs_view.h) that
+// realpath would turn into a path of the caller's mount namespace.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,7 +36,8 @@ struct SysfsPort {
 struct SysfsDevice {
   std::string name;
   std::string parent;       // basename of the `device` link: PCI address or auxiliary name
-  std::string parent_path;  // its canonical path; empty for a virtual device
+  std::string parent_rel;   // its directory relative to the sysfs root (devices/...); empty
+                            // for a virtual device. Untagged: the same in every netns's view.
   std::string lower_netdev; // soft devices (rxe `parent` attribute)
   Transport transport = Transport::kUnknown;
   std::vector<SysfsPort> ports;
@@ -49,9 +55,21 @@ class RdmaSysfs {
   StatusOr<std::vector<uint16_t>> ReadPkeys(const std::string& rdma_dev, uint32_t port) const;
   StatusOr<PortState> ReadPortState(const std::string& rdma_dev, uint32_t port) const;
 
-  // deviceID as Multus passes it: an RDMA device name, a PCI address or an auxiliary device
-  // name. kNotFound when nothing matches; kInvalidArgument naming them when several do.
+  // deviceID as Multus passes it (rdmak8s/device_id.h): an RDMA device name, a PCI address or
+  // an auxiliary device name, or a shared pool ID "<rdma_dev>-<k>". kNotFound when this view
+  // shows no such device; kInvalidArgument naming them when several match.
   StatusOr<std::string> ResolveDeviceId(const std::string& id) const;
+  // The RDMA device `id` names when this view's class/infiniband does not show it but its uverbs
+  // char device (class/infiniband_verbs, not netns tagged) does: in exclusive mode, a device in
+  // another netns. kNotFound otherwise.
+  StatusOr<std::string> ResolveHiddenDeviceId(const std::string& id) const;
+  // The RoCE GIDs among `wanted` (as GidForIp prints them) that port `port` holds with GID type
+  // `type` ("RoCE v2"), with their index. Reads only what it needs: gids/<i> in index order,
+  // gid_attrs/types/<i> only for a wanted GID, and stops once every wanted GID is found. (The
+  // table can have holes, so a GID that is not there costs a read of the whole table.)
+  StatusOr<std::map<std::string, uint32_t>> FindGids(const std::string& rdma_dev, uint32_t port,
+                                                     const std::set<std::string>& wanted,
+                                                     const std::string& type) const;
   // The RDMA device on the bus device named `parent` (IFLA_PARENT_DEV_NAME).
   StatusOr<std::string> ResolveByParent(const std::string& parent) const;
   // The RDMA device of a netdev visible in this sysfs: its bus device, or (VLAN, bond) its lower
@@ -68,6 +86,10 @@ class RdmaSysfs {
   StatusOr<std::string> PfNetdev(const SysfsDevice& dev) const;
 
  private:
+  // `rel` (relative to the root) with every symlink on the way resolved inside the tree; "" if
+  // a component is missing or unreadable.
+  std::string Resolve(const std::string& rel) const;
+
   std::string root_;
 };
 

@@ -1,5 +1,6 @@
 #include "cni/sysfs_view.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <unistd.h>
@@ -10,11 +11,20 @@
 
 namespace rdmak8s::cni {
 
-Status MountingSysfsView::InNetns(const Netns& ns,
-                                  const std::function<Status(const std::string&)>& fn) {
+SysfsRoot::~SysfsRoot() {
+  if (fd_ >= 0) close(fd_);
+}
+
+Status SysfsView::InNetns(const Netns& ns, const std::function<Status(const std::string&)>& fn) {
+  RDMAK8S_ASSIGN_OR_RETURN(auto root, Open(ns));
+  return fn(root->path());
+}
+
+StatusOr<std::unique_ptr<SysfsRoot>> MountingSysfsView::Open(const Netns& ns) {
   Status result;
+  int fd = -1;
   // A dedicated thread: unsharing its fs/mount namespace and joining the pod netns must not
-  // leak into the caller's thread; everything ends when the thread does.
+  // leak into the caller's thread; its mount namespace ends with it.
   std::thread t([&] {
     if (unshare(CLONE_FS | CLONE_NEWNS) != 0) {
       result = ErrnoError(errno, "unshare mount namespace to read the pod's sysfs");
@@ -33,17 +43,20 @@ Status MountingSysfsView::InNetns(const Netns& ns,
       result = ErrnoError(errno, "mkdtemp /tmp/rdmak8s-sysfs-XXXXXX");
       return;
     }
+    // sysfs_get_tree tags the superblock with the mounting task's netns (kobj_ns_grab_current).
     if (mount("sysfs", dir, "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
       result = ErrnoError(errno, std::string("mount sysfs of netns ") + ns.path() + " on " + dir);
       rmdir(dir);
       return;
     }
-    result = fn(dir);
-    umount2(dir, MNT_DETACH);
+    fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) result = ErrnoError(errno, std::string("open the sysfs mount of netns ") + ns.path());
+    umount2(dir, MNT_DETACH);  // the descriptor keeps the detached mount
     rmdir(dir);
   });
   t.join();
-  return result;
+  if (!result.ok()) return result;
+  return std::make_unique<SysfsRoot>("/proc/self/fd/" + std::to_string(fd), fd);
 }
 
 }  // namespace rdmak8s::cni

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rdmak8s/device_id.h"
+
 namespace rdmak8s::dp {
 
 namespace {
@@ -63,14 +65,6 @@ Status CheckHexIds(std::vector<std::string>& ids, const std::string& path, const
   return Status::Ok();
 }
 
-bool IsPciAddress(const std::string& s) {
-  // dddd:bb:dd.f
-  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') return false;
-  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9, 11}) {
-    if (!std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
-  }
-  return true;
-}
 
 bool IsResourceNamePart(const std::string& s) {
   // Kubernetes qualified-name part: [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?, at most 63.

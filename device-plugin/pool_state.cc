@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "rdmak8s/device_id.h"
+
 namespace rdmak8s::dp {
 
 const TrackedDevice* PoolState::ForId(const std::string& id) const {
@@ -42,7 +44,7 @@ std::vector<std::string> DeviceIds(const PoolConfig& pool, const RdmaDevice& dev
   std::vector<std::string> ids;
   int cap = EffectiveCapacity(pool, dev);
   ids.reserve(cap);
-  for (int k = 0; k < cap; ++k) ids.push_back(dev.name + "-" + std::to_string(k));
+  for (int k = 0; k < cap; ++k) ids.push_back(SharedDeviceId(dev.name, k));
   return ids;
 }
 

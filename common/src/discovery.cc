@@ -12,6 +12,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "rdmak8s/file_util.h"
 #include "rdmak8s/verbs.h"
 #include "sysfs.h"
 
@@ -53,16 +54,6 @@ std::vector<uint32_t> NumericEntries(const std::vector<std::string>& names) {
 std::string ResolveLink(const std::string& dir, const std::string& link) {
   if (!link.empty() && link.front() == '/') return fs::path(link).lexically_normal().string();
   return (fs::path(dir) / link).lexically_normal().string();
-}
-
-std::string Basename(std::string_view p) {
-  size_t slash = p.rfind('/');
-  return std::string(slash == std::string_view::npos ? p : p.substr(slash + 1));
-}
-
-std::string Dirname(std::string_view p) {
-  size_t slash = p.rfind('/');
-  return slash == std::string_view::npos ? std::string() : std::string(p.substr(0, slash));
 }
 
 bool IsZeroGid(std::string_view gid) {

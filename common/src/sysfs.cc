@@ -196,13 +196,5 @@ StatusOr<NumberedName> ParseNumberedName(std::string_view text, std::string_view
   return NumberedName{static_cast<uint32_t>(n), std::string(name)};
 }
 
-bool IsPciAddress(std::string_view s) {
-  // dddd:bb:dd.f
-  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') return false;
-  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9, 11}) {
-    if (!std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
-  }
-  return true;
-}
 
 }  // namespace rdmak8s::internal

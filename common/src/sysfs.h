@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rdmak8s/device_id.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::internal {
@@ -68,7 +69,7 @@ struct NumberedName {
   std::string name;
 };
 StatusOr<NumberedName> ParseNumberedName(std::string_view text, std::string_view what);
-// True for a PCI address with domain: "0000:3b:00.0".
-bool IsPciAddress(std::string_view s);
+// The one ID rule (rdmak8s/device_id.h).
+using ::rdmak8s::IsPciAddress;
 
 }  // namespace rdmak8s::internal

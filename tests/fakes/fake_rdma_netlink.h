@@ -24,7 +24,10 @@
 //   - a moved device is unregistered and registered again in its new netns (rdma_dev_change_netns
 //     -> disable_device/enable_device_and_get): every ib_client's per-device state is dropped and
 //     re-created. World::on_move(dev, to_key) lets a test mirror that on its fixtures (e.g. the
-//     rdma_cm configfs default_roce_tos reads 0 again: cma_remove_one/cma_add_one).
+//     rdma_cm configfs default_roce_tos reads 0 again: cma_remove_one/cma_add_one), and move the
+//     device's sysfs entries with testing::NetnsSysfs::MoveRdmaDevice (support/sysfs_builder.h),
+//     so sysfs and the nldev dump agree: in exclusive mode the node's view and ListDevices() in
+//     the node's netns (ib_enum_all_devs skips !rdma_dev_access_netns) both stop showing it.
 // Knobs: World::fail_<op> make the next call of <op> return that Status (then reset to OK).
 //
 // Thread safety: none; tests only.

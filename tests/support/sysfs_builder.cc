@@ -1,5 +1,6 @@
 #include "support/sysfs_builder.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -394,6 +395,169 @@ Status BuildScaleTree(SysfsBuilder& b, int num_devices, int vfs_per_pf, uint32_t
     }
   }
   return b.AddRdmaCm();
+}
+
+}  // namespace rdmak8s::testing
+
+namespace rdmak8s::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Whether the entry at `rel` (relative to a sysfs root) is a netns-tagged one: a child of
+// class/net, class/infiniband, or of a device's `net/` or `infiniband/` glue directory.
+bool IsTagged(const fs::path& rel, bool shared) {
+  std::vector<std::string> parts;
+  for (const auto& p : rel) parts.push_back(p.string());
+  auto tagged_dir = [&](const std::string& d) { return d == "net" || (d == "infiniband" && !shared); };
+  if (parts.size() == 3 && parts[0] == "class") return tagged_dir(parts[1]);
+  if (parts.size() >= 3 && parts[0] == "devices") return tagged_dir(parts[parts.size() - 2]);
+  return false;
+}
+
+Status CopyEntry(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::create_directories(to.parent_path(), ec);
+  if (ec) return ErrnoError(ec.value(), "mkdir " + to.parent_path().string());
+  auto st = fs::symlink_status(from, ec);
+  if (ec) return ErrnoError(ec.value(), "stat " + from.string());
+  if (fs::is_symlink(st)) {
+    fs::create_symlink(fs::read_symlink(from, ec), to, ec);
+  } else if (fs::is_directory(st)) {
+    fs::create_directory(to, ec);
+  } else {
+    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+  }
+  if (ec) return ErrnoError(ec.value(), "copy " + from.string() + " to " + to.string());
+  return Status::Ok();
+}
+
+bool LinkExists(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_symlink(fs::symlink_status(p, ec));
+}
+
+}  // namespace
+
+NetnsSysfs::NetnsSysfs(std::string node_key, std::string node_root, std::string views_dir)
+    : node_key_(std::move(node_key)), node_root_(std::move(node_root)), views_dir_(std::move(views_dir)) {
+  roots_[node_key_] = node_root_;
+}
+
+void NetnsSysfs::SetSharedMode(std::function<bool()> shared) {
+  std::lock_guard<std::mutex> l(mu_);
+  shared_ = std::move(shared);
+}
+
+StatusOr<std::string> NetnsSysfs::RootOf(const std::string& key) {
+  std::lock_guard<std::mutex> l(mu_);
+  return RootOfLocked(key);
+}
+
+StatusOr<std::string> NetnsSysfs::RootOfLocked(const std::string& key) {
+  if (auto it = roots_.find(key); it != roots_.end()) return it->second;
+  const bool shared = shared_ && shared_();
+  const fs::path root = fs::path(views_dir_) / ("netns" + std::to_string(roots_.size()));
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) return ErrnoError(ec.value(), "mkdir " + root.string());
+  const fs::path node(node_root_);
+  for (auto it = fs::recursive_directory_iterator(node, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    const fs::path rel = it->path().lexically_relative(node);
+    if (IsTagged(rel, shared)) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    RDMAK8S_RETURN_IF_ERROR(CopyEntry(it->path(), root / rel));
+  }
+  if (ec) return ErrnoError(ec.value(), "copy the untagged part of " + node_root_);
+  // Every netns has its own lo (devices/virtual/net/lo).
+  {
+    SysfsBuilder b(root.string());
+    RDMAK8S_RETURN_IF_ERROR(b.AddNetdev({"lo", "", 0, "00:00:00:00:00:00", "unknown", 772, {}}));
+  }
+  roots_[key] = root.string();
+  return root.string();
+}
+
+std::vector<std::string> NetnsSysfs::RootsShowingLocked(const std::string& rdma_dev) {
+  std::vector<std::string> out;
+  for (const auto& [key, root] : roots_) {
+    if (LinkExists(fs::path(root) / "class/infiniband" / rdma_dev)) out.push_back(key);
+  }
+  // The node first: it holds the device in exclusive mode unless it was moved.
+  std::stable_partition(out.begin(), out.end(), [&](const std::string& k) { return k == node_key_; });
+  return out;
+}
+
+Status NetnsSysfs::MoveTaggedLocked(const std::string& class_rel, const std::string& to_key) {
+  std::string from_key;
+  for (const auto& [key, root] : roots_) {
+    if (LinkExists(fs::path(root) / class_rel)) from_key = key;
+  }
+  if (from_key.empty()) return NotFoundError("no netns view shows " + class_rel);
+  if (from_key == to_key) return Status::Ok();
+  RDMAK8S_ASSIGN_OR_RETURN(std::string to_root, RootOfLocked(to_key));
+  const fs::path from(roots_[from_key]), to(to_root);
+  std::error_code ec;
+  const fs::path target = fs::read_symlink(from / class_rel, ec);
+  if (ec) return ErrnoError(ec.value(), "readlink " + (from / class_rel).string());
+  const fs::path dir_rel = (fs::path(class_rel).parent_path() / target).lexically_normal();
+  fs::create_directories((to / dir_rel).parent_path(), ec);
+  if (ec) return ErrnoError(ec.value(), "mkdir " + (to / dir_rel).parent_path().string());
+  fs::rename(from / dir_rel, to / dir_rel, ec);
+  if (ec) return ErrnoError(ec.value(), "move " + (from / dir_rel).string() + " to " + to.string());
+  fs::create_directories((to / class_rel).parent_path(), ec);
+  fs::rename(from / class_rel, to / class_rel, ec);
+  if (ec) return ErrnoError(ec.value(), "move " + (from / class_rel).string() + " to " + to.string());
+  return Status::Ok();
+}
+
+Status NetnsSysfs::MoveRdmaDevice(const std::string& rdma_dev, const std::string& to_key) {
+  std::lock_guard<std::mutex> l(mu_);
+  return MoveTaggedLocked("class/infiniband/" + rdma_dev, to_key);
+}
+
+Status NetnsSysfs::MoveNetdev(const std::string& name, const std::string& to_key) {
+  std::lock_guard<std::mutex> l(mu_);
+  return MoveTaggedLocked("class/net/" + name, to_key);
+}
+
+std::string NetnsSysfs::NetnsOf(const std::string& rdma_dev) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto keys = RootsShowingLocked(rdma_dev);
+  return keys.empty() ? "" : keys.front();
+}
+
+Status NetnsSysfs::WriteRdmaAttr(const std::string& rdma_dev, const std::string& rel,
+                                 const std::string& text) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto keys = RootsShowingLocked(rdma_dev);
+  if (keys.empty()) return NotFoundError("no netns view shows RDMA device " + rdma_dev);
+  for (const auto& key : keys) {
+    const fs::path p = fs::path(roots_[key]) / "class/infiniband" / rdma_dev / rel;
+    std::error_code ec;
+    fs::create_directories(p.parent_path(), ec);
+    if (ec) return ErrnoError(ec.value(), "mkdir " + p.parent_path().string());
+    std::ofstream out(p, std::ios::trunc);
+    out << text << '\n';
+    out.close();
+    if (!out) return InternalError("write " + p.string() + ": failed");
+  }
+  return Status::Ok();
+}
+
+Status NetnsSysfs::RemoveRdmaAttr(const std::string& rdma_dev, const std::string& rel) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto keys = RootsShowingLocked(rdma_dev);
+  if (keys.empty()) return NotFoundError("no netns view shows RDMA device " + rdma_dev);
+  for (const auto& key : keys) {
+    std::error_code ec;
+    const fs::path p = fs::path(roots_[key]) / "class/infiniband" / rdma_dev / rel;
+    if (!fs::remove(p, ec) || ec) return ErrnoError(ec ? ec.value() : ENOENT, "remove " + p.string());
+  }
+  return Status::Ok();
 }
 
 }  // namespace rdmak8s::testing

@@ -14,7 +14,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -155,6 +157,69 @@ class SysfsBuilder {
   int next_uverbs_ = 0;
   int next_umad_ = 0;
   int next_ifindex_ = 2;
+};
+
+// NetnsSysfs: the sysfs each network namespace sees, as the kernel tags it, over a node tree
+// (a SysfsBuilder output or a fixture copy) and one view tree per other netns.
+//
+// What the kernel does (drivers/infiniband/core/device.c, net/core/net-sysfs.c, fs/sysfs):
+//   - class/infiniband is netns tagged: ib_class has ns_type = net_ns_type_operations and
+//     namespace = the device's rdma_net. A sysfs mount shows only entries tagged with the netns of
+//     the task that MOUNTED it. The tag covers class/infiniband/<dev> and the device's own
+//     directory under its parent's `infiniband/` glue directory (the glue directory itself stays).
+//   - Exclusive mode: `rdma dev set <dev> netns <ns>` (rdma_dev_change_netns) re-publishes the
+//     device under its new netns (device_rename with the same name), so it vanishes from the
+//     node's view and appears in the pod's; RDMA nldev dumps filter the same way
+//     (ib_enum_all_devs skips devices for which !rdma_dev_access_netns(dev, sock_net(sk))), which
+//     FakeRdmaNetlink models.
+//   - Shared mode: each other netns gets a compat device of the same name with its own port
+//     attributes (add_one_compat_dev + ib_setup_port_attrs): every view shows every device.
+//   - class/net and <parent>/net/<netdev> are netns tagged too (dev_change_net_namespace).
+//   - Not tagged: everything else (devices/, bus/, class/infiniband_verbs, class/infiniband_mad):
+//     the node's view keeps a moved device's bus device and its uverbs/umad char devices.
+// Each view tree is created on first use as a copy of the node tree's untagged part (plus, in
+// shared mode, every RDMA device). A move renames the tagged directories from one tree to the
+// other, so relative links stay valid and attributes travel with the device.
+//
+// Thread safety: every method locks; tests may write attributes from one thread while the code
+// under test moves devices from another.
+class NetnsSysfs {
+ public:
+  // `node_key` names the node's netns (any string; FakeRdmaNetlink::NetnsKey of it in CNI tests),
+  // `node_root` its tree; other views are made under `views_dir` (created when needed).
+  NetnsSysfs(std::string node_key, std::string node_root, std::string views_dir);
+
+  // Asked when a view is created and on each attribute write: true in shared netns mode (every
+  // view shows every RDMA device). Default: exclusive.
+  void SetSharedMode(std::function<bool()> shared);
+
+  const std::string& node_key() const { return node_key_; }
+  const std::string& node_root() const { return node_root_; }
+  // The root of netns `key`'s view; the node's root for node_key(). Creates the view if needed.
+  StatusOr<std::string> RootOf(const std::string& key);
+  // rdma_dev_change_netns: `rdma_dev` leaves the view it shows in and shows in `to_key`'s.
+  // kNotFound when no view shows it.
+  Status MoveRdmaDevice(const std::string& rdma_dev, const std::string& to_key);
+  // dev_change_net_namespace: netdev `name` (class/net/<name> and its directory) moves.
+  Status MoveNetdev(const std::string& name, const std::string& to_key);
+  // The netns key whose view shows `rdma_dev` (exclusive mode: the one it is in); "" if none.
+  std::string NetnsOf(const std::string& rdma_dev);
+  // Writes `text` + "\n" to class/infiniband/<rdma_dev>/<rel> in every view that shows the device
+  // (creating directories), as the kernel's one attribute reads the same from every view.
+  Status WriteRdmaAttr(const std::string& rdma_dev, const std::string& rel, const std::string& text);
+  // Removes class/infiniband/<rdma_dev>/<rel> in every view that shows the device.
+  Status RemoveRdmaAttr(const std::string& rdma_dev, const std::string& rel);
+
+ private:
+  StatusOr<std::string> RootOfLocked(const std::string& key);
+  // Views (node first) whose class/infiniband shows rdma_dev.
+  std::vector<std::string> RootsShowingLocked(const std::string& rdma_dev);
+  Status MoveTaggedLocked(const std::string& class_rel, const std::string& to_key);
+
+  std::mutex mu_;
+  std::string node_key_, node_root_, views_dir_;
+  std::function<bool()> shared_;
+  std::map<std::string, std::string> roots_;  // key -> root (the node's included)
 };
 
 // A large RoCE host for scale tests and benchmarks: `num_devices` RDMA devices as mlx5-like PFs

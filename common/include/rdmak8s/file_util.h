@@ -43,5 +43,9 @@ StatusOr<int> OpenBeneath(const std::string& root, std::string_view rel, int fla
 // non-directory is refused (FailedPrecondition naming the path): whoever controls the directory
 // controls what we read back from it.
 Status EnsurePrivateDir(const std::string& path);
+// Path helpers, lexical (no filesystem access): what follows the last '/' ("a/b" -> "b", "b" ->
+// "b"), and what precedes it ("a/b" -> "a", "b" -> "").
+std::string Basename(std::string_view path);
+std::string Dirname(std::string_view path);
 
 }  // namespace rdmak8s

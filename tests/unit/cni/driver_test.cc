@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "cni/state.h"
 #include "cni_test_util.h"
 #include "support/throwaway_netns.h"
 
@@ -99,11 +101,37 @@ TEST_F(DriverTest, ChainedAddFailsCleanlyOnAHostWithoutRdmaAndLeavesNothingBehin
 }
 
 TEST_F(DriverTest, DelGcAndStatusThroughTheRuntime) {
+  // Records of three attachments of this network, nothing moved, no knobs (what an ADD in shared
+  // mode leaves): the runtime's DEL and GC must reach the plugin with the right attachment and
+  // list, or the records stay. (Debian's macvlan supports up to 1.0.0, which has no GC: libcni
+  // sends GC and STATUS of a 1.1.0 list only to the plugins that support 1.1.0.)
   WriteConflist("1.0.0");
+  StateStore store(dir_ + "/state");
+  for (const std::string cid : {"c1", "c2", "c3"}) {
+    AttachmentRecord rec;
+    rec.network = "rdmanet";
+    rec.container_id = cid;
+    rec.ifname = "net1";
+    rec.cni_version = "1.1.0";
+    rec.rdma_dev = "mlx5_0";
+    rec.transport = "roce";
+    rec.netns_mode = "shared";
+    ASSERT_TRUE(store.Save(rec).ok());
+  }
+  auto records = [&] {
+    std::set<std::string> keys;
+    auto l = store.List();
+    EXPECT_TRUE(l.ok()) << l.status().ToString();
+    if (l.ok()) for (const auto& r : *l) keys.insert(r.container_id);
+    return keys;
+  };
   Result r = Drive(PodArgs("DEL"));
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  r = Drive("-cmd GC -valid c1/net1,c2/net1");
+  EXPECT_EQ(records(), (std::set<std::string>{"c2", "c3"})) << "DEL released c1/net1";
+  WriteConflist("1.1.0");
+  r = Drive("-cmd GC -valid c2/net1,c9/net1");
   EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(records(), (std::set<std::string>{"c2"})) << "GC released what is not valid";
   r = Drive("-cmd STATUS");
   EXPECT_EQ(r.exit_code, 1);
   json err = json::parse(r.out, nullptr, false);

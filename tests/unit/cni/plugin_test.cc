@@ -4,7 +4,9 @@
 #include "cni/plugin.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <barrier>
@@ -19,12 +21,14 @@
 #include "cni_test_util.h"
 #include "fakes/fake_dcb_netlink.h"
 #include "fakes/fake_rdma_netlink.h"
+#include "support/sysfs_builder.h"
 #include "support/throwaway_netns.h"
 
 namespace rdmak8s::cni {
 namespace {
 
 using nlohmann::json;
+using rdmak8s::testing::NetnsSysfs;
 using rdmak8s::testing::NewThrowawayNetns;
 using rdmak8s::testing::ShIn;
 using testing::ReadFile;
@@ -47,6 +51,21 @@ class SharedDcb : public DcbNetlink {
   FakeDcbNetlink* f_;
 };
 
+// The CNI's view of a pod's sysfs over the NetnsSysfs world: the tree of the pod's netns.
+class TaggedSysfsView : public SysfsView {
+ public:
+  explicit TaggedSysfsView(std::unique_ptr<NetnsSysfs>* world) : world_(world) {}
+  StatusOr<std::unique_ptr<SysfsRoot>> Open(const Netns& ns) override {
+    ++opens;
+    RDMAK8S_ASSIGN_OR_RETURN(std::string root, (*world_)->RootOf(FakeRdmaNetlink::NetnsKey(ns.fd())));
+    return std::make_unique<SysfsRoot>(root);
+  }
+  std::atomic<int> opens{0};  // how often the plugin asked for (mounted) a pod's view
+
+ private:
+  std::unique_ptr<NetnsSysfs>* world_;
+};
+
 struct Pod {
   Netns ns;
   std::string key;  // FakeRdmaNetlink netns key
@@ -64,13 +83,16 @@ class PluginTest : public ::testing::Test {
     sysfs_ = tmp_.path() + "/sys";
     configfs_ = tmp_.path() + "/config";
     state_ = tmp_.path() + "/state";
-    UseFixture("mlx5_roce_sriov");
     world_ = std::make_shared<FakeRdmaNetlink::World>();
+    UseFixture("mlx5_roce_sriov");
     FakeRdmaNetlink host(world_, node_key_);
     for (auto d : {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"}) host.AddDevice(d);
     // The kernel re-registers a device that changes netns: rdma_cm drops its per-device state
     // (cma_remove_one) and makes a fresh one (cma_add_one), so default_roce_tos reads 0 again.
-    world_->on_move = [this](const std::string& dev, const std::string&) {
+    // And the device's sysfs entries follow it to its new netns's view.
+    world_->on_move = [this](const std::string& dev, const std::string& key) {
+      Status moved = sysfs_world_->MoveRdmaDevice(dev, key);
+      EXPECT_TRUE(moved.ok()) << moved.ToString();
       const std::string tos = configfs_ + "/rdma_cm/" + dev + "/ports/1/default_roce_tos";
       struct stat st {};
       if (stat(tos.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {  // (a test may have broken it)
@@ -83,6 +105,7 @@ class PluginTest : public ::testing::Test {
     options_.node.configfs_root = configfs_;
     options_.node.state_dir = state_;
     options_.gid_poll_interval_ms = 5;
+    options_.pod_sysfs = &pod_view_;
     options_.new_rdma_netlink = [w = world_]() -> StatusOr<std::unique_ptr<RdmaNetlink>> {
       auto cur = CurrentNetns();
       if (!cur.ok()) return cur.status();
@@ -105,8 +128,10 @@ class PluginTest : public ::testing::Test {
   }
 
   void UseFixture(const std::string& name) {
-    ASSERT_EQ(std::system(("rm -rf '" + sysfs_ + "' '" + configfs_ + "'").c_str()), 0);
+    ASSERT_EQ(std::system(("rm -rf '" + sysfs_ + "' '" + configfs_ + "' '" + tmp_.path() + "/views'").c_str()), 0);
     ASSERT_TRUE(testing::CopyFixture(name, sysfs_));
+    sysfs_world_ = std::make_unique<NetnsSysfs>(node_key_, sysfs_, tmp_.path() + "/views");
+    sysfs_world_->SetSharedMode([w = world_] { return w->mode == RdmaNetnsMode::kShared; });
     ASSERT_EQ(std::system(("mkdir -p '" + configfs_ + "/rdma_cm'").c_str()), 0);
     if (name == "mlx5_roce_sriov") {
       for (int p = 0; p < 8; ++p) {
@@ -145,11 +170,20 @@ class PluginTest : public ::testing::Test {
     return p;
   }
 
+  // Writes an attribute of RDMA device `dev` wherever the device shows (its netns's view).
+  void SetDevAttr(const std::string& dev, const std::string& rel, const std::string& text) {
+    Status s = sysfs_world_->WriteRdmaAttr(dev, rel, text);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  // Reads an attribute of RDMA device `dev` where it shows now.
+  std::string DevAttr(const std::string& dev, const std::string& rel) {
+    auto root = sysfs_world_->RootOf(sysfs_world_->NetnsOf(dev));
+    return root.ok() ? ReadFile(*root + "/class/infiniband/" + dev + "/" + rel) : "";
+  }
   // What the kernel does for a RoCE device: a RoCE v2 GID per IP of the netdev.
   void AddGid(const std::string& dev, const std::string& ip, int index) {
-    const std::string base = sysfs_ + "/class/infiniband/" + dev + "/ports/1/";
-    ASSERT_TRUE(WriteFile(base + "gid_attrs/types/" + std::to_string(index), "RoCE v2\n"));
-    ASSERT_TRUE(WriteFile(base + "gids/" + std::to_string(index), GidForIp(ip) + "\n"));
+    SetDevAttr(dev, "ports/1/gid_attrs/types/" + std::to_string(index), "RoCE v2");
+    SetDevAttr(dev, "ports/1/gids/" + std::to_string(index), GidForIp(ip));
   }
   // Writes GIDs for every address the pod interface has, as they appear, until stopped.
   void StartGidWriter(const std::string& dev, Pod* pod, const std::string& ifname = "net1") {
@@ -244,6 +278,8 @@ class PluginTest : public ::testing::Test {
   Netns node_;
   std::string node_key_, sysfs_, configfs_, state_;
   std::shared_ptr<FakeRdmaNetlink::World> world_;
+  std::unique_ptr<NetnsSysfs> sysfs_world_;
+  TaggedSysfsView pod_view_{&sysfs_world_};
   FakeDcbNetlink dcb_;
   PluginOptions options_;
   int counter_ = 0;
@@ -434,8 +470,9 @@ TEST_F(PluginTest, AddWithoutDeviceIdOnAVethIsAClearNotFound) {
 
 TEST_F(PluginTest, AddWithoutDeviceIdFindsAVfNetdevThroughThePodsSysfsView) {
   // A VF netdev moved into the pod, on a kernel without IFLA_PARENT_DEV_NAME (a veth here has no
-  // parent device either): the pod's sysfs view (the fixture) shows its device link.
+  // parent device either): the pod's sysfs view shows its device link.
   Pod pod = NewPod("10.77.0.36", "", "ens1f0v0");
+  ASSERT_TRUE(sysfs_world_->MoveNetdev("ens1f0v0", pod.key).ok());
   AddGid("mlx5_1", pod.ip, 100);
   auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, json::object(), "ens1f0v0"), "ens1f0v0");
   ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
@@ -448,6 +485,7 @@ TEST_F(PluginTest, AStackedLinkMadeInsideThePodOnAPodLocalLinkIsResolvedInThePod
   // (a vlan in real life; macvlan here, this kernel has no 8021q): its IFLA_LINK is an ifindex
   // of the POD (no IFLA_LINK_NETNSID), never one of the node.
   Pod pod = NewPod("10.77.0.48", "", "ens1f0v0");
+  ASSERT_TRUE(sysfs_world_->MoveNetdev("ens1f0v0", pod.key).ok());
   ASSERT_TRUE(ShIn(pod.ns, "ip link add link ens1f0v0 name net1 type macvlan mode bridge && "
                            "sysctl -qw net.ipv6.conf.net1.disable_ipv6=1 && "
                            "ip addr add 10.77.2.48/24 dev net1 && ip link set net1 up").ok());
@@ -482,46 +520,29 @@ TEST_F(PluginTest, AnIpvlanOnAVethFindsTheSoftDeviceOfTheVeth) {
   }).ok());
   ASSERT_TRUE(ShIn(pod.ns, "sysctl -qw net.ipv6.conf.net1.disable_ipv6=1 && "
                            "ip addr add 10.77.0.49/24 dev net1 && ip link set net1 up").ok());
-  ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/rxe0/ports/1/gid_attrs/types/9", "RoCE v2\n"));
-  ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/rxe0/ports/1/gids/9", GidForIp(pod.ip) + "\n"));
+  SetDevAttr("rxe0", "ports/1/gid_attrs/types/9", "RoCE v2");
+  SetDevAttr("rxe0", "ports/1/gids/9", GidForIp(pod.ip));
   auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
   ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
   EXPECT_EQ(StateStore(state_).Load("rdma", "c1", "net1")->rdma_dev, "rxe0");
   EXPECT_EQ(Run("DEL", "c1", &pod, Conf("1.0.0", &pod)).exit_code, 0);
 }
 
-// The pod's sysfs as the kernel shows it in exclusive mode: class/net of the pod, and only the
-// RDMA devices moved into the pod (here: `before` until the device is in the pod, then `after`).
-class SwitchingSysfsView : public SysfsView {
- public:
-  SwitchingSysfsView(std::function<bool()> moved, std::string before, std::string after)
-      : moved_(std::move(moved)), before_(std::move(before)), after_(std::move(after)) {}
-  Status InNetns(const Netns&, const std::function<Status(const std::string&)>& fn) override {
-    return fn(moved_() ? after_ : before_);
-  }
-
- private:
-  std::function<bool()> moved_;
-  std::string before_, after_;
-};
-
 TEST_F(PluginTest, ExclusiveModeFindsAVfNetdevWhoseRdmaDeviceThePodsSysfsDoesNotShowYet) {
   // Kernel without IFLA_PARENT_DEV_NAME, exclusive mode: before the move the pod's sysfs view
   // has the VF netdev (and its device link) but no class/infiniband entry for mlx5_1.
-  const std::string podsys = tmp_.path() + "/podsys";
-  ASSERT_TRUE(testing::CopyFixture("mlx5_roce_sriov", podsys));
-  ASSERT_EQ(std::system(("rm -rf '" + podsys + "/class/infiniband'/*").c_str()), 0);
   Pod pod = NewPod("10.77.0.50", "", "ens1f0v0");
-  SwitchingSysfsView view([&] { return In(pod.key, "mlx5_1"); }, podsys, sysfs_);
-  options_.pod_sysfs = &view;
+  ASSERT_TRUE(sysfs_world_->MoveNetdev("ens1f0v0", pod.key).ok());
   AddGid("mlx5_1", pod.ip, 100);
   json conf = Conf("1.0.0", &pod, json::object(), "ens1f0v0");
   auto out = Run("ADD", "c1", &pod, conf, "ens1f0v0");
   ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
   EXPECT_EQ(StateStore(state_).Load("rdma", "c1", "ens1f0v0")->rdma_dev, "mlx5_1");
   EXPECT_TRUE(In(pod.key, "mlx5_1"));
+  EXPECT_EQ(sysfs_world_->NetnsOf("mlx5_1"), pod.key) << "the pod's sysfs shows it now";
   EXPECT_EQ(Run("DEL", "c1", &pod, conf, "ens1f0v0").exit_code, 0);
   EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  EXPECT_EQ(sysfs_world_->NetnsOf("mlx5_1"), node_key_);
 }
 
 TEST_F(PluginTest, AnUnusedDownPortOfAMultiPortDeviceDoesNotFailAdd) {
@@ -534,10 +555,10 @@ TEST_F(PluginTest, AnUnusedDownPortOfAMultiPortDeviceDoesNotFailAdd) {
   ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
   EXPECT_EQ(StateStore(state_).Load("rdma", "c1", "net1")->ports, std::vector<uint32_t>{1});
   EXPECT_EQ(Run("CHECK", "c1", &pod, conf).exit_code, 0);
-  ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/mlx5_0/ports/1/state", "3: ARMED\n"));
+  SetDevAttr("mlx5_0", "ports/1/state", "3: ARMED");
   EXPECT_EQ(Code(Run("CHECK", "c1", &pod, conf)), kErrTryAgainLater) << "CHECK watches the port ADD used";
   ASSERT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
-  ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/mlx5_0/ports/1/state", "2: INIT\n"));
+  SetDevAttr("mlx5_0", "ports/1/state", "2: INIT");
   EXPECT_EQ(Code(Run("ADD", "c1", &pod, conf)), kErrTryAgainLater) << "no ACTIVE port at all";
 }
 
@@ -553,6 +574,22 @@ TEST_F(PluginTest, RepeatedAddFindsTheDeviceAlreadyInThePod) {
   EXPECT_TRUE(In(node_key_, "mlx5_1")) << "still brought home";
 }
 
+TEST_F(PluginTest, AnAddMountsThePodsSysfsViewOnce) {
+  // Each view is a sysfs mount made in a forked thread: not one per GID poll or knob access.
+  Pod pod = NewPod("10.77.0.38");
+  AddGid("mlx5_1", pod.ip, 100);
+  json e = kQos;
+  e["deviceID"] = "mlx5_1";
+  json conf = Conf("1.0.0", &pod, e);
+  pod_view_.opens = 0;
+  ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
+  EXPECT_EQ(pod_view_.opens, 1);
+  pod_view_.opens = 0;
+  ASSERT_EQ(Run("CHECK", "c1", &pod, conf).exit_code, 0);
+  EXPECT_EQ(pod_view_.opens, 1);
+  ASSERT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
+}
+
 TEST_F(PluginTest, UnknownDeviceIdIsCode100NamingIt) {
   Pod pod = NewPod("10.77.0.10");
   auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "0000:99:00.1"}}));
@@ -566,9 +603,11 @@ TEST_F(PluginTest, AddWaitsForTheGidToAppear) {
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
     AddGid("mlx5_1", pod.ip, 101);
   });
+  pod_view_.opens = 0;
   auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"gidTimeoutMs", 5000}}));
   late.join();
   EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_EQ(pod_view_.opens, 1) << "every GID poll reads the one view of the ADD";
 }
 
 TEST_F(PluginTest, MissingGidFailsNamingItAndRollsBackMoveAndQos) {
@@ -585,7 +624,7 @@ TEST_F(PluginTest, MissingGidFailsNamingItAndRollsBackMoveAndQos) {
   EXPECT_EQ(*dcb_.Find("ens1f0np0")->trust, DcbTrust::kPcp);
   EXPECT_EQ(ReadFile(sysfs_ + "/class/net/ens1f0np0/ecn/roce_np/enable/3"), "0");
   EXPECT_EQ(ReadFile(configfs_ + "/rdma_cm/mlx5_1/ports/1/default_roce_tos"), "0");
-  EXPECT_EQ(ReadFile(sysfs_ + "/class/infiniband/mlx5_1/tc/1/traffic_class"), "0");
+  EXPECT_EQ(DevAttr("mlx5_1", "tc/1/traffic_class"), "0");
   EXPECT_EQ(Records(), 0u);
   EXPECT_TRUE(Originals().empty());
 }
@@ -620,7 +659,7 @@ TEST_F(PluginTest, FailingQosStepRollsBackTheKnobsAlreadyApplied) {
   EXPECT_EQ(Pfc(), 0);
   EXPECT_TRUE(dcb_.Find("ens1f0np0")->app.empty());
   EXPECT_EQ(ReadFile(sysfs_ + "/class/net/ens1f0np0/ecn/roce_rp/enable/3"), "0");
-  EXPECT_EQ(ReadFile(sysfs_ + "/class/infiniband/mlx5_1/tc/1/traffic_class"), "0");
+  EXPECT_EQ(DevAttr("mlx5_1", "tc/1/traffic_class"), "0");
   EXPECT_TRUE(In(node_key_, "mlx5_1"));
   EXPECT_EQ(Records(), 0u);
 }
@@ -649,7 +688,7 @@ TEST_F(PluginTest, QosIsAppliedAndTheLastAttachmentRestoresNodeWideKnobs) {
   EXPECT_EQ(dcb_.Find("ens1f0np0")->app[0].protocol, 26);
   EXPECT_EQ(ReadFile(sysfs_ + "/class/net/ens1f0np0/ecn/roce_np/enable/3"), "1");
   EXPECT_EQ(ReadFile(configfs_ + "/rdma_cm/mlx5_1/ports/1/default_roce_tos"), "106");
-  EXPECT_EQ(ReadFile(sysfs_ + "/class/infiniband/mlx5_1/tc/1/traffic_class"), "106");
+  EXPECT_EQ(DevAttr("mlx5_1", "tc/1/traffic_class"), "106");
   const int sets = dcb_.set_calls;
   ASSERT_EQ(Run("ADD", "cb", &b, Conf("1.0.0", &b, eb)).exit_code, 0);
   EXPECT_EQ(dcb_.set_calls, sets) << "node-wide knobs already in place: no DCB writes";
@@ -937,9 +976,9 @@ TEST_F(PluginTest, CheckDetectsDeviceGoneHomeAndKnobDrift) {
   EXPECT_EQ(Code(out), kErrQos);
   EXPECT_NE(Msg(out).find("pfc:ens1f0np0:3"), std::string::npos) << Msg(out);
   dcb_.Find("ens1f0np0")->pfc.enabled = 1 << 3;
-  ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/mlx5_1/tc/1/traffic_class", "0\n"));
+  SetDevAttr("mlx5_1", "tc/1/traffic_class", "0");
   EXPECT_EQ(Code(Run("CHECK", "c1", &pod, conf)), kErrQos);
-  ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/mlx5_1/tc/1/traffic_class", "106\n"));
+  SetDevAttr("mlx5_1", "tc/1/traffic_class", "106");
   EXPECT_EQ(Run("CHECK", "c1", &pod, conf).exit_code, 0);
   ASSERT_TRUE(MoveHomeFromThePod(pod, "mlx5_1").ok());
   out = Run("CHECK", "c1", &pod, conf);
@@ -952,7 +991,7 @@ TEST_F(PluginTest, CheckDetectsAMissingGid) {
   AddGid("mlx5_1", pod.ip, 100);
   json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
   ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
-  ASSERT_EQ(std::system(("rm '" + sysfs_ + "/class/infiniband/mlx5_1/ports/1/gids/100'").c_str()), 0);
+  ASSERT_TRUE(sysfs_world_->RemoveRdmaAttr("mlx5_1", "ports/1/gids/100").ok());
   EXPECT_EQ(Code(Run("CHECK", "c1", &pod, conf)), kErrGidMissing);
 }
 
@@ -1000,14 +1039,14 @@ TEST_F(PluginTest, IbPortNotYetActiveIsTryAgainLater) {
   UseFixture("mlx5_ib_2port");
   world_->mode = RdmaNetnsMode::kShared;
   Pod pod = NewPod("10.77.0.29");
-  ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/mlx5_0/ports/1/state", "2: INIT\n"));
+  SetDevAttr("mlx5_0", "ports/1/state", "2: INIT");
   json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_0"}, {"port", 1}});
   EXPECT_EQ(Code(Run("ADD", "c1", &pod, conf)), kErrTryAgainLater);
-  ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n"));
+  SetDevAttr("mlx5_0", "ports/1/state", "4: ACTIVE");
   auto out = Run("ADD", "c1", &pod, conf);
   EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
   EXPECT_EQ(Run("CHECK", "c1", &pod, conf).exit_code, 0);
-  ASSERT_TRUE(WriteFile(sysfs_ + "/class/infiniband/mlx5_0/ports/1/state", "3: ARMED\n"));
+  SetDevAttr("mlx5_0", "ports/1/state", "3: ARMED");
   EXPECT_EQ(Code(Run("CHECK", "c1", &pod, conf)), kErrTryAgainLater) << "CHECK sees the port leave ACTIVE";
   EXPECT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
   EXPECT_EQ(Code(Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_0"}, {"port", 2}}))),
@@ -1273,6 +1312,39 @@ TEST_F(PluginTest, ACorruptRecordDoesNotBlockOtherAttachmentsAndIsQuarantined) {
   for (std::string line; std::getline(lines, line);) n += line.find("zz:net1.json") != std::string::npos;
   EXPECT_EQ(n, 1u) << "one error line:\n" << logged;
   EXPECT_NE(logged.find("quarantined"), std::string::npos) << logged;
+TEST_F(PluginTest, AnExplicitSysfsRootEqualToTheNodesKeepsThePodsView) {
+  // "sysfsRoot": the node's own root (with or without a trailing slash) is no fixture tree: a
+  // device moved into the pod is read in the pod's view, as without the key.
+  for (const std::string& root : {sysfs_, sysfs_ + "/"}) {
+    SCOPED_TRACE(root);
+    Pod pod = NewPod("10.77.0.39");
+    AddGid("mlx5_1", pod.ip, 100);
+    json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"sysfsRoot", root}});
+    auto out = Run("ADD", "c1", &pod, conf);
+    ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+    out = Run("ADD", "c1", &pod, conf);
+    EXPECT_EQ(out.exit_code, 0) << "re-ADD: " << out.stdout_data;
+    EXPECT_EQ(Run("CHECK", "c1", &pod, conf).exit_code, 0);
+    ASSERT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
+    EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  }
+}
+
+TEST_F(PluginTest, AddLogsTheRoceV2GidIndexOfThePodsAddress) {
+  Pod pod = NewPod("10.77.0.40");
+  AddGid("mlx5_1", pod.ip, 7);
+  const std::string log = tmp_.path() + "/stderr.log";
+  int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  options_.stderr_fd = fd;
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}}));
+  close(fd);
+  options_.stderr_fd = 2;
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_NE(ReadFile(log).find("INFO rdmak8s[" + std::to_string(getpid()) + "] ADD rdma c1/net1: "
+                               "RoCE v2 GID index 7 for 10.77.0.40 on mlx5_1 port 1"),
+            std::string::npos)
+      << ReadFile(log);
 }
 
 }  // namespace

@@ -1,6 +1,10 @@
 #include "cni/rdma_sysfs.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "cni_test_util.h"
 #include "support/sysfs_builder.h"
@@ -146,6 +150,84 @@ TEST(RdmaSysfsTest, GidForIpMapsV4AndV6) {
   EXPECT_EQ(GidForIp("fe80::1"), "fe80:0000:0000:0000:0000:0000:0000:0001");
   EXPECT_EQ(GidForIp("nope"), "");
   EXPECT_EQ(GidForIp("0000:0000:0000:0000:0000:ffff:0a00:0002"), "0000:0000:0000:0000:0000:ffff:0a00:0002");
+}
+
+// A copy of a fixture with the test world around it (netns-tagged views).
+class RdmaSysfsWorldTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    node_ = tmp_.path() + "/node";
+    ASSERT_TRUE(testing::CopyFixture("mlx5_roce_sriov", node_));
+    world_ = std::make_unique<rdmak8s::testing::NetnsSysfs>("node", node_, tmp_.path() + "/views");
+  }
+  std::string gids(const std::string& dev) { return node_ + "/class/infiniband/" + dev + "/ports/1/"; }
+  testing::TempDir tmp_;
+  std::string node_;
+  std::unique_ptr<rdmak8s::testing::NetnsSysfs> world_;
+};
+
+TEST_F(RdmaSysfsWorldTest, ADeviceInAPodResolvesInThePodsViewAndIsHiddenFromTheNodes) {
+  ASSERT_TRUE(world_->MoveRdmaDevice("mlx5_1", "pod").ok());
+  auto pod_root = world_->RootOf("pod");
+  ASSERT_TRUE(pod_root.ok());
+  RdmaSysfs node(node_), pod(*pod_root);
+  for (const std::string id : {"mlx5_1", "0000:5e:00.2", "mlx5_1-3"}) {
+    SCOPED_TRACE(id);
+    EXPECT_EQ(node.ResolveDeviceId(id).status().code(), StatusCode::kNotFound);
+    EXPECT_EQ(*pod.ResolveDeviceId(id), "mlx5_1");
+    EXPECT_EQ(*node.ResolveHiddenDeviceId(id), "mlx5_1") << "its uverbs device is on the node";
+  }
+  EXPECT_EQ(node.ResolveHiddenDeviceId("mlx5_0").status().code(), StatusCode::kNotFound)
+      << "shown, so not hidden";
+  EXPECT_EQ(node.ResolveHiddenDeviceId("mlx5_9").status().code(), StatusCode::kNotFound);
+  auto d = pod.ReadDevice("mlx5_1");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->parent, "0000:5e:00.2");
+  EXPECT_EQ(*node.PfNetdev(*d), "ens1f0np0") << "the PF netdev is the node's, read in its view";
+}
+
+TEST_F(RdmaSysfsWorldTest, LinksResolveInsideTheTreeUnderAProcFdRoot) {
+  // The pod's view is reached through /proc/self/fd/<fd> (sysfs_view.h): realpath(3) would
+  // leave the tree there.
+  int fd = open(node_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  RdmaSysfs s("/proc/self/fd/" + std::to_string(fd));
+  auto d = s.ReadDevice("mlx5_3");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->parent, "mlx5_core.sf.2");
+  EXPECT_EQ(d->parent_rel, "devices/pci0000:5d/0000:5d:00.0/0000:5e:00.0/mlx5_core.sf.2");
+  EXPECT_EQ(*s.PfNetdev(*d), "ens1f0np0");
+  EXPECT_EQ(*s.ResolveDeviceId("0000:5e:00.3"), "mlx5_2");
+  close(fd);
+}
+
+TEST_F(RdmaSysfsWorldTest, FindGidsReadsUpToTheLastWantedGidAcrossHoles) {
+  // Index 2 a hole (a deleted address), the pod's IPv4 GID at 4 (RoCE v1) and 5 (RoCE v2).
+  auto g = [&](int i, const std::string& text, const std::string& type) {
+    ASSERT_TRUE(testing::WriteFile(gids("mlx5_1") + "gids/" + std::to_string(i), text + "\n"));
+    if (!type.empty()) {
+      ASSERT_TRUE(testing::WriteFile(gids("mlx5_1") + "gid_attrs/types/" + std::to_string(i), type + "\n"));
+    }
+  };
+  const std::string zero = "0000:0000:0000:0000:0000:0000:0000:0000";
+  g(2, zero, "");
+  g(3, GidForIp("10.1.0.9"), "RoCE v2");
+  g(4, GidForIp("10.1.0.7"), "IB/RoCE v1");
+  g(5, GidForIp("10.1.0.7"), "RoCE v2");
+  // Entries past the last wanted one cannot be read: FindGids must not need them.
+  for (int i = 6; i < 16; ++i) {
+    std::filesystem::remove(gids("mlx5_1") + "gids/" + std::to_string(i));
+    std::filesystem::create_directories(gids("mlx5_1") + "gids/" + std::to_string(i));
+  }
+  RdmaSysfs s(node_);
+  auto found = s.FindGids("mlx5_1", 1, {GidForIp("10.1.0.7")}, "RoCE v2");
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_EQ(*found, (std::map<std::string, uint32_t>{{GidForIp("10.1.0.7"), 5}}));
+  // A GID that is not there needs the whole table (holes), and says what it could not read.
+  EXPECT_FALSE(s.FindGids("mlx5_1", 1, {GidForIp("10.1.0.8")}, "RoCE v2").ok());
+  auto none = RdmaSysfs(node_).FindGids("mlx5_2", 1, {GidForIp("10.1.0.8")}, "RoCE v2");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
 }
 
 }  // namespace

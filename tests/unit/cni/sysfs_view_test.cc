@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <thread>
+
 #include "support/throwaway_netns.h"
 
 namespace rdmak8s::cni {
@@ -12,27 +15,45 @@ using rdmak8s::testing::NewThrowawayNetns;
 using rdmak8s::testing::ShIn;
 
 // class/net is netns-tagged: the node's /sys can't show a pod's netdev, a sysfs mounted inside
-// the pod's netns can (and class/infiniband behaves the same way for moved RDMA devices).
-TEST(MountingSysfsViewTest, ShowsThePodsNetdevsThatTheNodesSysfsCannot) {
+// the pod's netns can (and class/infiniband behaves the same way for moved RDMA devices), and it
+// hides the netdevs of the netns it was opened from.
+TEST(MountingSysfsViewTest, ShowsThePodsNetdevsAndHidesTheNodes) {
+  auto node = NewThrowawayNetns();
   auto pod = NewThrowawayNetns();
+  ASSERT_TRUE(node.ok());
   ASSERT_TRUE(pod.ok());
-  const std::string name = "sv" + std::to_string(getpid() % 100000);
-  ASSERT_TRUE(ShIn(*pod, "ip link add " + name + " type veth peer name " + name + "p").ok());
-  EXPECT_NE(access(("/sys/class/net/" + name).c_str(), F_OK), 0);
+  const std::string id = std::to_string(getpid() % 100000);
+  const std::string pod_dev = "sv" + id, node_dev = "nd" + id;
+  ASSERT_TRUE(ShIn(*pod, "ip link add " + pod_dev + " type veth peer name " + pod_dev + "p").ok());
+  ASSERT_TRUE(ShIn(*node, "ip link add " + node_dev + " type veth peer name " + node_dev + "p").ok());
+  EXPECT_NE(access(("/sys/class/net/" + pod_dev).c_str(), F_OK), 0);
   MountingSysfsView view;
   std::string seen_root;
-  bool seen = false, lo_of_node_hidden = false;
-  Status s = view.InNetns(*pod, [&](const std::string& root) -> Status {
-    seen_root = root;
-    seen = access((root + "/class/net/" + name).c_str(), F_OK) == 0;
-    lo_of_node_hidden = access((root + "/class/net/lo").c_str(), F_OK) == 0;  // the pod's own lo
+  bool pod_dev_seen = false, node_dev_seen = true, seen_from_another_thread = false;
+  // Opened from the node's netns, as the plugin runs.
+  Status s = RunInNetns(*node, [&]() -> Status {
+    auto root = view.Open(*pod);
+    if (!root.ok()) return root.status();
+    seen_root = (*root)->path();
+    pod_dev_seen = access((seen_root + "/class/net/" + pod_dev).c_str(), F_OK) == 0;
+    node_dev_seen = access((seen_root + "/class/net/" + node_dev).c_str(), F_OK) == 0;
+    std::thread other([&] {
+      seen_from_another_thread = access((seen_root + "/class/net/" + pod_dev).c_str(), F_OK) == 0;
+    });
+    other.join();
     return Status::Ok();
   });
   ASSERT_TRUE(s.ok()) << s.ToString();
-  EXPECT_TRUE(seen);
-  EXPECT_TRUE(lo_of_node_hidden);
-  EXPECT_NE(access(seen_root.c_str(), F_OK), 0) << "the temporary mount point is removed";
-  EXPECT_NE(access(("/sys/class/net/" + name).c_str(), F_OK), 0) << "nothing leaked into the node";
+  EXPECT_TRUE(pod_dev_seen);
+  EXPECT_FALSE(node_dev_seen) << "a netdev of the node's netns shows in the pod's view";
+  EXPECT_TRUE(seen_from_another_thread) << "the handle serves every thread of the process";
+  EXPECT_NE(access(seen_root.c_str(), F_OK), 0) << "the view is released with its handle";
+  EXPECT_NE(access(("/sys/class/net/" + pod_dev).c_str(), F_OK), 0) << "nothing leaked into the node";
+  std::ifstream mounts("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(mounts, line)) {
+    EXPECT_EQ(line.find("rdmak8s-sysfs-"), std::string::npos) << "left mounted: " << line;
+  }
 }
 
 TEST(MountingSysfsViewTest, ReturnsTheReadersStatus) {

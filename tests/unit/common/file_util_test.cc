@@ -159,5 +159,12 @@ INSTANTIATE_TEST_SUITE_P(Methods, OpenBeneathTest,
                            return info.param == BeneathMethod::kAuto ? "Openat2" : "Walk";
                          });
 
+TEST(PathTest, BasenameAndDirnameSplitAtTheLastSlash) {
+  EXPECT_EQ(Basename("../../devices/pci0000:5d/0000:5e:00.2"), "0000:5e:00.2");
+  EXPECT_EQ(Basename("mlx5_0"), "mlx5_0");
+  EXPECT_EQ(Dirname("class/infiniband/mlx5_0"), "class/infiniband");
+  EXPECT_EQ(Dirname("mlx5_0"), "");
+}
+
 }  // namespace
 }  // namespace rdmak8s

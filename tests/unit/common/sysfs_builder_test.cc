@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "support/temp_dir.h"
@@ -91,6 +92,65 @@ TEST(SysfsBuilderTest, RemoveDeviceTakesItsCharDevicesAlong) {
   EXPECT_FALSE(fs::exists(fs::path(tmp.path()) / "class/infiniband_mad/umad0"));
   EXPECT_FALSE(fs::exists(fs::path(tmp.path()) / "class/infiniband_verbs/uverbs0"));
   EXPECT_EQ(b.RemoveDevice("rxe0").code(), StatusCode::kNotFound);
+}
+
+// In exclusive mode a device moved to a pod vanishes from the node's sysfs (class/infiniband and
+// its directory under the bus device's infiniband/) and shows in the pod's; its bus device and
+// uverbs char device stay in the node's view; attributes travel with it.
+TEST(NetnsSysfsTest, AMovedDeviceShowsOnlyInTheViewOfItsNetns) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const fs::path node = fs::path(tmp.path()) / "node";
+  fs::copy(std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/mlx5_roce_sriov", node,
+           fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  NetnsSysfs world("node", node.string(), tmp.path() + "/views");
+  const std::string bus = "devices/pci0000:5d/0000:5d:00.0/0000:5e:00.2";
+  ASSERT_TRUE(world.WriteRdmaAttr("mlx5_1", "ports/1/gids/5", "fe80::1").ok());
+  { Status s = world.MoveRdmaDevice("mlx5_1", "pod"); ASSERT_TRUE(s.ok()) << s.ToString(); }
+  auto pod = world.RootOf("pod");
+  ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+  const fs::path p(*pod);
+  EXPECT_FALSE(fs::exists(node / "class/infiniband/mlx5_1"));
+  EXPECT_FALSE(fs::exists(node / bus / "infiniband/mlx5_1"));
+  EXPECT_TRUE(fs::is_directory(node / bus)) << "the bus device stays";
+  EXPECT_TRUE(fs::exists(node / "class/infiniband_verbs/uverbs1/ibdev")) << "uverbs is not tagged";
+  EXPECT_TRUE(fs::exists(node / "class/infiniband/mlx5_0"));
+  EXPECT_TRUE(fs::exists(p / "class/infiniband/mlx5_1/ports/1/gids/5"));
+  EXPECT_EQ(fs::canonical(p / "class/infiniband/mlx5_1/device"), fs::canonical(p / bus));
+  EXPECT_FALSE(fs::exists(p / "class/infiniband/mlx5_0")) << "devices of the node stay hidden";
+  EXPECT_FALSE(fs::exists(p / "class/net/ens1f0np0")) << "netdevs of the node stay hidden";
+  EXPECT_TRUE(fs::exists(p / "class/net/lo")) << "every netns has its own lo";
+  EXPECT_EQ(world.NetnsOf("mlx5_1"), "pod");
+  ASSERT_TRUE(world.WriteRdmaAttr("mlx5_1", "ports/1/gids/6", "fe80::2").ok());
+  EXPECT_TRUE(fs::exists(p / "class/infiniband/mlx5_1/ports/1/gids/6"));
+  ASSERT_TRUE(world.MoveRdmaDevice("mlx5_1", "node").ok());
+  EXPECT_FALSE(fs::exists(p / "class/infiniband/mlx5_1"));
+  EXPECT_TRUE(fs::exists(node / "class/infiniband/mlx5_1/ports/1/gids/6"));
+  EXPECT_EQ(world.MoveRdmaDevice("mlx5_9", "pod").code(), StatusCode::kNotFound);
+}
+
+TEST(NetnsSysfsTest, NetdevsMoveAndSharedModeShowsEveryDeviceEverywhere) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const fs::path node = fs::path(tmp.path()) / "node";
+  fs::copy(std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/mlx5_roce_sriov", node,
+           fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  NetnsSysfs world("node", node.string(), tmp.path() + "/views");
+  world.SetSharedMode([] { return true; });
+  ASSERT_TRUE(world.MoveNetdev("ens1f0v0", "pod").ok());
+  auto pod = world.RootOf("pod");
+  ASSERT_TRUE(pod.ok());
+  const fs::path p(*pod);
+  EXPECT_FALSE(fs::exists(node / "class/net/ens1f0v0"));
+  EXPECT_EQ(fs::canonical(p / "class/net/ens1f0v0/device").filename(), "0000:5e:00.2");
+  EXPECT_TRUE(fs::exists(p / "class/infiniband/mlx5_0/ports/1/gids/0")) << "a compat device";
+  ASSERT_TRUE(world.WriteRdmaAttr("mlx5_0", "ports/1/state", "1: DOWN").ok());
+  std::ifstream a(node / "class/infiniband/mlx5_0/ports/1/state"), b(p / "class/infiniband/mlx5_0/ports/1/state");
+  std::string sa, sb;
+  std::getline(a, sa);
+  std::getline(b, sb);
+  EXPECT_EQ(sa, "1: DOWN");
+  EXPECT_EQ(sb, "1: DOWN");
 }
 
 }  // namespace

@@ -1,0 +1,48 @@
+#include "rdmak8s/device_id.h"
+
+#include <cctype>
+
+namespace rdmak8s {
+
+namespace {
+
+bool AllDigits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool IsPciAddress(std::string_view s) {
+  // dddd:bb:dd.f
+  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') return false;
+  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9, 11}) {
+    if (!std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
+  }
+  return true;
+}
+
+bool IsAuxiliaryDeviceName(std::string_view s) {
+  const size_t last = s.rfind('.');
+  if (last == std::string_view::npos || !AllDigits(s.substr(last + 1))) return false;
+  const size_t first = s.find('.');
+  // Module and name both non-empty: "<module>.<name>.<id>".
+  return first > 0 && first < last - 1 && s.find('/') == std::string_view::npos;
+}
+
+std::string SharedDeviceId(std::string_view rdma_dev, int k) {
+  return std::string(rdma_dev) + "-" + std::to_string(k);
+}
+
+std::optional<std::string> SharedDeviceIdDevice(std::string_view id) {
+  const size_t dash = id.rfind('-');
+  if (dash == std::string_view::npos || dash == 0 || !AllDigits(id.substr(dash + 1))) {
+    return std::nullopt;
+  }
+  return std::string(id.substr(0, dash));
+}
+
+}  // namespace rdmak8s

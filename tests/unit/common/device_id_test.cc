@@ -1,0 +1,42 @@
+#include "rdmak8s/device_id.h"
+
+#include <gtest/gtest.h>
+
+namespace rdmak8s {
+namespace {
+
+TEST(DeviceIdTest, PciAddressesHaveADomainAndHexDigits) {
+  EXPECT_TRUE(IsPciAddress("0000:3b:00.2"));
+  EXPECT_TRUE(IsPciAddress("abcd:ef:1f.7"));
+  EXPECT_FALSE(IsPciAddress("3b:00.2")) << "no domain";
+  EXPECT_FALSE(IsPciAddress("0000:3b:00:2"));
+  EXPECT_FALSE(IsPciAddress("0000:3g:00.2"));
+  EXPECT_FALSE(IsPciAddress("mlx5_0"));
+}
+
+TEST(DeviceIdTest, AuxiliaryDevicesAreModuleNameAndId) {
+  EXPECT_TRUE(IsAuxiliaryDeviceName("mlx5_core.sf.2"));
+  EXPECT_TRUE(IsAuxiliaryDeviceName("mlx5_core.rdma.0"));
+  EXPECT_FALSE(IsAuxiliaryDeviceName("mlx5_core.sf")) << "no id";
+  EXPECT_FALSE(IsAuxiliaryDeviceName("sf.2")) << "no module";
+  EXPECT_FALSE(IsAuxiliaryDeviceName(".sf.2"));
+  EXPECT_FALSE(IsAuxiliaryDeviceName("mlx5_core..2"));
+  EXPECT_FALSE(IsAuxiliaryDeviceName("0000:3b:00.2"));
+  EXPECT_FALSE(IsAuxiliaryDeviceName("mlx5_0"));
+  EXPECT_TRUE(IsBusDeviceId("0000:3b:00.2"));
+  EXPECT_TRUE(IsBusDeviceId("mlx5_core.sf.2"));
+  EXPECT_FALSE(IsBusDeviceId("rxe_slot1"));
+}
+
+TEST(DeviceIdTest, SharedIdsRoundTripToTheirDevice) {
+  EXPECT_EQ(SharedDeviceId("mlx5_0", 3), "mlx5_0-3");
+  EXPECT_EQ(SharedDeviceIdDevice("mlx5_0-3"), "mlx5_0");
+  EXPECT_EQ(SharedDeviceIdDevice("rxe-slot-12"), "rxe-slot");
+  EXPECT_EQ(SharedDeviceIdDevice("mlx5_0"), std::nullopt);
+  EXPECT_EQ(SharedDeviceIdDevice("mlx5_0-"), std::nullopt);
+  EXPECT_EQ(SharedDeviceIdDevice("-3"), std::nullopt);
+  EXPECT_EQ(SharedDeviceIdDevice("mlx5_0-3a"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace rdmak8s

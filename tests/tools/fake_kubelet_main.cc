@@ -104,8 +104,9 @@ int main(int argc, char** argv) {
       "  rdmak8s-fake-kubelet --dir /var/lib/kubelet/device-plugins --wait-resource rdma/ib "
       "--allocate rdma/ib:2 --json\n"
       "  rdmak8s-fake-kubelet --dir D --watch            # one JSON line per ListAndWatch update\n"
-      "Output: one line per document (--json: one JSON object per line), each written whole.\n"
-      "  rdmak8s-fake-kubelet --dir D --plugin-watcher /var/lib/kubelet/plugins_registry/x.sock"};
+      "  rdmak8s-fake-kubelet --dir D --plugin-watcher /var/lib/kubelet/plugins_registry/x.sock\n\n"
+      "Output: one line per document (with --json, one JSON object per line), each written whole "
+      "by one write(2), so a reader of a growing file sees complete lines."};
   std::string dir;
   std::vector<std::string> wait_resources;
   std::vector<std::string> allocations;

@@ -72,27 +72,34 @@ Status NetlinkChannel::Subscribe(uint32_t group) {
   return Status::Ok();
 }
 
+Status NetlinkChannel::ReceiveError(int err) const {
+  if (err == ENOBUFS) {
+    return UnavailableError(name_ + ": receive buffer overrun, messages lost (ENOBUFS)")
+        .WithErrno(ENOBUFS);
+  }
+  if (err == EAGAIN) return DeadlineExceededError(name_ + ": no answer from the kernel");
+  return ErrnoError(err, "receive from " + name_);
+}
+
 Status NetlinkChannel::Receive(std::vector<uint8_t>& buf, bool nonblocking, size_t& len) {
   len = 0;
+  const int dontwait = nonblocking ? MSG_DONTWAIT : 0;
   for (;;) {
     // Peek the size first so a large dump message is never truncated.
-    ssize_t n = recv(fd(), buf.data(), buf.size(),
-                     MSG_PEEK | MSG_TRUNC | (nonblocking ? MSG_DONTWAIT : 0));
+    ssize_t n = recv(fd(), buf.data(), buf.size(), MSG_PEEK | MSG_TRUNC | dontwait);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (nonblocking && (errno == EAGAIN || errno == EWOULDBLOCK)) return Status::Ok();
-      if (errno == ENOBUFS) {
-        return UnavailableError(name_ + ": receive buffer overrun, messages lost (ENOBUFS)")
-            .WithErrno(ENOBUFS);
-      }
-      if (errno == EAGAIN) return DeadlineExceededError(name_ + ": no answer from the kernel");
-      return ErrnoError(errno, "receive from " + name_);
+      return ReceiveError(errno);
     }
     if (static_cast<size_t>(n) > buf.size()) buf.resize(static_cast<size_t>(n));
-    n = recv(fd(), buf.data(), buf.size(), nonblocking ? MSG_DONTWAIT : 0);
+    // The kernel can overrun the socket between the peek and this read (a multicast message
+    // arriving on a full queue sets the socket error, which the next recv reports): that is the
+    // same loss of messages as above, not another kind of failure.
+    n = recv(fd(), buf.data(), buf.size(), dontwait);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return ErrnoError(errno, "receive from " + name_);
+      return ReceiveError(errno);
     }
     len = static_cast<size_t>(n);
     return Status::Ok();
@@ -138,11 +145,25 @@ Status NetlinkChannel::Transact(std::vector<uint8_t> request,
         return reply_status;
       }
       if (m.type == NLMSG_DONE) {
-        // Since Linux 4.x the DONE payload carries the dump's error, if any.
+        // Since Linux 4.x the DONE payload carries the dump's error, if any, followed (with
+        // NETLINK_EXT_ACK, flag NLM_F_ACK_TLVS) by the extended-ACK attributes, as after an
+        // NLMSG_ERROR's header: the kernel's own words for the refusal.
         if (m.payload.size() >= sizeof(int32_t)) {
           int32_t err;
           std::memcpy(&err, m.payload.data(), sizeof(err));
-          if (err < 0) return ErrnoError(-err, what);
+          if (err < 0) {
+            nl::Ack ack;
+            ack.error = -err;
+            if (m.flags & NLM_F_ACK_TLVS) {
+              auto attrs = nl::ParseAttrs(m.payload.subspan(sizeof(int32_t)));
+              if (attrs.ok()) {
+                if (const nl::Attr* msg = nl::FindAttr(*attrs, NLMSGERR_ATTR_MSG)) {
+                  ack.extack = msg->String();
+                }
+              }
+            }
+            return nl::AckToStatus(ack, what);
+          }
         }
         return reply_status;
       }

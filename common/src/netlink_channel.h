@@ -34,20 +34,26 @@ class NetlinkChannel {
 
   // Sends `request` (its nlmsg_seq and nlmsg_pid are overwritten) and calls on_reply for every
   // reply message with the same sequence number until NLMSG_DONE (dumps) or the ACK (requests
-  // must carry NLM_F_ACK or NLM_F_DUMP). A kernel error becomes nl::AckToStatus(ack, what).
+  // must carry NLM_F_ACK or NLM_F_DUMP); replies with another sequence number (a stale answer
+  // left on the socket) are skipped. A kernel error, in an NLMSG_ERROR or in the NLMSG_DONE that
+  // ends a dump, becomes nl::AckToStatus(ack, what) with the kernel's extended-ACK text.
   // If on_reply fails, the rest of the answer is still drained and its Status is returned.
   Status Transact(std::vector<uint8_t> request,
                   const std::function<Status(const nl::Message&)>& on_reply,
                   std::string_view what);
 
-  // Non-blocking: every message already queued, then OK. kUnavailable on ENOBUFS (the kernel
-  // dropped messages: re-read state).
+  // Non-blocking: every message already queued, then OK. kUnavailable with sys_errno() ENOBUFS
+  // when the kernel dropped messages (re-read state); reported once, the next Drain goes on with
+  // what is queued. A message is valid only inside on_message.
   Status Drain(const std::function<void(const nl::Message&)>& on_message);
 
  private:
   NetlinkChannel(nl_sock* sk, std::string name) : sk_(sk), name_(std::move(name)) {}
   // One datagram; 0 bytes with OK when non-blocking and nothing is queued.
   Status Receive(std::vector<uint8_t>& buf, bool nonblocking, size_t& len);
+  // The Status for a failed recv(2): kUnavailable (ENOBUFS: messages lost), kDeadlineExceeded
+  // (EAGAIN on a blocking read: SO_RCVTIMEO), else the errno's.
+  Status ReceiveError(int err) const;
 
   nl_sock* sk_;
   std::string name_;

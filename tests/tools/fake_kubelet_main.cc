@@ -1,10 +1,12 @@
 // rdmak8s-fake-kubelet: a kubelet stand-in for the e2e suite and for poking a plugin by hand.
 // See --help. Exit status: 0 when every wait and RPC succeeded, 1 otherwise, 2 on bad usage.
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
-#include <csignal>
-#include <cstdio>
+#include <cerrno>
 #include <iostream>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -57,8 +59,34 @@ json AllocateJson(const v1beta1::AllocateResponse& r) {
   return containers;
 }
 
-volatile std::sig_atomic_t g_stop = 0;
-void OnSignal(int) { g_stop = 1; }
+// Everything the fake kubelet prints on stdout is one line per document, written whole by one
+// write(2) (looping only on a short write) under a mutex: ListAndWatch updates arrive on one
+// thread per stream while the main thread prints its document, and the e2e harness
+// (e2e/guest/lib.sh) reads the file while it grows, one complete line at a time. No stdio buffer
+// sits in between to be flushed, or not, when the process is killed.
+class LineWriter {
+ public:
+  void Write(std::string line) {
+    line.push_back('\n');
+    std::lock_guard<std::mutex> lock(mu_);
+    const char* p = line.data();
+    size_t left = line.size();
+    while (left > 0) {
+      ssize_t n = write(STDOUT_FILENO, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // a closed pipe or a full disk: nobody reads us any more
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+  }
+
+ private:
+  std::mutex mu_;
+};
+
+// One line of JSON; bytes that are not UTF-8 (an ID from a plugin is untrusted) are replaced
+// rather than thrown on.
+std::string OneLine(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 void Fail(json& out, bool as_json, const std::string& msg) {
   out["errors"].push_back(msg);
@@ -76,7 +104,9 @@ int main(int argc, char** argv) {
       "  rdmak8s-fake-kubelet --dir /var/lib/kubelet/device-plugins --wait-resource rdma/ib "
       "--allocate rdma/ib:2 --json\n"
       "  rdmak8s-fake-kubelet --dir D --watch            # one JSON line per ListAndWatch update\n"
-      "  rdmak8s-fake-kubelet --dir D --plugin-watcher /var/lib/kubelet/plugins_registry/x.sock"};
+      "  rdmak8s-fake-kubelet --dir D --plugin-watcher /var/lib/kubelet/plugins_registry/x.sock\n\n"
+      "Output: one line per document (with --json, one JSON object per line), each written whole "
+      "by one write(2), so a reader of a growing file sees complete lines."};
   std::string dir;
   std::vector<std::string> wait_resources;
   std::vector<std::string> allocations;
@@ -100,23 +130,29 @@ int main(int argc, char** argv) {
   app.add_option("--timeout", timeout_s, "seconds to wait for each registration (default 30)");
   app.add_flag("--restart", restart,
                "before serving, delete every socket in --dir as a restarting kubelet does");
-  app.add_flag("--json", as_json, "print one JSON document with registrations, devices and "
-                                  "allocations");
+  app.add_flag("--json", as_json, "print one JSON document (one line) with registrations, "
+                                  "devices and allocations");
   app.add_flag("--watch", watch, "keep running until SIGINT/SIGTERM, printing each ListAndWatch "
                                  "update as a JSON line {\"resource\",\"devices\"}");
   CLI11_PARSE(app, argc, argv);
 
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGPIPE, SIG_IGN);
+  // SIGINT/SIGTERM are blocked here, before any gRPC thread exists (threads inherit the mask), and
+  // taken with sigwait() at the end: a handler plus pause() misses a signal that lands on another
+  // thread or just before pause(), and the process then lives on after `kill`.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
 
+  LineWriter out_lines;
   FakeKubelet kubelet(dir);
   if (watch) {
-    kubelet.SetUpdateCallback([](const std::string& res, const v1beta1::ListAndWatchResponse& r) {
-      json line = {{"resource", res}, {"devices", DevicesJson(r)}};
-      std::printf("%s\n", line.dump().c_str());
-      std::fflush(stdout);
-    });
+    kubelet.SetUpdateCallback(
+        [&out_lines](const std::string& res, const v1beta1::ListAndWatchResponse& r) {
+          out_lines.Write(OneLine({{"resource", res}, {"devices", DevicesJson(r)}}));
+        });
   }
   rdmak8s::Status st = restart ? kubelet.Restart() : kubelet.Start();
   if (!st.ok()) {
@@ -234,19 +270,18 @@ int main(int argc, char** argv) {
     out["allocations"].push_back(
         {{"resource", alloc.resource}, {"ids", ids}, {"containers", AllocateJson(*resp)}});
     if (!as_json) {
-      std::printf("allocated %s:", alloc.resource.c_str());
-      for (const auto& id : ids) std::printf(" %s", id.c_str());
-      std::printf("\n");
-      std::fflush(stdout);
+      std::string line = "allocated " + alloc.resource + ":";
+      for (const auto& id : ids) line += " " + id;
+      out_lines.Write(line);
     }
   }
 
-  // Flushed now: with --watch the process lives on, and a reader of a pipe or file must see the
-  // whole document without waiting for the exit.
-  if (as_json) std::printf("%s\n", out.dump(2).c_str());
-  std::fflush(stdout);
+  // One line, written now: with --watch the process lives on, and a reader of the file sees the
+  // whole document, on a line of its own, at once.
+  if (as_json) out_lines.Write(OneLine(out));
   if (watch) {
-    while (!g_stop) pause();
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
   }
   kubelet.Stop();
   return out["errors"].empty() ? 0 : 1;

@@ -33,11 +33,10 @@ if stack_up rxe shared; then
   for r in rdma/slot1 rdma/slot2; do
     # A shared pool advertises many IDs that all stand for the same device (one per pod that
     # may share it): summarised, not listed.
-    jq -r --arg r "$r" 'select(.resource? == $r) | "\(.resource): \(.devices | length) device IDs (" +
+    kubelet_updates "$r" | tail -n 1 | jq -r '"\(.resource): \(.devices | length) device IDs (" +
         (if (.devices | length) > 3 then "\(.devices[0].id), \(.devices[1].id) ... \(.devices[-1].id)"
          else ([.devices[].id] | join(", ")) end) +
-        "), \([.devices[] | select(.health == "Healthy")] | length) Healthy"' \
-      "$KUBELET_OUT" 2>/dev/null | tail -n 1 | sayin
+        "), \([.devices[] | select(.health == "Healthy")] | length) Healthy"' | sayin
   done
   say "Shared pools: every ID of rdma/slot1 stands for rxe_slot1, so that many pods may share it."
   say "The device plugin's config (/etc/rdmak8s/device-plugin.json):"

@@ -56,7 +56,7 @@ if stack_up rxe shared; then
     figure re-registration-after-kubelet-restart $(($(now_ms) - t0)) ms
     result kubelet-restart PASS "both resources registered again after the kubelet restarted"
   else
-    result kubelet-restart FAIL "not re-registered within 90 s after a kubelet restart: $(tail -n 3 /tmp/kubelet.err)"
+    result kubelet-restart FAIL "not re-registered within 90 s after a kubelet restart: $(tail -n 3 "$KUBELET_ERR")"
     show "$DP_LOG" 20
     show "$KUBELET_OUT" 20
   fi

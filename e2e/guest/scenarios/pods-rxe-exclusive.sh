@@ -26,14 +26,40 @@ if stack_up rxe exclusive; then
     result podA-roce-tos FAIL "rdma_cm configfs default_roce_tos of rxe_slot1 port 1: '$tos', wanted $TOS"
   fi
   battery_raw_verbs rxe podA rxe_slot1 "$A_IP" podB rxe_slot2 "$B_IP"
+  # Health on the live ListAndWatch stream while each device is in its pod: it must have stayed
+  # listed and Healthy in every update since registration, through the move and the traffic (the
+  # kernel hides a moved device from the node's sysfs and RDMA netlink; that is not a failure).
+  # Checked after the traffic, long after the plugin saw the move.
+  for s in "slot1 rxe_slot1" "slot2 rxe_slot2"; do
+    set -- $s
+    if bad=$(kubelet_always_healthy "rdma/$1" "$2"); then
+      result "health-in-pod-$2" PASS "every ListAndWatch update of rdma/$1 ($(kubelet_updates "rdma/$1" | wc -l)) lists $2 Healthy while it is in its pod"
+    else
+      result "health-in-pod-$2" FAIL "$2 is in its pod, yet ListAndWatch sent: $bad"
+      grep -E "$2" "$DP_LOG" | tail -n 5 | sed 's/^/  device-plugin.log: /'
+    fi
+  done
   # rdma_cm on a moved rxe: recorded, not asserted (the rping client hangs after its failure).
   saved_timeout=$E2E_TIMEOUT
   E2E_TIMEOUT=20
   pair rxe-cm-rping podA podB cm "rping -s -a $A_IP -v -C 3" "rping -c -a $A_IP -v -C 3"
   E2E_TIMEOUT=$saved_timeout
   figure rdma_cm-rping-on-moved-rxe "$(grep -c 'ping data: rdma-ping-' /tmp/rxe-cm-rping.client)" verified-pings
+  up=1
 fi
 stack_down rxe exclusive
+# Home again after DEL: each device listed and Healthy in the latest update (re-read on its return,
+# not forgotten).
+if [ "${up:-0}" = 1 ]; then
+  for s in "slot1 rxe_slot1" "slot2 rxe_slot2"; do
+    set -- $s
+    if upd=$(kubelet_wait_health "rdma/$1" "$2" Healthy 60); then
+      result "health-home-$2" PASS "$2 back on the node: listed and Healthy in ListAndWatch"
+    else
+      result "health-home-$2" FAIL "$2 back on the node, not listed Healthy within 60 s; last update: $upd"
+    fi
+  done
+fi
 
 # GC in exclusive mode: an attachment whose DEL never came (a runtime crashed) holds its device
 # in the pod; GC with no valid attachment must bring the device home and leave no state.

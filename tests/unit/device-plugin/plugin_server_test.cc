@@ -147,6 +147,8 @@ TEST_F(PluginServerTest, StopRemovesSocketAndNoticesReplacement) {
 // still shutting down. The old one must not take the new one's socket with it.
 TEST_F(PluginServerTest, StopLeavesASocketThatReplacedOurs) {
   const std::string path = dir_ + "/p.sock";
+  FakeKubelet kubelet(dir_);
+  ASSERT_TRUE(kubelet.Start().ok());
   PoolServer old_server({path, false, {}}, State(PoolMode::kExclusive));
   ASSERT_TRUE(old_server.Start().ok());
   PoolServer new_server({path, false, {}}, State(PoolMode::kExclusive));
@@ -155,8 +157,6 @@ TEST_F(PluginServerTest, StopLeavesASocketThatReplacedOurs) {
   EXPECT_TRUE(new_server.SocketPresent());
   old_server.Stop();
   EXPECT_TRUE(new_server.SocketPresent()) << "the old server removed the new server's socket";
-  FakeKubelet kubelet(dir_);
-  ASSERT_TRUE(kubelet.Start().ok());
   EXPECT_TRUE(RegisterWithKubelet(kubelet.socket_path(), "p.sock", "rdma/p", 2000ms).ok());
   new_server.Stop();
   EXPECT_FALSE(std::filesystem::exists(path));
@@ -164,7 +164,8 @@ TEST_F(PluginServerTest, StopLeavesASocketThatReplacedOurs) {
 
 // A kubelet that is starting: kubelet.sock exists, but the first connections fail (a connect
 // landing between bind and listen is refused). Here a listener accepts and drops the first
-// three connections, then the real (fake) kubelet takes over the path. gRPC's default backoff
+// three connections, then the fake kubelet starts (clearing the directory, so the plugin
+// serves again, as the daemon does). gRPC's default backoff
 // (1 s, then 1.6 s, 2.56 s, +-20%) could not get through three failures within the 2 s
 // deadline; the registration channel's fast first retries do.
 TEST_F(PluginServerTest, RegisterRetriesQuicklyAfterFailedConnects) {
@@ -190,7 +191,10 @@ TEST_F(PluginServerTest, RegisterRetriesQuicklyAfterFailedConnects) {
       ++dropped;
     }
     close(lfd);
-    if (!gave_up) (void)kubelet.Start().ok();  // replaces the socket file
+    if (gave_up) return;
+    (void)kubelet.Start().ok();  // clears the directory, our socket too: serve again
+    server.Stop();
+    (void)server.Start().ok();
   });
   Status s = RegisterWithKubelet(kubelet.socket_path(), "p.sock", "rdma/p", 2000ms);
   gave_up = true;

@@ -108,10 +108,10 @@ class PoolServer::DevicePluginService final : public v1beta1::DevicePlugin::Serv
       std::vector<std::string> must(c.must_include_deviceids().begin(),
                                     c.must_include_deviceids().end());
       auto ids = PreferredAllocation(avail, must, c.allocation_size(), loc);
-      auto* r = out->add_container_responses();
-      for (auto& id : ids) r->add_deviceids(std::move(id));
       SPDLOG_DEBUG("preferred {}: size {} must [{}] -> [{}]", state->resource, c.allocation_size(),
                    Join(must), Join(ids));
+      auto* r = out->add_container_responses();
+      for (auto& id : ids) r->add_deviceids(std::move(id));
     }
     return grpc::Status::OK;
   }

@@ -20,12 +20,11 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
 
 #include "device-plugin/cdi_spec.h"
 #include "device-plugin/uevent.h"
 #include "support/fake_kubelet.h"
+#include "support/log_capture.h"
 #include "unit/device-plugin/fake_event_sources.h"
 
 namespace rdmak8s::dp {
@@ -56,26 +55,7 @@ void WriteFile(const std::string& path, const std::string& content) {
   std::ofstream(path) << content;
 }
 
-// Collects what the daemon logs (level letter, then the message) while it lives.
-class LogCapture {
- public:
-  LogCapture() : previous_(spdlog::default_logger()) {
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out_);
-    sink->set_pattern("%L %v");
-    auto logger = std::make_shared<spdlog::logger>("capture", sink);
-    logger->set_level(spdlog::level::debug);
-    spdlog::set_default_logger(logger);
-  }
-  ~LogCapture() { spdlog::set_default_logger(previous_); }
-  std::string Text() {
-    spdlog::default_logger()->flush();
-    return out_.str();
-  }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
+using testing::LogCapture;
 
 class DaemonTest : public ::testing::Test {
  protected:

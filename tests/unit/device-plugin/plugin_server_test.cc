@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "support/fake_kubelet.h"
+#include "support/log_capture.h"
 #include "unit/device-plugin/test_devices.h"
 
 namespace rdmak8s::dp {
@@ -141,6 +142,21 @@ TEST_F(PluginServerTest, StopRemovesSocketAndNoticesReplacement) {
   server.Stop();
   ASSERT_TRUE(server.Start().ok());
   EXPECT_TRUE(server.SocketPresent());
+}
+
+TEST_F(PluginServerTest, PreferredAllocationDebugLogNamesTheChosenIds) {
+  FakeKubelet kubelet(dir_);
+  ASSERT_TRUE(kubelet.Start().ok());
+  PoolServer server({dir_ + "/p.sock", false, {}}, State(PoolMode::kExclusive));
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_TRUE(RegisterWithKubelet(kubelet.socket_path(), "p.sock", "rdma/p", 2000ms).ok());
+  testing::LogCapture log;
+  auto pref = kubelet.GetPreferredAllocation("rdma/p", {"0000:3b:00.0", "0000:3c:00.0"}, {}, 1);
+  ASSERT_TRUE(pref.ok()) << pref.status().ToString();
+  ASSERT_EQ(pref->container_responses(0).deviceids_size(), 1);
+  const std::string chosen = pref->container_responses(0).deviceids(0);
+  EXPECT_NE(log.Text().find("D preferred rdma/p: size 1 must [] -> [" + chosen + "]"), std::string::npos)
+      << log.Text();
 }
 
 // A DaemonSet rolling update: the new process serves on the same path while the old one is

@@ -96,18 +96,12 @@ class PoolServer::DevicePluginService final : public v1beta1::DevicePlugin::Serv
                                       const v1beta1::PreferredAllocationRequest* req,
                                       v1beta1::PreferredAllocationResponse* out) override {
     auto state = s_->state();
-    LocalityFn loc = [&](const std::string& id) -> std::optional<IdLocality> {
-      const TrackedDevice* t = state->ForId(id);
-      if (t == nullptr) return std::nullopt;
-      IdLocality l{t->dev.name, t->dev.numa_node(), {}};
-      if (t->dev.parent.pci) l.pcie_path = t->dev.parent.pci->pcie_path;
-      return l;
-    };
+    AllocationTopology topo = PoolTopology(*state);
     for (const auto& c : req->container_requests()) {
       std::vector<std::string> avail(c.available_deviceids().begin(), c.available_deviceids().end());
       std::vector<std::string> must(c.must_include_deviceids().begin(),
                                     c.must_include_deviceids().end());
-      auto ids = PreferredAllocation(avail, must, c.allocation_size(), loc);
+      auto ids = PreferredAllocation(avail, must, c.allocation_size(), topo);
       SPDLOG_DEBUG("preferred {}: size {} must [{}] -> [{}]", state->resource, c.allocation_size(),
                    Join(must), Join(ids));
       auto* r = out->add_container_responses();

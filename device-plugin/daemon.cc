@@ -115,6 +115,8 @@ Status Daemon::Start() {
     }
   }
 
+  for (const auto& w : EnvConflicts(config_)) SPDLOG_WARN("config: {}", w);
+
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epfd_ < 0) return ErrnoError(errno, "epoll_create1");
   auto add_fd = [&](int fd) -> Status {
@@ -557,6 +559,7 @@ void Daemon::DoReload() {
     return;
   }
   SPDLOG_INFO("config {} changed: applying", options_.config_path);
+  for (const auto& w : EnvConflicts(*cfg)) SPDLOG_WARN("config: {}", w);
   ApplyConfig(std::move(cfg).value());
 }
 

@@ -661,6 +661,20 @@ TEST_F(DaemonTest, ReloadKeepingResourceAndModeUpdatesTheOpenStream) {
   EXPECT_EQ(daemon_->config().pools[1].capacity, 3);
 }
 
+TEST_F(DaemonTest, TwoPoolsSettingNcclEnvAreAWarningAtStart) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(R"({"pools": [
+    {"name": "vfs", "mode": "exclusive", "selectors": {"isVF": true}, "allocate": {"ncclEnv": true}},
+    {"name": "pf", "selectors": {"vendors": ["15b3"]}, "allocate": {"ncclEnv": true}}]})");
+  std::string log;
+  {
+    LogCapture capture;
+    ASSERT_TRUE(StartDaemon().ok());
+    log = capture.Text();
+  }
+  EXPECT_NE(log.find("W config: pools vfs and pf both set NCCL_IB_HCA (ncclEnv)"), std::string::npos) << log;
+}
+
 TEST_F(DaemonTest, ConfigInTheKubeletDirDoesNotHideKubeletRestarts) {
   UseFixture("rxe_veth");
   // One directory, one inotify watch: the config's watch must add to the socket watch's mask.

@@ -324,19 +324,18 @@ std::vector<std::string> PreferredAllocation(const std::vector<std::string>& ava
 
   // Which IDs: per picked device, its naturally first available IDs. One more pass over the
   // IDs, touching only those of picked devices.
-  std::unordered_map<size_t, size_t> want;  // device index -> IDs to take
-  for (size_t k : picked) want[order[k]]++;
+  std::vector<char> wanted(count.size(), 0);  // by device index
+  for (size_t k : picked) wanted[order[k]] = 1;
   std::unordered_map<size_t, std::vector<std::string_view>> ids;
   for (size_t i = 0; i < available.size(); ++i) {
-    if (dev_of[i] < 0) continue;
-    auto it = want.find(static_cast<size_t>(dev_of[i]));
-    if (it != want.end()) ids[it->first].push_back(available[i]);
+    int d = dev_of[i];
+    if (d >= 0 && wanted[static_cast<size_t>(d)]) ids[static_cast<size_t>(d)].push_back(available[i]);
   }
-  std::unordered_map<size_t, size_t> next;
   for (auto& [d, v] : ids) {
     std::sort(v.begin(), v.end(), NaturalLess);
     v.erase(std::unique(v.begin(), v.end()), v.end());
   }
+  std::unordered_map<size_t, size_t> next;
   for (size_t k : picked) {
     size_t d = order[k];
     size_t& at = next[d];

@@ -1,7 +1,12 @@
 #include "device-plugin/config.h"
 
+#include <map>
+#include <optional>
+
 #include <cctype>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -346,6 +351,49 @@ std::string PoolEnvName(std::string_view pool_name) {
                : '_';
   }
   return out + "_DEVICES";
+}
+
+}  // namespace rdmak8s::dp
+
+namespace rdmak8s::dp {
+
+std::vector<std::string> EnvConflicts(const PluginConfig& config) {
+  struct Setter {
+    std::string pool;
+    std::string source;                // "ncclEnv", "ucxEnv", "env", "pool devices"
+    std::optional<std::string> value;  // static value; none: differs per allocation
+  };
+  std::vector<std::string> keys;  // in order of first appearance
+  std::map<std::string, std::vector<Setter>> setters;
+  auto add = [&](const std::string& key, Setter s) {
+    auto [it, fresh] = setters.try_emplace(key);
+    if (fresh) keys.push_back(key);
+    it->second.push_back(std::move(s));
+  };
+  for (const auto& p : config.pools) {
+    if (p.allocate.nccl_env) add("NCCL_IB_HCA", {p.name, "ncclEnv", std::nullopt});
+    if (p.allocate.ucx_env) add("UCX_NET_DEVICES", {p.name, "ucxEnv", std::nullopt});
+    add(PoolEnvName(p.name), {p.name, "pool devices", std::nullopt});
+    for (const auto& [k, v] : p.allocate.extra_env) add(k, {p.name, "env", v});
+  }
+  std::vector<std::string> out;
+  for (const auto& key : keys) {
+    const auto& list = setters[key];
+    for (size_t i = 0; i < list.size(); ++i) {
+      for (size_t j = i + 1; j < list.size(); ++j) {
+        const Setter& a = list[i];
+        const Setter& b = list[j];
+        if (a.value && b.value && *a.value == *b.value) continue;
+        std::string sources = a.source == b.source ? a.source : a.source + ", " + b.source;
+        std::string line = "pools " + a.pool + " and " + b.pool + " both set " + key + " (" +
+                           sources + "): a container given devices of both would get two values "
+                           "and kubelet refuses that";
+        if (key == "NCCL_IB_HCA") line += "; give a pod's NCCL devices from one pool";
+        out.push_back(std::move(line));
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace rdmak8s::dp

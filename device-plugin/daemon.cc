@@ -115,6 +115,8 @@ Status Daemon::Start() {
     }
   }
 
+  for (const auto& w : EnvConflicts(config_)) SPDLOG_WARN("config: {}", w);
+
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epfd_ < 0) return ErrnoError(errno, "epoll_create1");
   auto add_fd = [&](int fd) -> Status {
@@ -488,19 +490,30 @@ void Daemon::RebuildPools() {
 }
 
 void Daemon::ApplyConfig(PluginConfig cfg) {
+  // A pool keeps its server (and kubelet its ListAndWatch stream) when its resource and mode
+  // stay: capacity, selectors and allocate options reach kubelet as a new device list on the open
+  // stream (RebuildPools below). kubelet marks every device of a resource Unhealthy when its
+  // stream ends, so restarting the server for such a change would flap the whole pool.
   std::vector<std::string> to_stop;
+  std::map<std::string, PoolConfig> updated;
   for (const auto& [name, pool] : pools_) {
     auto it = std::find_if(cfg.pools.begin(), cfg.pools.end(),
                            [&](const PoolConfig& p) { return p.name == name; });
-    if (it == cfg.pools.end() || !(*it == pool.cfg) ||
+    if (it == cfg.pools.end() || it->mode != pool.cfg.mode ||
         ResourceName(cfg, *it) != pool.resource) {
       to_stop.push_back(name);
+    } else if (!(*it == pool.cfg)) {
+      updated[name] = *it;
     }
   }
   for (const auto& name : to_stop) StopPool(name, /*remove_cdi=*/true);
   {
     std::lock_guard<std::mutex> lock(pools_mu_);
     config_ = std::move(cfg);
+    for (auto& [name, pcfg] : updated) {
+      SPDLOG_INFO("pool {} changed: updating {} in place", name, pools_.at(name).resource);
+      pools_.at(name).cfg = std::move(pcfg);
+    }
   }
   std::vector<std::string> started;
   for (const auto& p : config_.pools) {
@@ -546,25 +559,32 @@ void Daemon::DoReload() {
     return;
   }
   SPDLOG_INFO("config {} changed: applying", options_.config_path);
+  for (const auto& w : EnvConflicts(*cfg)) SPDLOG_WARN("config: {}", w);
   ApplyConfig(std::move(cfg).value());
+}
+
+void Daemon::ServeAgain(Pool& pool) {
+  pool.registered = false;
+  if (deps_.metrics) deps_.metrics->SetRegistered(pool.resource, false);
+  pool.server->Stop();
+  Status s = pool.server->Start();
+  if (!s.ok()) SPDLOG_ERROR("re-serve {}: {}", pool.resource, s.message());
 }
 
 void Daemon::OnKubeletDirEvent(uint32_t mask, const std::string& name) {
   if (mode_ == RegistrationMode::kDevicePlugin && name == kKubeletSocket) {
     if (mask & (IN_CREATE | IN_MOVED_TO)) {
-      SPDLOG_INFO("kubelet.sock created: kubelet (re)started, registering again");
+      SPDLOG_INFO("kubelet.sock created: kubelet started, registering");
       for (auto& [pname, pool] : pools_) {
-        if (!pool.server->SocketPresent()) {
-          if (deps_.metrics) deps_.metrics->SetRegistered(pool.resource, false);
-          pool.server->Stop();
-          Status s = pool.server->Start();
-          if (!s.ok()) SPDLOG_ERROR("re-serve {}: {}", pool.resource, s.message());
-        }
+        if (!pool.server->SocketPresent()) ServeAgain(pool);
         pool.register_failures = 0;
         RegisterPool(pool);
       }
     } else {
-      SPDLOG_WARN("kubelet.sock removed: kubelet stopped");
+      // A kubelet stopped with SIGTERM leaves kubelet.sock: the next kubelet removes it (with
+      // every socket in the directory) when it starts, then listens on a new one.
+      SPDLOG_INFO("kubelet.sock removed: a kubelet is starting (it clears its directory); "
+                  "registering when its new socket appears");
       for (auto& [pname, pool] : pools_) {
         pool.registered = false;
         pool.register_seq = 0;
@@ -576,14 +596,15 @@ void Daemon::OnKubeletDirEvent(uint32_t mask, const std::string& name) {
   if (!(mask & (IN_DELETE | IN_MOVED_FROM))) return;
   for (auto& [pname, pool] : pools_) {
     if (SocketFileName(pool.resource) != name || pool.server->SocketPresent()) continue;
-    // kubelet removes plugin sockets when it restarts: serve again now, register once its own
-    // socket is back.
-    SPDLOG_WARN("{} was removed: serving {} again", name, pool.resource);
-    pool.registered = false;
-    if (deps_.metrics) deps_.metrics->SetRegistered(pool.resource, false);
-    pool.server->Stop();
-    Status s = pool.server->Start();
-    if (!s.ok()) SPDLOG_ERROR("re-serve {}: {}", pool.resource, s.message());
+    // A kubelet starting clears its directory; `rm`, or another process, can remove it too.
+    // kubelet only dials what registers: serve again now, and register again at once when
+    // kubelet.sock is there (else when it appears).
+    SPDLOG_INFO("{} was removed: serving {} again", name, pool.resource);
+    ServeAgain(pool);
+    if (mode_ == RegistrationMode::kDevicePlugin) {
+      pool.register_failures = 0;
+      RegisterPool(pool);
+    }
   }
 }
 

@@ -1,7 +1,8 @@
 // Daemon: the device plugin's event loop. Owns the configuration, the known devices and one
 // PoolServer per pool; reacts to
 //   - inotify on the kubelet dir: kubelet.sock (re)created -> re-create our sockets if kubelet
-//     removed them and register again; our socket deleted -> serve again at once;
+//     removed them and register again; our socket deleted (a kubelet starting, rm, another
+//     process) -> serve again at once and register again if kubelet.sock is there;
 //   - inotify on the config file's directory (also ConfigMap "..data" symlink swaps) and SIGHUP
 //     -> reload; an invalid file is logged and the running config kept;
 //   - rtnetlink link events (LinkMonitor) and verbs async events (DeviceEventSource) -> re-read
@@ -118,6 +119,9 @@ class Daemon {
   std::string SocketFileName(const std::string& resource) const;
   Status StartPool(const PoolConfig& cfg);
   void StopPool(const std::string& name, bool remove_cdi);
+  // Stops and restarts the pool's server (its socket was removed); not registered until the
+  // next RegisterPool.
+  void ServeAgain(Pool& pool);
   void RegisterPool(Pool& pool);
   void RegisterAll();
   void HandleRegistrations();

@@ -7,13 +7,14 @@
 #include <fstream>
 #include <map>
 
-#include <civetweb.h>
 #include <prometheus/collectable.h>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
+
+#include "device-plugin/http_server.h"
 
 namespace rdmak8s::dp {
 
@@ -73,27 +74,6 @@ int64_t SteadyNowNs() {
       .count();
 }
 
-// Answers one request with `status` and `body` (HEAD: headers only). Returns the status, which
-// tells civetweb the request was handled.
-int Reply(mg_connection* conn, int status, const char* reason, const char* content_type,
-          const std::string& body) {
-  mg_printf(conn,
-            "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-            "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
-            status, reason, content_type, body.size());
-  const mg_request_info* ri = mg_get_request_info(conn);
-  if (ri == nullptr || ri->request_method == nullptr || std::strcmp(ri->request_method, "HEAD") != 0) {
-    mg_write(conn, body.data(), body.size());
-  }
-  return status;
-}
-
-bool IsGetOrHead(mg_connection* conn) {
-  const mg_request_info* ri = mg_get_request_info(conn);
-  return ri != nullptr && ri->request_method != nullptr &&
-         (std::strcmp(ri->request_method, "GET") == 0 || std::strcmp(ri->request_method, "HEAD") == 0);
-}
-
 }  // namespace
 
 class Metrics::Impl {
@@ -130,27 +110,14 @@ class Metrics::Impl {
                                    0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5})),
         ready(prometheus::BuildGauge()
                   .Name("rdmak8s_ready")
-                  .Help("1 when /healthz answers 200: serving, every pool registered with "
+                  .Help("1 when /readyz answers 200: serving, every pool registered with "
                         "kubelet, event loop alive")
                   .Register(*registry)
                   .Add({})) {}
 
-  ~Impl() {
-    if (server != nullptr) mg_stop(server);
-  }
-
-  static int HandleMetrics(mg_connection* conn, void* cbdata) {
-    if (!IsGetOrHead(conn)) return Reply(conn, 405, "Method Not Allowed", "text/plain", "GET only\n");
-    auto* self = static_cast<Metrics*>(cbdata);
-    return Reply(conn, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", self->Scrape());
-  }
-
-  static int HandleHealthz(mg_connection* conn, void* cbdata) {
-    if (!IsGetOrHead(conn)) return Reply(conn, 405, "Method Not Allowed", "text/plain", "GET only\n");
-    auto* self = static_cast<Metrics*>(cbdata);
-    std::string why = self->Unready();
-    if (why.empty()) return Reply(conn, 200, "OK", "text/plain; charset=utf-8", "ok\n");
-    return Reply(conn, 503, "Service Unavailable", "text/plain; charset=utf-8", why + "\n");
+  static HttpResponse Probe(const std::string& why) {
+    if (why.empty()) return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"};
+    return HttpResponse{503, "text/plain; charset=utf-8", why + "\n"};
   }
 
   std::shared_ptr<prometheus::Registry> registry;
@@ -162,7 +129,7 @@ class Metrics::Impl {
   prometheus::Family<prometheus::Counter>& reloads;
   prometheus::Histogram& discovery;
   prometheus::Gauge& ready;
-  mg_context* server = nullptr;
+  std::unique_ptr<HttpServer> server;
   std::mutex mu;  // guards the families above and the readiness state below
   bool serving = false;
   std::map<std::string, bool> registered;  // resource -> kubelet accepted it
@@ -175,36 +142,31 @@ Metrics::~Metrics() = default;
 
 Status Metrics::Serve(const std::string& address) {
   if (impl_->server != nullptr) return FailedPreconditionError("metrics: already serving");
-  mg_init_library(0);
-  // Two workers: a scrape and a probe at once; requests are tiny and answered from memory/sysfs.
-  const char* options[] = {"listening_ports", address.c_str(), "num_threads", "2",
-                           "request_timeout_ms", "10000", nullptr};
-  mg_callbacks callbacks{};
-  mg_init_data init{};
-  init.callbacks = &callbacks;
-  init.configuration_options = options;
-  char text[256] = {0};
-  unsigned code = 0;
-  mg_error_data error{};
-  error.code = &code;
-  error.text = text;
-  error.text_buffer_size = sizeof(text);
-  impl_->server = mg_start2(&init, &error);
-  if (impl_->server == nullptr) {
-    return UnavailableError("metrics listen on " + address + ": " +
-                            (text[0] != 0 ? std::string(text) : "cannot start HTTP server"));
-  }
-  mg_set_request_handler(impl_->server, "/metrics$", &Impl::HandleMetrics, this);
-  mg_set_request_handler(impl_->server, "/healthz$", &Impl::HandleHealthz, this);
+  // One thread and epoll (http_server.h): idle connections cannot starve the probes, and
+  // stopping does not wait for them. Probes and scrapes answer from memory (and sysfs counters)
+  // in well under the timeout.
+  HttpServer::Options options;
+  options.request_timeout = std::chrono::milliseconds(5000);
+  options.max_connections = 64;
+  auto server = std::make_unique<HttpServer>(options, [this](const std::string& path) {
+    if (path == "/metrics") {
+      return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", Scrape()};
+    }
+    if (path == "/livez") return Impl::Probe(NotLive());
+    if (path == "/readyz" || path == "/healthz") return Impl::Probe(Unready());
+    return HttpResponse{404, "text/plain; charset=utf-8", "not found\n"};
+  });
+  Status s = server->Listen(address);
+  if (!s.ok()) return UnavailableError("metrics listen on " + address + ": " + s.message());
+  impl_->server = std::move(server);
   return Status::Ok();
 }
 
-int Metrics::port() const {
-  if (impl_->server == nullptr) return 0;
-  mg_server_port ports[4];
-  int n = mg_get_server_ports(impl_->server, 4, ports);
-  return n > 0 ? ports[0].port : 0;
+void Metrics::Stop() {
+  if (impl_->server) impl_->server->Stop();
 }
+
+int Metrics::port() const { return impl_->server ? impl_->server->port() : 0; }
 
 void Metrics::SetPoolDevices(const std::string& resource, const PoolCounts& counts) {
   std::lock_guard<std::mutex> lock(impl_->mu);
@@ -263,7 +225,7 @@ void Metrics::SetStallBound(std::chrono::seconds stall_after) {
   impl_->stall_after_ns.store(std::chrono::nanoseconds(stall_after).count(), std::memory_order_relaxed);
 }
 
-std::string Metrics::Unready() const {
+std::string Metrics::NotLive() const {
   int64_t beat = impl_->heartbeat_ns.load(std::memory_order_relaxed);
   if (beat != 0) {
     int64_t age = SteadyNowNs() - beat;
@@ -271,6 +233,11 @@ std::string Metrics::Unready() const {
       return "event loop stalled: no wakeup for " + std::to_string(age / 1'000'000'000) + "s";
     }
   }
+  return "";
+}
+
+std::string Metrics::Unready() const {
+  if (std::string why = NotLive(); !why.empty()) return why;
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (!impl_->serving) return "not serving";
   std::string missing;

@@ -1,11 +1,13 @@
-// Prometheus metrics of the device plugin (prometheus-cpp core registry), served with /healthz by
-// our own small civetweb server on --metrics-address. Names and labels are listed in
-// docs/device-plugin.md#metrics. Port counters are read from sysfs (ports/N/counters/*,
+// Prometheus metrics of the device plugin (prometheus-cpp core registry), served with the probes
+// by our own small HTTP server (http_server.h) on --metrics-address. Names and labels are listed
+// in docs/device-plugin.md#metrics. Port counters are read from sysfs (ports/N/counters/*,
 // ports/N/hw_counters/*) at scrape time.
 //
-// /healthz answers 200 "ok" when the plugin is ready: serving (SetServing), every pool registered
-// with kubelet (SetRegistered), and the event loop's heartbeat younger than the stall bound.
-// Otherwise 503 with a one-line reason, so kubelet's probes see an unhealthy plugin.
+// /livez (liveness) answers 200 "ok" while the event loop's heartbeat is younger than the stall
+// bound: the process works, whatever kubelet does. /readyz (readiness; /healthz answers the same,
+// for whatever probed it before /readyz existed) answers 200 when the plugin is also serving
+// (SetServing) and every pool is registered with kubelet (SetRegistered). Otherwise 503 with a
+// one-line reason.
 //
 // Thread safety: every method may be called from any thread.
 #pragma once
@@ -25,9 +27,12 @@ class Metrics {
   explicit Metrics(std::string sysfs_root);
   ~Metrics();
 
-  // Starts the HTTP server for /metrics and /healthz ("host:port"; port 0 picks one).
-  // kUnavailable when it cannot bind.
+  // Starts the HTTP server for /metrics, /livez, /readyz and /healthz ("host:port"; port 0
+  // picks one). kUnavailable naming the address and the cause when it cannot
+  // ("metrics listen on 0.0.0.0:9470: bind: Address already in use").
   Status Serve(const std::string& address);
+  // Stops the HTTP server at once (open connections are closed). The destructor does too.
+  void Stop();
   // The bound port after Serve (0 before).
   int port() const;
 
@@ -53,12 +58,14 @@ class Metrics {
   // Whether kubelet accepted the pool's registration (either registration mode). The daemon
   // reports false when it starts serving a pool; RemovePool forgets the pool.
   void SetRegistered(const std::string& resource, bool registered);
-  // The event loop is alive; called on every wakeup. /healthz reports "event loop stalled" when
-  // the last heartbeat is older than `stall_after` (no heartbeat yet: not checked).
+  // The event loop is alive; called on every wakeup. /livez and /readyz report "event loop
+  // stalled" when the last heartbeat is older than `stall_after` (no heartbeat yet: not checked).
   void Heartbeat();
   void SetStallBound(std::chrono::seconds stall_after);
 
-  // Empty when ready, else the one-line reason /healthz answers with 503.
+  // Empty when live, else the one-line reason /livez answers with 503.
+  std::string NotLive() const;
+  // Empty when ready, else the one-line reason /readyz and /healthz answer with 503.
   std::string Unready() const;
 
   // The text exposition of everything (what /metrics answers), for tests.

@@ -4,6 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+
 #include <spdlog/spdlog.h>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
@@ -33,10 +37,19 @@ std::string Join(const std::vector<std::string>& v) {
   return out;
 }
 
-uint64_t InodeOf(const std::string& path) {
+// (st_dev, st_ino) of `path`; (0, 0) when there is nothing.
+std::pair<dev_t, ino_t> IdOf(const std::string& path) {
   struct stat st {};
-  if (lstat(path.c_str(), &st) != 0) return 0;
-  return st.st_ino;
+  if (lstat(path.c_str(), &st) != 0) return {0, 0};
+  return {st.st_dev, st.st_ino};
+}
+
+// Where gRPC binds before the socket is renamed into place: a hidden name in the same directory
+// (rename(2) stays on one filesystem; kubelet's plugin watcher skips names starting with '.').
+std::string StagingPath(const std::string& socket_path) {
+  static std::atomic<uint64_t> counter{0};
+  std::string dir = socket_path.substr(0, socket_path.rfind('/') + 1);
+  return dir + ".rdmak8s." + std::to_string(getpid()) + "." + std::to_string(++counter) + ".sock";
 }
 
 }  // namespace
@@ -83,22 +96,16 @@ class PoolServer::DevicePluginService final : public v1beta1::DevicePlugin::Serv
                                       const v1beta1::PreferredAllocationRequest* req,
                                       v1beta1::PreferredAllocationResponse* out) override {
     auto state = s_->state();
-    LocalityFn loc = [&](const std::string& id) -> std::optional<IdLocality> {
-      const TrackedDevice* t = state->ForId(id);
-      if (t == nullptr) return std::nullopt;
-      IdLocality l{t->dev.name, t->dev.numa_node(), {}};
-      if (t->dev.parent.pci) l.pcie_path = t->dev.parent.pci->pcie_path;
-      return l;
-    };
+    AllocationTopology topo = PoolTopology(*state);
     for (const auto& c : req->container_requests()) {
       std::vector<std::string> avail(c.available_deviceids().begin(), c.available_deviceids().end());
       std::vector<std::string> must(c.must_include_deviceids().begin(),
                                     c.must_include_deviceids().end());
-      auto ids = PreferredAllocation(avail, must, c.allocation_size(), loc);
-      auto* r = out->add_container_responses();
-      for (auto& id : ids) r->add_deviceids(std::move(id));
+      auto ids = PreferredAllocation(avail, must, c.allocation_size(), topo);
       SPDLOG_DEBUG("preferred {}: size {} must [{}] -> [{}]", state->resource, c.allocation_size(),
                    Join(must), Join(ids));
+      auto* r = out->add_container_responses();
+      for (auto& id : ids) r->add_deviceids(std::move(id));
     }
     return grpc::Status::OK;
   }
@@ -171,29 +178,46 @@ PoolServer::~PoolServer() { Stop(); }
 
 Status PoolServer::Start() {
   if (server_) return Status::Ok();
-  if (unlink(options_.socket_path.c_str()) != 0 && errno != ENOENT) {
-    return ErrnoError(errno, "remove stale socket " + options_.socket_path);
-  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = false;
   }
+  // gRPC unlinks the path it listened on when it shuts down, whoever's socket is there by then:
+  // an old process stopping would take the socket of the new one that replaced it (a DaemonSet
+  // rolling update). So gRPC binds a private name, renamed over the public one (atomically: no
+  // moment without a socket, and a stale file is simply replaced), and Stop() removes the public
+  // name only while it is still the socket bound here.
+  const std::string staging = StagingPath(options_.socket_path);
   service_ = std::make_unique<DevicePluginService>(this);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix://" + options_.socket_path, grpc::InsecureServerCredentials());
+  builder.AddListeningPort("unix://" + staging, grpc::InsecureServerCredentials());
   builder.RegisterService(service_.get());
   if (options_.plugin_watcher) {
     watcher_ = std::make_unique<WatcherService>(this);
     builder.RegisterService(watcher_.get());
   }
   server_ = builder.BuildAndStart();
-  if (!server_) return InternalError("serve " + options_.socket_path + ": gRPC could not listen");
-  socket_ino_ = InodeOf(options_.socket_path);
+  if (!server_) return InternalError("serve " + options_.socket_path + ": gRPC could not listen on " + staging);
+  auto id = IdOf(staging);
+  if (rename(staging.c_str(), options_.socket_path.c_str()) != 0) {
+    int err = errno;
+    server_->Shutdown(std::chrono::system_clock::now());
+    server_->Wait();
+    server_.reset();
+    unlink(staging.c_str());
+    return ErrnoError(err, "serve " + options_.socket_path + ": rename " + staging);
+  }
+  socket_id_ = id;
   return Status::Ok();
 }
 
 void PoolServer::Stop() {
   if (!server_) return;
+  // Only remove the file if it is still the socket we bound, not a newer one.
+  if (socket_id_.second != 0 && IdOf(options_.socket_path) == socket_id_) {
+    unlink(options_.socket_path.c_str());
+  }
+  socket_id_ = {};
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -202,17 +226,12 @@ void PoolServer::Stop() {
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   server_->Wait();
   server_.reset();
-  // Only remove the file if it is still the socket we bound, not a newer one.
-  if (socket_ino_ != 0 && InodeOf(options_.socket_path) == socket_ino_) {
-    unlink(options_.socket_path.c_str());
-  }
-  socket_ino_ = 0;
 }
 
 bool PoolServer::serving() const { return server_ != nullptr; }
 
 bool PoolServer::SocketPresent() const {
-  return socket_ino_ != 0 && InodeOf(options_.socket_path) == socket_ino_;
+  return socket_id_.second != 0 && IdOf(options_.socket_path) == socket_id_;
 }
 
 void PoolServer::Publish(std::shared_ptr<const PoolState> state, bool notify) {
@@ -237,7 +256,16 @@ int PoolServer::open_streams() const {
 Status RegisterWithKubelet(const std::string& kubelet_socket, const std::string& endpoint,
                            const std::string& resource, std::chrono::milliseconds timeout,
                            grpc::ClientContext* given_ctx) {
-  auto channel = grpc::CreateChannel("unix://" + kubelet_socket, grpc::InsecureChannelCredentials());
+  // A kubelet that is starting refuses connects between its bind and its listen (and a new
+  // kubelet.sock may briefly be unanswered): retry within milliseconds, not after gRPC's default
+  // first backoff of 1 s. A channel of its own (no subchannel shared with an earlier attempt
+  // that may sit in its backoff).
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 10);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  auto channel = grpc::CreateCustomChannel("unix://" + kubelet_socket,
+                                           grpc::InsecureChannelCredentials(), args);
   auto stub = v1beta1::Registration::NewStub(channel);
   v1beta1::RegisterRequest req;
   req.set_version(kDevicePluginVersion);

@@ -16,7 +16,10 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
+
+#include <sys/types.h>
 
 #include <grpcpp/grpcpp.h>
 
@@ -50,13 +53,15 @@ class PoolServer {
   PoolServer(const PoolServer&) = delete;
   PoolServer& operator=(const PoolServer&) = delete;
 
-  // Removes a stale socket file, binds and serves. kInternal when gRPC cannot listen.
+  // Binds and serves, replacing whatever file is at the socket path (a stale socket, or the
+  // socket of another process: the newest server wins). kInternal when gRPC cannot listen.
   Status Start();
-  // Ends streams, stops serving, removes the socket file (gRPC itself unlinks the listening
-  // path at shutdown).
+  // Removes the socket file if it is still the one Start() bound (same device and inode: a
+  // socket that replaced ours is left alone), ends streams, stops serving.
   void Stop();
   bool serving() const;
-  // True when our socket file is still in place (kubelet removes it when it restarts).
+  // True when our socket file is still in place (kubelet removes it when it restarts; another
+  // server may have replaced it).
   bool SocketPresent() const;
 
   // Replaces the state; with `notify`, every open ListAndWatch stream sends it.
@@ -74,7 +79,7 @@ class PoolServer {
   std::unique_ptr<DevicePluginService> service_;
   std::unique_ptr<WatcherService> watcher_;
   std::unique_ptr<grpc::Server> server_;
-  uint64_t socket_ino_ = 0;
+  std::pair<dev_t, ino_t> socket_id_{0, 0};  // (st_dev, st_ino) of the socket we bound
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -2,32 +2,118 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <limits>
+#include <memory>
 #include <map>
 #include <set>
 #include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace rdmak8s::dp {
 
 namespace {
+
 constexpr int kUnknownDistance = 64;  // no PCIe path: farther than anything on the tree
-constexpr int kMaxSeeds = 64;
+constexpr size_t kMaxSeeds = 16;
+
+bool IsDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+
+// A device as the algorithm sees it: its PCIe path as small integers (equal strings, equal
+// numbers), so that a distance is a few integer compares.
+struct Dev {
+  const IdLocality* loc = nullptr;
+  std::vector<int> path;
+  size_t count = 0;  // available IDs on it
+};
+
+int Distance(const Dev& a, const Dev& b) {
+  if (a.loc == b.loc || a.loc->rdma_dev == b.loc->rdma_dev) return 0;
+  if (a.path.empty() || b.path.empty()) return kUnknownDistance;
+  size_t common = 0;
+  while (common < a.path.size() && common < b.path.size() && a.path[common] == b.path[common]) {
+    ++common;
+  }
+  return static_cast<int>(a.path.size() - common + b.path.size() - common);
+}
+
+// Device names -> index, open addressing with FNV-1a: a look-up hashes the few bytes of the
+// name and compares once, several times cheaper than std::unordered_map on 100,000 IDs.
+class NameIndex {
+ public:
+  explicit NameIndex(std::vector<std::string> names) : names_(std::move(names)) {
+    size_t cap = 16;
+    while (cap < names_.size() * 4) cap <<= 1;
+    slots_.assign(cap, -1);
+    for (size_t i = 0; i < names_.size(); ++i) {
+      size_t h = Hash(names_[i]) & (cap - 1);
+      while (slots_[h] >= 0) h = (h + 1) & (cap - 1);
+      slots_[h] = static_cast<int>(i);
+    }
+  }
+  int Find(std::string_view name) const {
+    size_t mask = slots_.size() - 1;
+    for (size_t h = Hash(name) & mask; slots_[h] >= 0; h = (h + 1) & mask) {
+      if (names_[static_cast<size_t>(slots_[h])] == name) return slots_[h];
+    }
+    return -1;
+  }
+
+ private:
+  static size_t Hash(std::string_view s) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : s) {
+      h ^= c;
+      h *= 1099511628211ull;
+    }
+    return static_cast<size_t>(h);
+  }
+  std::vector<std::string> names_;
+  std::vector<int> slots_;
+};
+
 }  // namespace
 
-bool NaturalLess(const std::string& a, const std::string& b) {
+AllocationTopology PoolTopology(const PoolState& state) {
+  AllocationTopology topo;
+  std::vector<std::string> names;
+  for (const auto& [name, t] : state.devices) {
+    IdLocality l{name, t.dev.numa_node(), {}};
+    if (t.dev.parent.pci) l.pcie_path = t.dev.parent.pci->pcie_path;
+    topo.devices.push_back(std::move(l));
+    names.push_back(name);
+  }
+  auto index = std::make_shared<const NameIndex>(std::move(names));
+  if (state.pool.mode == PoolMode::kShared) {
+    topo.device_of = [index](std::string_view id) {
+      size_t dash = id.rfind('-');
+      return dash == std::string_view::npos ? -1 : index->Find(id.substr(0, dash));
+    };
+  } else {
+    auto by_id = std::make_shared<std::unordered_map<std::string, int>>();
+    for (const auto& [id, dev] : state.id_to_dev) (*by_id)[id] = index->Find(dev);
+    topo.device_of = [by_id](std::string_view id) {
+      auto it = by_id->find(std::string(id));
+      return it == by_id->end() ? -1 : it->second;
+    };
+  }
+  return topo;
+}
+
+bool NaturalLess(std::string_view a, std::string_view b) {
   size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
-    bool da = std::isdigit(static_cast<unsigned char>(a[i])) != 0;
-    bool db = std::isdigit(static_cast<unsigned char>(b[j])) != 0;
-    if (da && db) {
+    if (IsDigit(a[i]) && IsDigit(b[j])) {
       size_t ie = i, je = j;
-      while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie]))) ++ie;
-      while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je]))) ++je;
-      std::string na = a.substr(i, ie - i), nb = b.substr(j, je - j);
-      na.erase(0, std::min(na.find_first_not_of('0'), na.size()));
-      nb.erase(0, std::min(nb.find_first_not_of('0'), nb.size()));
-      if (na.size() != nb.size()) return na.size() < nb.size();
-      if (na != nb) return na < nb;
+      while (ie < a.size() && IsDigit(a[ie])) ++ie;
+      while (je < b.size() && IsDigit(b[je])) ++je;
+      size_t is = i, js = j;  // skip leading zeros
+      while (is + 1 < ie && a[is] == '0') ++is;
+      while (js + 1 < je && b[js] == '0') ++js;
+      if (ie - is != je - js) return ie - is < je - js;
+      int c = a.substr(is, ie - is).compare(b.substr(js, je - js));
+      if (c != 0) return c < 0;
       i = ie;
       j = je;
       continue;
@@ -53,51 +139,76 @@ int PcieDistance(const IdLocality& a, const IdLocality& b) {
 
 std::vector<std::string> PreferredAllocation(const std::vector<std::string>& available,
                                              const std::vector<std::string>& must_include,
-                                             int size, const LocalityFn& locality) {
+                                             int size, const AllocationTopology& topology) {
   std::vector<std::string> result;
-  std::set<std::string> taken;
+  std::unordered_set<std::string_view> must;
   for (const auto& id : must_include) {
-    if (taken.insert(id).second) result.push_back(id);
+    if (must.insert(id).second) result.push_back(id);
   }
   if (size <= static_cast<int>(result.size())) return result;
+  const size_t need = static_cast<size_t>(size) - result.size();
 
-  auto loc = [&](const std::string& id) {
-    auto l = locality(id);
-    return l ? *l : IdLocality{id, -1, {}};
-  };
-  std::vector<std::string> cand;
-  for (const auto& id : available) {
-    if (taken.insert(id).second) cand.push_back(id);
+  // Step 0, the one pass over the IDs: each available ID's device. Devices [0, n) are the
+  // topology's; an ID of no known device becomes a device of its own after them.
+  const size_t n = topology.devices.size();
+  std::vector<IdLocality> unknown;
+  std::vector<int> dev_of(available.size(), -1);
+  std::vector<size_t> count(n, 0);
+  auto dev_of_id = [&](std::string_view id) { return topology.device_of ? topology.device_of(id) : -1; };
+  for (size_t i = 0; i < available.size(); ++i) {
+    const std::string& id = available[i];
+    if (!must.empty() && must.count(id)) continue;
+    int d = dev_of_id(id);
+    if (d < 0 || static_cast<size_t>(d) >= n) {
+      unknown.push_back(IdLocality{id, -1, {}});
+      d = static_cast<int>(n + unknown.size() - 1);
+      count.push_back(0);
+    }
+    dev_of[i] = d;
+    count[static_cast<size_t>(d)]++;
   }
-  std::sort(cand.begin(), cand.end(), NaturalLess);
-  std::map<std::string, IdLocality> locs;
-  for (const auto& id : cand) locs[id] = loc(id);
-  std::vector<IdLocality> chosen_locs;
-  for (const auto& id : result) chosen_locs.push_back(loc(id));
-
-  size_t need = static_cast<size_t>(size) - result.size();
+  auto loc_of = [&](size_t d) -> const IdLocality& {
+    return d < n ? topology.devices[d] : unknown[d - n];
+  };
+  // Devices of the must-include IDs (their locality counts, whether or not they are available).
+  std::vector<const IdLocality*> must_locs;
+  std::vector<IdLocality> must_unknown;
+  must_unknown.reserve(result.size());
+  for (const auto& id : result) {
+    int d = dev_of_id(id);
+    if (d >= 0 && static_cast<size_t>(d) < n) {
+      must_locs.push_back(&topology.devices[static_cast<size_t>(d)]);
+    } else {
+      must_unknown.push_back(IdLocality{id, -1, {}});
+      must_locs.push_back(&must_unknown.back());
+    }
+  }
 
   // Step 2: NUMA nodes.
-  std::map<int, size_t> count;
-  for (const auto& id : cand) count[locs[id].numa_node]++;
+  std::map<int, size_t> per_node;
+  for (size_t d = 0; d < count.size(); ++d) {
+    if (count[d] > 0) per_node[loc_of(d).numa_node] += count[d];
+  }
   std::set<int> used;
-  for (const auto& l : chosen_locs) used.insert(l.numa_node);
+  for (const auto* l : must_locs) used.insert(l->numa_node);
   auto in_used = [&] {
-    size_t n = 0;
-    for (int node : used) n += count.count(node) ? count[node] : 0;
-    return n;
+    size_t total = 0;
+    for (int node : used) {
+      auto it = per_node.find(node);
+      if (it != per_node.end()) total += it->second;
+    }
+    return total;
   };
   while (in_used() < need) {
     size_t have = in_used();
     std::optional<int> best_fit, largest;
-    // Keys: unknown NUMA last, then best fit (fewest IDs) / largest, then lower node number.
-    auto fit_key = [&](int node) { return std::make_tuple(node < 0, count[node], node); };
+    auto fit_key = [&](int node) { return std::make_tuple(node < 0, per_node[node], node); };
     auto big_key = [&](int node) {
-      return std::make_tuple(node < 0, -static_cast<long>(count[node]), node);
+      return std::make_tuple(node < 0, -static_cast<long>(per_node[node]), node);
     };
-    for (const auto& [node, n] : count) {
+    for (const auto& [node, c] : per_node) {
       if (used.count(node)) continue;
-      if (have + n >= need && (!best_fit || fit_key(node) < fit_key(*best_fit))) best_fit = node;
+      if (have + c >= need && (!best_fit || fit_key(node) < fit_key(*best_fit))) best_fit = node;
       if (!largest || big_key(node) < big_key(*largest)) largest = node;
     }
     if (best_fit) {
@@ -108,62 +219,156 @@ std::vector<std::string> PreferredAllocation(const std::vector<std::string>& ava
       break;  // not enough IDs at all: return what there is
     }
   }
-  std::vector<std::string> allowed;
-  for (const auto& id : cand) {
-    if (used.count(locs[id].numa_node)) allowed.push_back(id);
-  }
 
-  // Step 3: greedy PCIe closeness from the chosen set.
-  auto grow = [&](std::vector<IdLocality> base, std::vector<std::string> picked,
-                  std::set<std::string> picked_set, int* cost) {
-    std::set<std::string> used_devs;
-    for (const auto& l : base) used_devs.insert(l.rdma_dev);
+  // The devices that may give IDs, in natural order of their names, with interned PCIe paths.
+  std::vector<size_t> order;
+  for (size_t d = 0; d < count.size(); ++d) {
+    if (count[d] > 0 && used.count(loc_of(d).numa_node)) order.push_back(d);
+  }
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    const std::string& a = loc_of(x).rdma_dev;
+    const std::string& b = loc_of(y).rdma_dev;
+    if (a != b) return NaturalLess(a, b);
+    return x < y;
+  });
+  std::unordered_map<std::string, int> interned;
+  auto intern = [&](const IdLocality& l) {
+    std::vector<int> path;
+    path.reserve(l.pcie_path.size());
+    for (const auto& e : l.pcie_path) {
+      path.push_back(interned.emplace(e, static_cast<int>(interned.size())).first->second);
+    }
+    return path;
+  };
+  std::vector<Dev> devs(order.size());
+  for (size_t k = 0; k < order.size(); ++k) {
+    devs[k].loc = &loc_of(order[k]);
+    devs[k].path = intern(*devs[k].loc);
+    devs[k].count = count[order[k]];
+  }
+  std::vector<Dev> base;
+  for (const auto* l : must_locs) base.push_back(Dev{l, intern(*l), 0});
+
+  // Step 3: greedy PCIe closeness. Picks device positions in `devs` (repeats allowed once every
+  // device is used); the distance sums to the chosen set are kept up to date per pick.
+  auto grow = [&](const std::vector<Dev>& start, std::optional<size_t> seed, long* cost) {
+    std::vector<size_t> picked;
+    std::vector<long> dist(devs.size(), 0);
+    std::vector<size_t> taken(devs.size(), 0);
+    std::vector<char> dev_used(devs.size(), 0);
+    for (size_t k = 0; k < devs.size(); ++k) {
+      for (const auto& b : start) {
+        dist[k] += Distance(devs[k], b);
+        if (devs[k].loc->rdma_dev == b.loc->rdma_dev) dev_used[k] = 1;
+      }
+    }
+    auto take = [&](size_t k) {
+      *cost += dist[k];
+      picked.push_back(k);
+      taken[k]++;
+      dev_used[k] = 1;
+      for (size_t j = 0; j < devs.size(); ++j) dist[j] += Distance(devs[j], devs[k]);
+    };
+    if (seed) take(*seed);
     while (picked.size() < need) {
-      const std::string* best = nullptr;
-      std::tuple<int, long, size_t> best_key{};
-      for (size_t i = 0; i < allowed.size(); ++i) {
-        const std::string& id = allowed[i];
-        if (picked_set.count(id)) continue;
-        const IdLocality& l = locs[id];
-        long dist = 0;
-        for (const auto& b : base) dist += PcieDistance(l, b);
-        std::tuple<int, long, size_t> key{used_devs.count(l.rdma_dev) ? 1 : 0, dist, i};
-        if (best == nullptr || key < best_key) {
-          best = &id;
-          best_key = key;
+      std::optional<size_t> best;
+      for (size_t k = 0; k < devs.size(); ++k) {
+        if (taken[k] >= devs[k].count) continue;
+        if (!best || std::make_tuple(dev_used[k], dist[k]) < std::make_tuple(dev_used[*best], dist[*best])) {
+          best = k;
         }
       }
-      if (best == nullptr) break;
-      *cost += static_cast<int>(std::get<1>(best_key));
-      base.push_back(locs[*best]);
-      used_devs.insert(locs[*best].rdma_dev);
-      picked_set.insert(*best);
-      picked.push_back(*best);
+      if (!best) break;
+      take(*best);
     }
     return picked;
   };
 
-  std::vector<std::string> picked;
-  if (!chosen_locs.empty()) {
-    int cost = 0;
-    picked = grow(chosen_locs, {}, {}, &cost);
-  } else {
-    // Try each device's first ID as seed; keep the cheapest set (first one on ties).
-    std::set<std::string> seeded;
-    int best_cost = std::numeric_limits<int>::max();
-    for (const auto& id : allowed) {
-      if (static_cast<int>(seeded.size()) >= kMaxSeeds) break;
-      if (!seeded.insert(locs[id].rdma_dev).second) continue;
-      int cost = 0;
-      auto set = grow({locs[id]}, {id}, {id}, &cost);
+  std::vector<size_t> picked;
+  if (!base.empty()) {
+    long cost = 0;
+    picked = grow(base, std::nullopt, &cost);
+  } else if (!devs.empty()) {
+    // Seeds: the first device under each parent bridge; of the parents with enough devices for
+    // the whole request, only the first.
+    std::map<std::vector<int>, std::pair<size_t, size_t>> parents;  // parent -> (first, devices)
+    std::vector<std::vector<int>> parent_order;
+    for (size_t k = 0; k < devs.size(); ++k) {
+      std::vector<int> parent = devs[k].path;
+      if (!parent.empty()) parent.pop_back();
+      if (devs[k].path.empty()) parent = {-1 - static_cast<int>(k)};  // no tree: its own
+      auto [it, fresh] = parents.emplace(parent, std::make_pair(k, 0));
+      it->second.second++;
+      if (fresh) parent_order.push_back(parent);
+    }
+    std::vector<size_t> seeds;
+    bool big_seeded = false;
+    for (const auto& p : parent_order) {
+      auto [first, members] = parents[p];
+      bool big = members >= need;
+      if (big && big_seeded) continue;
+      big_seeded |= big;
+      seeds.push_back(first);
+      if (seeds.size() >= kMaxSeeds) break;
+    }
+    long best_cost = std::numeric_limits<long>::max();
+    for (size_t s : seeds) {
+      long cost = 0;
+      auto set = grow({}, s, &cost);
       if (cost < best_cost) {
         best_cost = cost;
         picked = std::move(set);
       }
     }
   }
-  result.insert(result.end(), picked.begin(), picked.end());
+
+  // Which IDs: per picked device, its naturally first available IDs. One more pass over the
+  // IDs, touching only those of picked devices.
+  std::vector<char> wanted(count.size(), 0);  // by device index
+  for (size_t k : picked) wanted[order[k]] = 1;
+  std::unordered_map<size_t, std::vector<std::string_view>> ids;
+  for (size_t i = 0; i < available.size(); ++i) {
+    int d = dev_of[i];
+    if (d >= 0 && wanted[static_cast<size_t>(d)]) ids[static_cast<size_t>(d)].push_back(available[i]);
+  }
+  for (auto& [d, v] : ids) {
+    std::sort(v.begin(), v.end(), NaturalLess);
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  }
+  std::unordered_map<size_t, size_t> next;
+  for (size_t k : picked) {
+    size_t d = order[k];
+    size_t& at = next[d];
+    auto& v = ids[d];
+    if (at < v.size()) result.emplace_back(v[at++]);
+  }
   return result;
+}
+
+std::vector<std::string> PreferredAllocation(const std::vector<std::string>& available,
+                                             const std::vector<std::string>& must_include,
+                                             int size, const LocalityFn& locality) {
+  AllocationTopology topo;
+  std::unordered_map<std::string, int> index;  // rdma_dev -> device
+  std::unordered_map<std::string, int> by_id;
+  auto add = [&](const std::string& id) {
+    if (by_id.count(id)) return;
+    auto l = locality(id);
+    if (!l) {
+      by_id[id] = -1;
+      return;
+    }
+    auto [it, fresh] = index.emplace(l->rdma_dev, static_cast<int>(topo.devices.size()));
+    if (fresh) topo.devices.push_back(*l);
+    by_id[id] = it->second;
+  };
+  for (const auto& id : available) add(id);
+  for (const auto& id : must_include) add(id);
+  topo.device_of = [&by_id](std::string_view id) {
+    auto it = by_id.find(std::string(id));
+    return it == by_id.end() ? -1 : it->second;
+  };
+  return PreferredAllocation(available, must_include, size, topo);
 }
 
 }  // namespace rdmak8s::dp

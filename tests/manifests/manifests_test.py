@@ -213,14 +213,16 @@ class ManifestsTest(unittest.TestCase):
                     for k, v in ds["spec"]["selector"]["matchLabels"].items():
                         self.assertEqual(labels.get(k), v, "selector must match the template")
 
-    def test_device_plugin_probes_healthz_and_exposes_scraped_metrics_port(self):
+    def test_device_plugin_probes_livez_and_readyz_and_exposes_scraped_metrics_port(self):
+        # Liveness must not depend on kubelet (a plugin kubelet has not accepted yet is not
+        # ready, not dead): /livez for liveness, /readyz for readiness (docs/device-plugin.md).
         for rel in DEPLOYABLE:
             with self.subTest(rel):
                 ds = plugin_ds(rel)
                 c = container(ds)
-                for probe in ("livenessProbe", "readinessProbe"):
+                for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
                     get = c[probe]["httpGet"]
-                    self.assertEqual(get["path"], "/healthz")
+                    self.assertEqual(get["path"], path, probe)
                     self.assertEqual(resolve_port(c, get["port"]), METRICS_PORT)
                 addr = args_map(c).get("--metrics-address", "0.0.0.0:9470")
                 self.assertEqual(int(addr.rsplit(":", 1)[1]), METRICS_PORT)

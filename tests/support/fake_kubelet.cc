@@ -5,6 +5,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -100,14 +101,25 @@ FakeKubelet::~FakeKubelet() { Stop(); }
 
 Status FakeKubelet::Start() {
   if (server_) return Status::Ok();
+  // kubelet's device manager removes every socket in its directory when it starts (its own
+  // kubelet.sock left by the previous kubelet included), then listens.
   std::error_code ec;
-  fs::remove(socket_path(), ec);
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    if (entry.is_socket(ec)) fs::remove(entry.path(), ec);
+  }
+  // gRPC unlinks its listening path at shutdown; a kubelet stopped with SIGTERM leaves
+  // kubelet.sock behind. So gRPC listens on a private name renamed to kubelet.sock.
+  static std::atomic<uint64_t> counter{0};
+  const std::string staging = dir_ + "/.fake-kubelet." + std::to_string(++counter) + ".sock";
   service_ = std::make_unique<RegistrationService>(this);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix://" + socket_path(), grpc::InsecureServerCredentials());
+  builder.AddListeningPort("unix://" + staging, grpc::InsecureServerCredentials());
   builder.RegisterService(service_.get());
   server_ = builder.BuildAndStart();
   if (!server_) return InternalError("serve " + socket_path() + ": gRPC server did not start");
+  if (rename(staging.c_str(), socket_path().c_str()) != 0) {
+    return ErrnoError(errno, "rename " + staging + " to " + socket_path());
+  }
   return Status::Ok();
 }
 
@@ -122,11 +134,6 @@ void FakeKubelet::Stop() {
 
 Status FakeKubelet::Restart() {
   Stop();
-  // kubelet's device manager removes every socket it finds in its directory when it starts.
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
-    if (entry.is_socket(ec)) fs::remove(entry.path(), ec);
-  }
   return Start();
 }
 
@@ -198,6 +205,17 @@ void FakeKubelet::StreamLoop(std::shared_ptr<Plugin> plugin) {
     if (cb) cb(plugin->resource, resp);
   }
   reader->Finish().IgnoreError();
+  {
+    // kubelet: "ListAndWatch ended unexpectedly", and every device of the resource is
+    // Unhealthy until the plugin registers again. (A stream we closed ourselves, on Stop or a
+    // newer registration, is no longer the resource's.)
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = plugins_.find(plugin->resource);
+    auto latest = latest_.find(plugin->resource);
+    if (it != plugins_.end() && it->second == plugin && latest != latest_.end()) {
+      for (auto& d : *latest->second.mutable_devices()) d.set_health("Unhealthy");
+    }
+  }
   AddEvent("stream " + plugin->resource + " closed");
 }
 

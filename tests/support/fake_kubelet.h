@@ -6,8 +6,10 @@
 //     once and fails the Register if nothing is serving there (kubelet does the same, which is
 //     why a plugin must serve before it registers);
 //   - calls GetDevicePluginOptions, then keeps a ListAndWatch stream open per resource and
-//     records every update;
-//   - Restart() removes every socket in <dir> (kubelet's start-up cleanup) and serves again.
+//     records every update; when a plugin ends its stream, every device of the resource turns
+//     Unhealthy in LatestDevices() (kubelet: "ListAndWatch ended unexpectedly");
+//   - Start() first removes every socket in <dir> (kubelet's start-up cleanup, kubelet.sock
+//     included); Stop() leaves kubelet.sock in place, as a kubelet stopped with SIGTERM does.
 // It can also play kubelet's plugin watcher: RegisterViaPluginWatcher() calls GetInfo on a
 // socket in plugins_registry, dials the endpoint it names and reports NotifyRegistrationStatus.
 //
@@ -41,11 +43,13 @@ class FakeKubelet {
   FakeKubelet(const FakeKubelet&) = delete;
   FakeKubelet& operator=(const FakeKubelet&) = delete;
 
-  // Serves Registration on <dir>/kubelet.sock (replacing a stale socket file).
+  // Deletes every socket in <dir> as kubelet does at start-up, then serves Registration on
+  // <dir>/kubelet.sock.
   Status Start();
-  // Stops serving and closes every plugin connection; sockets stay where they are.
+  // Stops serving and closes every plugin connection; sockets (kubelet.sock too) stay where
+  // they are.
   void Stop();
-  // Stop, delete every socket in <dir> as kubelet does at start-up, Start again.
+  // Stop, then Start: a kubelet restart.
   Status Restart();
 
   std::string socket_path() const { return dir_ + "/kubelet.sock"; }
@@ -61,7 +65,8 @@ class FakeKubelet {
 
   // The options the plugin answered after its last registration.
   std::optional<v1beta1::DevicePluginOptions> Options(const std::string& resource) const;
-  // The latest ListAndWatch update of `resource` on the current stream; nullopt if none yet.
+  // The latest ListAndWatch update of `resource` on the current stream (all Unhealthy once the
+  // plugin ended that stream); nullopt if none yet.
   std::optional<v1beta1::ListAndWatchResponse> LatestDevices(const std::string& resource) const;
   // Number of updates received for `resource` since the fake started.
   size_t UpdateCount(const std::string& resource) const;

@@ -1,6 +1,9 @@
 // The real rdmak8s-device-plugin binary as a subprocess, driven by the fake kubelet: signals.
 #include <fcntl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -168,6 +171,32 @@ TEST_F(BinaryTest, InvalidConfigAtStartExitsNonZeroNamingTheProblem) {
   int status = pclose(p);
   EXPECT_EQ(WEXITSTATUS(status), 1);
   EXPECT_NE(out.find("$.pools[0].selectors.isVF: must be true or false, got 1"), std::string::npos) << out;
+}
+
+TEST_F(BinaryTest, BusyMetricsPortExitsNonZeroNamingTheAddressAndTheCause) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  std::string address = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  std::ofstream(root_ + "/cfg/c.json") << R"({"pools": [{"name": "a", "selectors": {}}]})";
+  std::string bin = std::string(RDMAK8S_BINARY_DIR) + "/device-plugin/rdmak8s-device-plugin";
+  std::string cmd = bin + " --config " + root_ + "/cfg/c.json --kubelet-dir " + root_ +
+                    "/k --sysfs-root " + root_ + "/sys --metrics-address " + address + " --no-verbs 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof(buf), p)) out += buf;
+  int status = pclose(p);
+  close(fd);
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_NE(out.find("metrics listen on " + address + ": bind: Address already in use"), std::string::npos) << out;
 }
 
 TEST(BinaryVersionTest, VersionFlagPrintsTheProjectVersion) {

@@ -51,6 +51,35 @@ TEST(ConfigTest, PoolEnvNameUppercasesAndReplacesNonAlnum) {
   EXPECT_EQ(PoolEnvName("hca-shared.v2"), "RDMAK8S_HCA_SHARED_V2_DEVICES");
 }
 
+// kubelet merges the env of every Allocate answer a container gets and refuses a key with two
+// values ("Environment variable has conflicting setting"); one pool's Allocate cannot see the
+// other's. So two pools that would both set a key to different values are named at load.
+TEST(ConfigTest, EnvConflictsBetweenPoolsAreNamed) {
+  auto cfg = ParseConfig(R"({"pools": [
+      {"name": "a", "selectors": {"rdmaDevices": ["mlx5_0"]},
+       "allocate": {"ncclEnv": true, "ucxEnv": true, "env": {"NCCL_DEBUG": "INFO", "X": "1"}}},
+      {"name": "b", "selectors": {"rdmaDevices": ["mlx5_1"]},
+       "allocate": {"ncclEnv": true, "env": {"NCCL_DEBUG": "INFO", "X": "2"}}},
+      {"name": "c", "selectors": {}, "allocate": {"env": {"UCX_NET_DEVICES": "all"}}}]})");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_EQ(EnvConflicts(*cfg),
+            (std::vector<std::string>{
+                "pools a and b both set NCCL_IB_HCA (ncclEnv): a container given devices of both "
+                "would get two values and kubelet refuses that; give a pod's NCCL devices from one pool",
+                "pools a and c both set UCX_NET_DEVICES (ucxEnv, env): a container given devices of both "
+                "would get two values and kubelet refuses that",
+                "pools a and b both set X (env): a container given devices of both would get two "
+                "values and kubelet refuses that"}));
+}
+
+TEST(ConfigTest, OneNcclPoolAndEqualStaticEnvAreNoConflict) {
+  auto cfg = ParseConfig(R"({"pools": [
+      {"name": "a", "selectors": {}, "allocate": {"ncclEnv": true, "env": {"NCCL_DEBUG": "INFO"}}},
+      {"name": "b", "selectors": {}, "allocate": {"env": {"NCCL_DEBUG": "INFO"}}}]})");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  EXPECT_TRUE(EnvConflicts(*cfg).empty());
+}
+
 struct BadCase {
   const char* name;
   const char* json;

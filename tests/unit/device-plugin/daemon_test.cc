@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -23,6 +24,7 @@
 #include "device-plugin/cdi_spec.h"
 #include "device-plugin/uevent.h"
 #include "support/fake_kubelet.h"
+#include "support/log_capture.h"
 #include "unit/device-plugin/fake_event_sources.h"
 
 namespace rdmak8s::dp {
@@ -52,6 +54,8 @@ std::string HealthOf(const Resp& r, const std::string& id) {
 void WriteFile(const std::string& path, const std::string& content) {
   std::ofstream(path) << content;
 }
+
+using testing::LogCapture;
 
 class DaemonTest : public ::testing::Test {
  protected:
@@ -560,6 +564,115 @@ TEST_F(DaemonTest, KubeletRestartDeletingSocketsIsSurvived) {
   // The new stream carries the full list again.
   EXPECT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return r.devices_size() == 2; }));
   EXPECT_TRUE(fs::exists(kubelet_dir_ + "/rdmak8s-rdma-vfs.sock"));
+}
+
+// A kubelet restart is routine: the new kubelet clears its directory (kubelet.sock and our
+// sockets) and listens again. Nothing about it deserves a warning.
+TEST_F(DaemonTest, KubeletRestartIsLoggedAtInfoAsAKubeletStarting) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
+  std::string log;
+  {
+    LogCapture capture;
+    ASSERT_TRUE(kubelet_->Restart().ok());
+    ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 2, kWait));
+    log = capture.Text();
+  }
+  EXPECT_EQ(log.find("\nW "), std::string::npos) << log;
+  EXPECT_NE(log.find("I kubelet.sock removed: a kubelet is starting"), std::string::npos) << log;
+  EXPECT_EQ(log.find("kubelet stopped"), std::string::npos) << log;
+}
+
+// Our socket removed by anything but a kubelet restart (rm, an old plugin process shutting
+// down): kubelet never dials a socket that is gone, so serving again is not enough.
+TEST_F(DaemonTest, RemovedSocketIsServedAndRegisteredAgain) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
+  ASSERT_TRUE(fs::remove(kubelet_dir_ + "/rdmak8s-rdma-p.sock"));
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 2, kWait));
+  EXPECT_TRUE(fs::exists(kubelet_dir_ + "/rdmak8s-rdma-p.sock"));
+  EXPECT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "rxe0") == "Healthy"; }));
+}
+
+// A DaemonSet rolling update: the new process serves and registers while the old one is still
+// shutting down on the same directory. The old one stopping must not delete the new socket.
+TEST_F(DaemonTest, AnOldInstanceStoppingLeavesTheNewInstancesSocket) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
+
+  DaemonDeps deps;
+  deps.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{root_ + "/sys", nullptr});
+  deps.netns_mode = []() -> StatusOr<RdmaNetnsMode> { return RdmaNetnsMode::kExclusive; };
+  Daemon next(options_, std::move(deps));
+  ASSERT_TRUE(next.Start().ok());
+  Status next_status;
+  std::thread next_thread([&] { next_status = next.Run(); });
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 2, kWait));
+
+  const std::string name = "rdmak8s-rdma-p.sock";
+  int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  ASSERT_GE(ifd, 0);
+  ASSERT_GE(inotify_add_watch(ifd, kubelet_dir_.c_str(), IN_DELETE | IN_MOVED_FROM), 0);
+  StopDaemon();  // the old instance
+  EXPECT_TRUE(run_status_.ok());
+  alignas(inotify_event) char buf[4096];
+  std::vector<std::string> removed;
+  for (ssize_t n; (n = read(ifd, buf, sizeof(buf))) > 0;) {
+    for (char* p = buf; p < buf + n;) {
+      auto* ev = reinterpret_cast<inotify_event*>(p);
+      if (ev->len != 0) removed.push_back(ev->name);
+      p += sizeof(inotify_event) + ev->len;
+    }
+  }
+  close(ifd);
+  EXPECT_EQ(std::count(removed.begin(), removed.end(), name), 0) << "the old instance removed it";
+  EXPECT_TRUE(fs::exists(kubelet_dir_ + "/" + name));
+  auto alloc = kubelet_->Allocate("rdma/p", {{"rxe0"}});
+  EXPECT_TRUE(alloc.ok()) << alloc.status().ToString();
+
+  next.Stop();
+  next_thread.join();
+  EXPECT_TRUE(next_status.ok());
+  EXPECT_FALSE(fs::exists(kubelet_dir_ + "/" + name));
+}
+
+// kubelet marks every device Unhealthy when a ListAndWatch stream ends: a reload that keeps
+// the pool's resource and mode (here: only the capacity changes) updates the open stream.
+TEST_F(DaemonTest, ReloadKeepingResourceAndModeUpdatesTheOpenStream) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(kSriovConfig);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/pf", [](const Resp& r) { return r.devices_size() == 4; }));
+  std::string cfg = kSriovConfig;
+  cfg.replace(cfg.find("\"capacity\": 2"), 13, "\"capacity\": 3");
+  cfg.replace(cfg.find("\"vendors\": [\"15b3\"]"), 19, "\"vendors\": [\"15b3\", \"8086\"]");
+  WriteConfig(cfg);
+  auto pf = WaitFor("rdma/pf", [](const Resp& r) { return r.devices_size() == 6; });
+  ASSERT_TRUE(pf);
+  EXPECT_EQ(HealthOf(*pf, "mlx5_0-2"), "Healthy");
+  for (const auto& e : kubelet_->Events()) EXPECT_EQ(e.find("closed"), std::string::npos) << e;
+  EXPECT_EQ(kubelet_->Registrations().size(), 2u) << "one per pool: nothing re-registered";
+  EXPECT_EQ(daemon_->config().pools[1].capacity, 3);
+}
+
+TEST_F(DaemonTest, TwoPoolsSettingNcclEnvAreAWarningAtStart) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(R"({"pools": [
+    {"name": "vfs", "mode": "exclusive", "selectors": {"isVF": true}, "allocate": {"ncclEnv": true}},
+    {"name": "pf", "selectors": {"vendors": ["15b3"]}, "allocate": {"ncclEnv": true}}]})");
+  std::string log;
+  {
+    LogCapture capture;
+    ASSERT_TRUE(StartDaemon().ok());
+    log = capture.Text();
+  }
+  EXPECT_NE(log.find("W config: pools vfs and pf both set NCCL_IB_HCA (ncclEnv)"), std::string::npos) << log;
 }
 
 TEST_F(DaemonTest, ConfigInTheKubeletDirDoesNotHideKubeletRestarts) {

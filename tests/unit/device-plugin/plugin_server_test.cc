@@ -1,14 +1,21 @@
 // PoolServer and RegisterWithKubelet against the fake kubelet, over real unix-socket gRPC.
 #include "device-plugin/plugin_server.h"
 
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "support/fake_kubelet.h"
+#include "support/log_capture.h"
 #include "unit/device-plugin/test_devices.h"
 
 namespace rdmak8s::dp {
@@ -135,6 +142,82 @@ TEST_F(PluginServerTest, StopRemovesSocketAndNoticesReplacement) {
   server.Stop();
   ASSERT_TRUE(server.Start().ok());
   EXPECT_TRUE(server.SocketPresent());
+}
+
+TEST_F(PluginServerTest, PreferredAllocationDebugLogNamesTheChosenIds) {
+  FakeKubelet kubelet(dir_);
+  ASSERT_TRUE(kubelet.Start().ok());
+  PoolServer server({dir_ + "/p.sock", false, {}}, State(PoolMode::kExclusive));
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_TRUE(RegisterWithKubelet(kubelet.socket_path(), "p.sock", "rdma/p", 2000ms).ok());
+  testing::LogCapture log;
+  auto pref = kubelet.GetPreferredAllocation("rdma/p", {"0000:3b:00.0", "0000:3c:00.0"}, {}, 1);
+  ASSERT_TRUE(pref.ok()) << pref.status().ToString();
+  ASSERT_EQ(pref->container_responses(0).deviceids_size(), 1);
+  const std::string chosen = pref->container_responses(0).deviceids(0);
+  EXPECT_NE(log.Text().find("D preferred rdma/p: size 1 must [] -> [" + chosen + "]"), std::string::npos)
+      << log.Text();
+}
+
+// A DaemonSet rolling update: the new process serves on the same path while the old one is
+// still shutting down. The old one must not take the new one's socket with it.
+TEST_F(PluginServerTest, StopLeavesASocketThatReplacedOurs) {
+  const std::string path = dir_ + "/p.sock";
+  FakeKubelet kubelet(dir_);
+  ASSERT_TRUE(kubelet.Start().ok());
+  PoolServer old_server({path, false, {}}, State(PoolMode::kExclusive));
+  ASSERT_TRUE(old_server.Start().ok());
+  PoolServer new_server({path, false, {}}, State(PoolMode::kExclusive));
+  ASSERT_TRUE(new_server.Start().ok());
+  EXPECT_FALSE(old_server.SocketPresent());
+  EXPECT_TRUE(new_server.SocketPresent());
+  old_server.Stop();
+  EXPECT_TRUE(new_server.SocketPresent()) << "the old server removed the new server's socket";
+  EXPECT_TRUE(RegisterWithKubelet(kubelet.socket_path(), "p.sock", "rdma/p", 2000ms).ok());
+  new_server.Stop();
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+// A kubelet that is starting: kubelet.sock exists, but the first connections fail (a connect
+// landing between bind and listen is refused). Here a listener accepts and drops the first
+// three connections, then the fake kubelet starts (clearing the directory, so the plugin
+// serves again, as the daemon does). gRPC's default backoff
+// (1 s, then 1.6 s, 2.56 s, +-20%) could not get through three failures within the 2 s
+// deadline; the registration channel's fast first retries do.
+TEST_F(PluginServerTest, RegisterRetriesQuicklyAfterFailedConnects) {
+  FakeKubelet kubelet(dir_);
+  PoolServer server({dir_ + "/p.sock", false, {}}, State(PoolMode::kExclusive));
+  ASSERT_TRUE(server.Start().ok());
+  int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(lfd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, kubelet.socket_path().c_str());
+  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(lfd, 16), 0);
+  std::atomic<int> dropped{0};
+  std::atomic<bool> gave_up{false};
+  std::thread kubelet_starting([&] {
+    while (dropped < 3 && !gave_up) {
+      pollfd pfd{lfd, POLLIN, 0};
+      if (poll(&pfd, 1, 50) <= 0) continue;
+      int c = accept(lfd, nullptr, nullptr);
+      if (c < 0) break;
+      close(c);
+      ++dropped;
+    }
+    close(lfd);
+    if (gave_up) return;
+    (void)kubelet.Start().ok();  // clears the directory, our socket too: serve again
+    server.Stop();
+    (void)server.Start().ok();
+  });
+  Status s = RegisterWithKubelet(kubelet.socket_path(), "p.sock", "rdma/p", 2000ms);
+  gave_up = true;
+  kubelet_starting.join();
+  EXPECT_EQ(dropped, 3);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(kubelet.Registrations().size(), 1u);
 }
 
 TEST_F(PluginServerTest, PluginWatcherGetInfoThenKubeletDialsEndpoint) {

@@ -1,6 +1,9 @@
 #include "device-plugin/preferred_allocation.h"
 
+#include <algorithm>
 #include <map>
+#include <random>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -99,6 +102,81 @@ TEST(PreferredAllocationTest, PcieDistanceCountsHopsThroughCommonAncestor) {
   EXPECT_EQ(PcieDistance(t["mlx5_0"], t["mlx5_1"]), 2);
   EXPECT_EQ(PcieDistance(t["mlx5_0"], t["mlx5_2"]), 5);
   EXPECT_EQ(PcieDistance(t["mlx5_0"], t["mlx5_0"]), 0);
+}
+
+// The shape of the bench: 1,024 devices on 2 NUMA nodes, 32 per root port, 100 shared IDs each,
+// handed over in kubelet's (unordered) order.
+struct BigPool {
+  AllocationTopology topo;
+  std::vector<std::string> ids;
+  mutable int device_of_calls = 0;
+};
+
+BigPool MakeBigPool() {
+  BigPool p;
+  for (int i = 0; i < 1024; ++i) {
+    std::string rp = "0000:00:" + std::to_string(1 + i / 32) + ".0";
+    p.topo.devices.push_back({"mlx5_" + std::to_string(i), (i / 32) % 2, {rp, "fn" + std::to_string(i)}});
+    for (int k = 0; k < 100; ++k) p.ids.push_back("mlx5_" + std::to_string(i) + "-" + std::to_string(k));
+  }
+  std::shuffle(p.ids.begin(), p.ids.end(), std::mt19937(7));
+  return p;
+}
+
+TEST(PreferredAllocationTest, LargeSharedPoolGivesDistinctSiblingDevicesAfterOnePassOverTheIds) {
+  BigPool p = MakeBigPool();
+  BigPool* pp = &p;
+  p.topo.device_of = [pp](std::string_view id) {
+    pp->device_of_calls++;
+    return std::stoi(std::string(id.substr(5, id.rfind('-') - 5)));
+  };
+  auto got = PreferredAllocation(p.ids, {}, 8, p.topo);
+  ASSERT_EQ(got.size(), 8u);
+  std::set<std::string> devs, parents;
+  std::set<int> numa;
+  for (const auto& id : got) {
+    int d = std::stoi(id.substr(5, id.rfind('-') - 5));
+    devs.insert(p.topo.devices[d].rdma_dev);
+    parents.insert(p.topo.devices[d].pcie_path[0]);
+    numa.insert(p.topo.devices[d].numa_node);
+    EXPECT_EQ(id.substr(id.rfind('-')), "-0") << "each device's naturally first ID";
+  }
+  EXPECT_EQ(devs.size(), 8u) << "one ID per device";
+  EXPECT_EQ(parents.size(), 1u) << "all under one root port";
+  EXPECT_EQ(numa.size(), 1u);
+  EXPECT_EQ(p.device_of_calls, static_cast<int>(p.ids.size())) << "one look-up per ID, no more";
+  std::vector<std::string> sorted = p.ids;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(PreferredAllocation(sorted, {}, 8, p.topo), got) << "whatever the input order";
+}
+
+TEST(PreferredAllocationTest, MustIncludeOnABigPoolPullsTheRestToItsRootPort) {
+  BigPool p = MakeBigPool();
+  p.topo.device_of = [](std::string_view id) {
+    return std::stoi(std::string(id.substr(5, id.rfind('-') - 5)));
+  };
+  auto got = PreferredAllocation(p.ids, {"mlx5_100-3"}, 4, p.topo);
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[0], "mlx5_100-3");
+  for (const auto& id : got) {
+    int d = std::stoi(id.substr(5, id.rfind('-') - 5));
+    EXPECT_EQ(d / 32, 100 / 32) << id << " is not under mlx5_100's root port";
+  }
+}
+
+TEST(PreferredAllocationTest, MoreThanTheDevicesTakesEveryDeviceOnceThenRepeats) {
+  std::vector<std::string> avail = {"mlx5_0-0", "mlx5_0-1", "mlx5_0-2", "mlx5_1-0", "mlx5_1-1"};
+  auto got = PreferredAllocation(avail, {}, 4, Shared());
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(std::set<std::string>(got.begin(), got.begin() + 2),
+            (std::set<std::string>{"mlx5_0-0", "mlx5_1-0"}));
+  EXPECT_EQ(std::set<std::string>(got.begin(), got.end()).size(), 4u) << "no ID twice";
+}
+
+TEST(PreferredAllocationTest, IdsOfNoKnownDeviceComeLast) {
+  auto got = PreferredAllocation({"stray", "mlx5_3", "mlx5_4"}, {}, 3, Exclusive());
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got.back(), "stray");
 }
 
 }  // namespace

@@ -29,6 +29,7 @@
 
 #include "device-plugin/config.h"
 #include "device-plugin/device_events.h"
+#include "device-plugin/device_tracker.h"
 #include "device-plugin/metrics.h"
 #include "device-plugin/plugin_server.h"
 #include "device-plugin/pool_state.h"
@@ -123,9 +124,6 @@ class Daemon {
   void HandleRegistrations();
   void FullRescan();
   void RefreshDevice(const std::string& rdma_dev);
-  // Re-reads only the port states of a known device and re-evaluates its health (no
-  // RebuildPools). False when it cannot (device gone or unreadable): use RefreshDevice.
-  bool RefreshPortStates(const std::string& rdma_dev);
   void RebuildPools();
   std::shared_ptr<PoolState> BuildState(const Pool& pool, const std::vector<std::string>& devs);
   void ApplyConfig(PluginConfig cfg);
@@ -146,7 +144,7 @@ class Daemon {
   std::string socket_dir_;
 
   PluginConfig config_;
-  std::map<std::string, TrackedDevice> known_;  // rdma_dev -> device (gone ones kept unhealthy)
+  DeviceTracker tracker_;                       // the devices and their health
   mutable std::mutex pools_mu_;                 // guards pools_ map shape for the accessors
   std::map<std::string, Pool> pools_;           // pool name -> pool
   std::optional<std::string> exclusive_blocker_;

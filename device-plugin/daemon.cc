@@ -372,7 +372,7 @@ void Daemon::RebuildPools() {
       (t.health.healthy ? counts.healthy_devices : counts.unhealthy_devices)++;
     }
     for (const auto& [dev, t] : state->devices) {
-      if (t.health.reason == "device gone") continue;
+      if (t.presence != Presence::kPresent) continue;  // its counters are not the node's to read
       std::vector<uint32_t> ports;
       for (const auto& p : t.dev.ports) ports.push_back(p.port_num);
       counter_devs.emplace_back(dev, std::move(ports));
@@ -594,9 +594,14 @@ void Daemon::HandleUevents() {
   bool added = false;
   for (const auto& ev : evs) {
     SPDLOG_INFO("{} {} (uevent)", ev.rdma_dev, ev.what);
-    RefreshDevice(ev.rdma_dev);
+    if (ev.what == "unregistered") {
+      tracker_.Unregistered(ev.rdma_dev);
+    } else {
+      tracker_.Refresh(ev.rdma_dev);
+    }
     added |= ev.what == "registered";
   }
+  if (!evs.empty()) RebuildPools();
   if (added) WatchDeviceEvents();  // listen to the new device's async events too
 }
 

@@ -1,13 +1,32 @@
-// DeviceTracker: the device plugin's record of the RDMA devices it advertises and each one's
-// health. It reads the node through Discovery (class/infiniband and what hangs off it) and keeps
-// a device it knew after the node stopped showing it, so that a pod holding it is not left with an
-// ID that vanished.
+// DeviceTracker: the device plugin's record of the RDMA devices it advertises, where each one is
+// (present on the node, moved into a pod, gone) and its health.
 //
-// Every method logs the decisions it makes (found, now unhealthy, disappeared) once, here; the
-// caller publishes the result. Not thread safe: one thread (the daemon's event loop).
+// It reads the node through Discovery (class/infiniband and what hangs off it). What the node can
+// no longer see matters as much as what it sees: in RDMA netns mode exclusive the kernel hides a
+// device moved into another network namespace (`rdma dev set <dev> netns <pod>`, what our CNI
+// does) from the node's class/infiniband, from the bus device's infiniband/ directory and from
+// RDMA netlink dumps, exactly as if it were gone. So a tracked device the node stops showing is
+// judged by what still can be observed:
+//   - its bus device (bus/pci/devices/<pci_addr>, bus/auxiliary/devices/<aux_name>) is missing:
+//     kGone, Unhealthy ("bus device ... gone"), kept so a pod holding it sees it Unhealthy;
+//   - the bus device is bound to another driver, or unbound, or its infiniband/ directory shows
+//     an RDMA device that was not there beside ours (renamed, re-created VF, re-registered):
+//     vanished for good, forgotten (no ghost that shares an exclusive ID with its successor);
+//   - otherwise (bus device there, same driver, nothing new on it): kInPod, keeping its last
+//     model and health; a netdev of it the node still shows can still turn it Unhealthy;
+//   - a soft device (rxe, siw: no bus device) is taken as kInPod: nothing on the node tells a
+//     move from a removal inside the pod (a netdev carrying it that leaves destroys it, and the
+//     pod's uevents and RDMA netlink are not ours to read). A removal the node does see (an
+//     "unregistered" uevent) makes any device kGone.
+// A kInPod or kGone device that the node shows again is re-read (it came home); an absent one
+// is never listed by Present(), so nobody opens a verbs context on it.
+//
+// Every method logs the decisions it makes (found, now unhealthy, moved, forgotten) once, here;
+// the caller publishes the result. Not thread safe: one thread (the daemon's event loop).
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,30 +41,38 @@ namespace rdmak8s::dp {
 class DeviceTracker {
  public:
   // `discovery` is not owned and must outlive the tracker; `sysfs_root` is the same root it
-  // reads (netdev operstate is read under it for health).
+  // reads (bus devices and netdev operstate are read under it).
   DeviceTracker(Discovery* discovery, std::string sysfs_root);
 
   // Re-reads every device (Discovery::DiscoverAll). A device discovery could not read fully
-  // turns Unhealthy ("unreadable: ..."); one no longer shown turns Unhealthy ("device gone").
-  // When discovery fails as a whole, what was known is kept and the error returned.
+  // turns Unhealthy ("unreadable: ..."); one no longer shown is judged as above. When discovery
+  // fails as a whole, what was known is kept and the error returned.
   Status Rescan();
-  // Re-reads one device (Discovery::DiscoverOne); kNotFound makes it "device gone", another
-  // error "unreadable: ...". An unknown device that is found is added.
+  // Re-reads one device (Discovery::DiscoverOne): found -> present (added when unknown);
+  // kNotFound -> judged as above; another error -> Unhealthy "unreadable: ...".
   void Refresh(const std::string& rdma_dev);
+  // The node reported the device unregistered (uevent): kGone unless the node still shows it
+  // (then it is re-read, as after a rename onto the same name).
+  void Unregistered(const std::string& rdma_dev);
   // Re-reads only the port states of a tracked, present device and re-evaluates its health: what
-  // a link event changes. False when it cannot (unknown, gone, or an attribute that does not
+  // a link event changes. False when it cannot (unknown, absent, or an attribute that does not
   // read as expected): the caller then uses Refresh.
   bool RefreshPorts(const std::string& rdma_dev);
 
   // Tracked devices one of whose netdevs is `netdev`.
   std::vector<std::string> DevicesOnNetdev(std::string_view netdev) const;
-  // Tracked devices the node still shows (whose verbs async events can be listened to).
+  // Tracked devices the node shows (kPresent): the ones whose verbs async events can be heard.
   std::vector<std::string> Present() const;
-  // Every tracked device, gone ones included, by rdma_dev.
+  // Every tracked device, absent ones included, by rdma_dev.
   const std::map<std::string, TrackedDevice>& devices() const { return known_; }
 
  private:
   DeviceHealth Evaluate(const RdmaDevice& dev) const;
+  void Found(RdmaDevice dev);
+  // Judges a tracked device the node does not show. `before`: names tracked before this read,
+  // to tell an RDMA device that sat beside ours on the same bus device from a successor.
+  // False when the device is forgotten (the caller erases it).
+  bool JudgeAbsent(const std::string& name, TrackedDevice& t, const std::set<std::string>& before);
 
   Discovery* discovery_;
   std::string sysfs_root_;

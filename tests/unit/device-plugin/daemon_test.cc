@@ -24,6 +24,7 @@
 #include "device-plugin/uevent.h"
 #include "support/fake_kubelet.h"
 #include "unit/device-plugin/fake_event_sources.h"
+#include "unit/device-plugin/node_sysfs.h"
 
 namespace rdmak8s::dp {
 namespace {
@@ -387,16 +388,70 @@ TEST_F(DaemonTest, VanishedDeviceTurnsUnhealthyAndHotPluggedDeviceIsAdded) {
            HealthOf(r, "0000:5e:00.3") == "Healthy";
   }));
 
+  // Hot-unplugged: the VF's bus device goes with it.
   fs::rename(sys("class/infiniband/mlx5_1"), root_ + "/mlx5_1.link");
+  fs::rename(sys("bus/pci/devices/0000:5e:00.2"), root_ + "/vf.link");
   links_->Inject("ens1f0v0", false, LinkEvent::Type::kDel);
   ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.2") == "Unhealthy"; }));
 
   // It comes back (VF re-created, driver re-bound): Healthy again, same ID.
+  fs::rename(root_ + "/vf.link", sys("bus/pci/devices/0000:5e:00.2"));
   fs::rename(root_ + "/mlx5_1.link", sys("class/infiniband/mlx5_1"));
   links_->Inject("ens1f0v0", true);
   ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) {
     return Ids(r) == std::vector<std::string>{"0000:5e:00.2", "0000:5e:00.3"} && HealthOf(r, "0000:5e:00.2") == "Healthy";
   }));
+}
+
+// RDMA netns mode exclusive: our CNI moved the VF's RDMA device (and sriov-cni its netdev) into a
+// pod; the node no longer shows either, as the kernel hides them. A pod holds the device: it must
+// stay Healthy (allocatable, and the pod's own status), whatever event makes the daemon look.
+TEST_F(DaemonTest, DeviceMovedIntoAPodStaysHealthyAndIsReReadWhenItComesHome) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(kSriovConfig);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.2") == "Healthy"; }));
+  testing::NodeSysfs node(root_ + "/sys", root_ + "/pod");
+  ASSERT_TRUE(node.MoveToPod("mlx5_1", {"ens1f0v0"}));
+  links_->Inject("ens1f0v0", false, LinkEvent::Type::kDel);  // the netdev left the node
+  events_->Inject({"mlx5_1", 0, "device fatal"});           // the move disassociates our context
+  // A port going down elsewhere, on the same event source: the marker that the fatal event was
+  // handled (both are read in one go, and a fatal event re-reads every device).
+  WriteFile(sys("class/infiniband/mlx5_2/ports/1/state"), "1: DOWN\n");
+  events_->Inject({"mlx5_2", 1, "port error"});
+  auto r = WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.3") == "Unhealthy"; });
+  ASSERT_TRUE(r);
+  EXPECT_EQ(Ids(*r), (std::vector<std::string>{"0000:5e:00.2", "0000:5e:00.3"}));
+  EXPECT_EQ(HealthOf(*r, "0000:5e:00.2"), "Healthy");
+  auto a = kubelet_->Allocate("rdma/vfs", {{"0000:5e:00.2"}});
+  EXPECT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(events_->watched(), (std::vector<std::string>{"mlx5_0", "mlx5_2", "mlx5_3"}));
+
+  // Back home (DEL), with its port down meanwhile: re-read, so kubelet sees what it is now.
+  std::ofstream(node.InPod("class/infiniband/mlx5_1") + "/ports/1/state") << "1: DOWN\n";
+  ASSERT_TRUE(node.ComeHome("mlx5_1", {"ens1f0v0"}));
+  links_->Inject("ens1f0v0", true);
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.2") == "Unhealthy"; }));
+}
+
+// A soft device has no bus device: moved into the pod it stays Healthy too.
+TEST_F(DaemonTest, SoftDeviceMovedIntoAPodStaysHealthy) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "rxe0") == "Healthy"; }));
+  testing::NodeSysfs node(root_ + "/sys", root_ + "/pod");
+  ASSERT_TRUE(node.MoveToPod("rxe0"));
+  daemon_->Rescan();
+  // The marker: veth0 going down is still seen on the node (the device is judged by it).
+  WriteFile(sys("class/net/veth0/operstate"), "down\n");
+  links_->Inject("veth0", false);
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "rxe0") == "Unhealthy"; }));
+  WriteFile(sys("class/net/veth0/operstate"), "up\n");
+  links_->Inject("veth0", true);
+  auto r = WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "rxe0") == "Healthy"; });
+  ASSERT_TRUE(r);
+  EXPECT_EQ(Ids(*r), std::vector<std::string>{"rxe0"});
 }
 
 TEST_F(DaemonTest, PeriodicRescanFindsWhatNoEventReported) {
@@ -715,8 +770,9 @@ TEST_F(DaemonTest, SharedPoolMetricsCountDistinctDevicesAndAdvertisedIdsApart) {
   EXPECT_NE(text.find("rdmak8s_pool_devices{health=\"Unhealthy\",resource=\"rdma/p\"} 0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("rdmak8s_pool_ids{health=\"Healthy\",resource=\"rdma/p\"} 100\n"), std::string::npos) << text;
 
-  // One VF goes away: 1 healthy + 1 unhealthy device, 50 + 50 IDs.
+  // One VF is unplugged (its bus device goes too): 1 healthy + 1 unhealthy device, 50 + 50 IDs.
   fs::rename(sys("class/infiniband/mlx5_1"), root_ + "/mlx5_1.link");
+  fs::remove(sys("bus/pci/devices/0000:5e:00.2"));
   links_->Inject("ens1f0v0", false, LinkEvent::Type::kDel);
   ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "mlx5_1-0") == "Unhealthy"; }));
   text = metrics_->Scrape();

@@ -558,7 +558,8 @@ void Daemon::HandleLinkEvents() {
   // (a device that vanished or reads oddly gets the full re-read).
   bool fast = true;
   for (const auto& d : devs) {
-    if (!tracker_.RefreshPorts(d)) {
+    if (Status ps = tracker_.RefreshPorts(d); !ps.ok()) {
+      SPDLOG_DEBUG("{}: full re-read", ps.message());
       fast = false;
       RefreshDevice(d);
     }

@@ -1,14 +1,13 @@
 #include "device-plugin/device_tracker.h"
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 #include <spdlog/spdlog.h>
 
 #include "device-plugin/pools.h"
+#include "rdmak8s/port_state.h"
 
 namespace rdmak8s::dp {
 
@@ -186,41 +185,25 @@ void DeviceTracker::Unregistered(const std::string& rdma_dev) {
   if (!JudgeAbsent(rdma_dev, it->second, before)) known_.erase(it);
 }
 
-bool DeviceTracker::RefreshPorts(const std::string& rdma_dev) {
+Status DeviceTracker::RefreshPorts(const std::string& rdma_dev) {
   auto it = known_.find(rdma_dev);
-  if (it == known_.end() || it->second.presence != Presence::kPresent) return false;
+  if (it == known_.end()) return NotFoundError("re-read ports of " + rdma_dev + ": not tracked");
+  if (it->second.presence != Presence::kPresent) {
+    return NotFoundError("re-read ports of " + rdma_dev + ": not on the node");
+  }
   RdmaDevice dev = it->second.dev;
   for (auto& port : dev.ports) {
-    // ports/N/state is "4: ACTIVE", phys_state "5: LinkUp" (drivers/infiniband/core/sysfs.c).
-    std::string base = sysfs_root_ + "/class/infiniband/" + rdma_dev + "/ports/" +
-                       std::to_string(port.port_num) + "/";
-    std::ifstream st(base + "state"), ph(base + "phys_state");
-    std::string state_line, phys_line;
-    if (!std::getline(st, state_line) || !std::getline(ph, phys_line)) return false;
-    auto number = [](const std::string& line, int* out) {
-      size_t colon = line.find(':');
-      if (colon == std::string::npos || colon == 0) return false;
-      for (size_t i = 0; i < colon; ++i) {
-        if (!std::isdigit(static_cast<unsigned char>(line[i]))) return false;
-      }
-      *out = std::stoi(line.substr(0, colon));
-      return true;
-    };
-    int state = 0, phys = 0;
-    if (!number(state_line, &state) || !number(phys_line, &phys) || state < 0 || state > 5) {
-      return false;
-    }
-    port.state = static_cast<PortState>(state);
-    port.phys_state = static_cast<uint32_t>(phys);
-    size_t colon = phys_line.find(':');
-    port.phys_state_name = phys_line.substr(std::min(phys_line.size(), colon + 2));
+    RDMAK8S_ASSIGN_OR_RETURN(PortLinkState ls, ReadPortLinkState(sysfs_root_, rdma_dev, port.port_num));
+    port.state = ls.state;
+    port.phys_state = ls.phys_state;
+    port.phys_state_name = std::move(ls.phys_state_name);
   }
   DeviceHealth h = Evaluate(dev);
   if (it->second.health != h) {
     SPDLOG_INFO("{} is now {}", rdma_dev, h.healthy ? "healthy" : "unhealthy: " + h.reason);
   }
-  it->second = TrackedDevice{std::move(dev), h};
-  return true;
+  it->second = TrackedDevice{std::move(dev), h, Presence::kPresent};
+  return Status::Ok();
 }
 
 std::vector<std::string> DeviceTracker::DevicesOnNetdev(std::string_view netdev) const {

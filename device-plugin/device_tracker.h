@@ -54,10 +54,11 @@ class DeviceTracker {
   // The node reported the device unregistered (uevent): kGone unless the node still shows it
   // (then it is re-read, as after a rename onto the same name).
   void Unregistered(const std::string& rdma_dev);
-  // Re-reads only the port states of a tracked, present device and re-evaluates its health: what
-  // a link event changes. False when it cannot (unknown, absent, or an attribute that does not
-  // read as expected): the caller then uses Refresh.
-  bool RefreshPorts(const std::string& rdma_dev);
+  // Re-reads only ports/<n>/{state,phys_state} of a present device (ReadPortLinkState) and
+  // re-evaluates its health: what a link event changes. An error (kNotFound: not tracked, not on
+  // the node, an attribute missing; kInvalidArgument: an attribute not "<n>: <name>", naming the
+  // file) changes nothing: the caller then uses Refresh, which decides what it means.
+  Status RefreshPorts(const std::string& rdma_dev);
 
   // Tracked devices one of whose netdevs is `netdev`.
   std::vector<std::string> DevicesOnNetdev(std::string_view netdev) const;

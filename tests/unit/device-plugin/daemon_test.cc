@@ -454,6 +454,21 @@ TEST_F(DaemonTest, SoftDeviceMovedIntoAPodStaysHealthy) {
   EXPECT_EQ(Ids(*r), std::vector<std::string>{"rxe0"});
 }
 
+// A port attribute that is not "<n>: <name>" (here a number no int holds) is an error handled on
+// the event loop: the device turns Unhealthy ("unreadable") and the loop goes on.
+TEST_F(DaemonTest, MalformedPortStateOnALinkEventMakesTheDeviceUnreadableNotTheLoopDie) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "rxe0") == "Healthy"; }));
+  WriteFile(sys("class/infiniband/rxe0/ports/1/state"), "99999999999999999999: ACTIVE\n");
+  links_->Inject("veth0", true);
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "rxe0") == "Unhealthy"; }));
+  WriteFile(sys("class/infiniband/rxe0/ports/1/state"), "4: ACTIVE\n");
+  links_->Inject("veth0", true);
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "rxe0") == "Healthy"; }));
+}
+
 TEST_F(DaemonTest, PeriodicRescanFindsWhatNoEventReported) {
   UseFixture("mlx5_roce_sriov");
   fs::rename(sys("class/infiniband/mlx5_2"), root_ + "/mlx5_2.link");

@@ -47,12 +47,12 @@ TEST_F(DeviceTrackerTest, RefreshPortsFollowsPortStateWithoutAFullReRead) {
   UseFixture("mlx5_ib_2port");
   ASSERT_TRUE(tracker_->Rescan().ok());
   Write("class/infiniband/mlx5_0/ports/1/state", "1: DOWN\n");
-  ASSERT_TRUE(tracker_->RefreshPorts("mlx5_0"));
+  ASSERT_TRUE(tracker_->RefreshPorts("mlx5_0").ok());
   EXPECT_FALSE(At("mlx5_0").health.healthy);
   EXPECT_NE(At("mlx5_0").health.reason.find("port 1 state DOWN"), std::string::npos)
       << At("mlx5_0").health.reason;
   Write("class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n");
-  ASSERT_TRUE(tracker_->RefreshPorts("mlx5_0"));
+  ASSERT_TRUE(tracker_->RefreshPorts("mlx5_0").ok());
   EXPECT_TRUE(At("mlx5_0").health.healthy);
 }
 
@@ -76,6 +76,21 @@ TEST_F(DeviceTrackerTest, DeviceThatCannotBeReadIsUnhealthyAndKept) {
   EXPECT_EQ(At("mlx5_0").health.reason.rfind("unreadable: ", 0), 0u) << At("mlx5_0").health.reason;
 }
 
+TEST_F(DeviceTrackerTest, MalformedPortStateIsAnErrorNamingTheFileAndChangesNothing) {
+  UseFixture("mlx5_ib_2port");
+  ASSERT_TRUE(tracker_->Rescan().ok());
+  for (const char* bad : {"99999999999999999999: ACTIVE\n", "ACTIVE\n", "x4: ACTIVE\n", ": ACTIVE\n"}) {
+    Write("class/infiniband/mlx5_0/ports/1/state", bad);
+    Status s = tracker_->RefreshPorts("mlx5_0");
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad << s.ToString();
+    EXPECT_NE(s.message().find("mlx5_0/ports/1/state"), std::string::npos) << s.message();
+    EXPECT_TRUE(At("mlx5_0").health.healthy) << "left to the full re-read";
+  }
+  Write("class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n");
+  fs::remove(sys("class/infiniband/mlx5_0/ports/1/phys_state"));
+  EXPECT_EQ(tracker_->RefreshPorts("mlx5_0").code(), StatusCode::kNotFound);
+}
+
 // mlx5_roce_sriov: VF 0000:5e:00.2 carries mlx5_1 on netdev ens1f0v0 (sriov-cni moves the
 // netdev, our CNI the RDMA device).
 TEST_F(DeviceTrackerTest, VfMovedIntoAPodStaysHealthyWhileItsBusDeviceStays) {
@@ -94,7 +109,7 @@ TEST_F(DeviceTrackerTest, VfMovedIntoAPodStaysHealthyWhileItsBusDeviceStays) {
   tracker_->Refresh("mlx5_1");
   EXPECT_EQ(At("mlx5_1").presence, Presence::kInPod);
   EXPECT_TRUE(At("mlx5_1").health.healthy);
-  EXPECT_FALSE(tracker_->RefreshPorts("mlx5_1")) << "its ports are the pod's to read";
+  EXPECT_FALSE(tracker_->RefreshPorts("mlx5_1").ok()) << "its ports are the pod's to read";
 }
 
 TEST_F(DeviceTrackerTest, ScalableFunctionMovedIntoAPodStaysHealthy) {

@@ -320,8 +320,15 @@ void Daemon::FullRescan() {
 
 void Daemon::WatchDeviceEvents() {
   if (!deps_.device_events) return;
-  Status s = deps_.device_events->Watch(tracker_.Present());
-  if (!s.ok()) SPDLOG_WARN("async events: {}", s.message());
+  std::vector<std::string> present = tracker_.Present();
+  if (present == watched_) return;
+  Status s = deps_.device_events->Watch(present);
+  if (!s.ok()) {
+    SPDLOG_WARN("async events: {}", s.message());
+    watched_.clear();
+    return;
+  }
+  watched_ = std::move(present);
 }
 
 void Daemon::RefreshDevice(const std::string& rdma_dev) {
@@ -536,35 +543,36 @@ void Daemon::HandleSignal() {
 }
 
 void Daemon::HandleLinkEvents() {
-  std::set<std::string> devs;
-  bool unknown = false;
+  std::set<std::string> ports_only, reread;
+  std::vector<std::string> unknown;
   Status s = deps_.link_monitor->ReadEvents([&](const LinkEvent& ev) {
     std::vector<std::string> on = tracker_.DevicesOnNetdev(ev.link.name);
-    devs.insert(on.begin(), on.end());
-    bool matched = !on.empty();
-    // A netdev we do not know may belong to a hot-plugged RDMA device.
-    if (!matched && ev.type == LinkEvent::Type::kNew) unknown = true;
+    ports_only.insert(on.begin(), on.end());
+    if (on.empty() && ev.type == LinkEvent::Type::kNew) unknown.push_back(ev.link.name);
   });
   if (!s.ok()) {
     SPDLOG_WARN("link events: {}: full rescan", s.message());
     FullRescan();
     return;
   }
-  if (unknown) {
-    FullRescan();
-    return;
+  // A netdev nobody tracks (every pod's veth) is read for the RDMA devices it may bring (a
+  // hot-plugged function), and only those: no rescan, no verbs context reopened.
+  for (const auto& n : unknown) {
+    for (auto& d : tracker_.RdmaDevicesOfNetdev(n)) reread.insert(std::move(d));
   }
   // A link event changes link and port state, not the device's shape: re-read just those
   // (a device that vanished or reads oddly gets the full re-read).
-  bool fast = true;
-  for (const auto& d : devs) {
+  for (const auto& d : ports_only) {
+    if (reread.count(d)) continue;
     if (Status ps = tracker_.RefreshPorts(d); !ps.ok()) {
       SPDLOG_DEBUG("{}: full re-read", ps.message());
-      fast = false;
-      RefreshDevice(d);
+      reread.insert(d);
     }
   }
-  if (fast && !devs.empty()) RebuildPools();
+  for (const auto& d : reread) tracker_.Refresh(d);
+  if (ports_only.empty() && reread.empty()) return;
+  RebuildPools();
+  if (!reread.empty()) WatchDeviceEvents();  // a device that came (back) gets its async events
 }
 
 void Daemon::HandleDeviceEvents() {
@@ -577,6 +585,7 @@ void Daemon::HandleDeviceEvents() {
   });
   if (!s.ok()) SPDLOG_WARN("async events: {}", s.message());
   if (fatal) {
+    watched_.clear();  // the source dropped the fatal device's context: let it reopen what is back
     FullRescan();
     return;
   }

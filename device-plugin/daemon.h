@@ -5,7 +5,8 @@
 //   - inotify on the config file's directory (also ConfigMap "..data" symlink swaps) and SIGHUP
 //     -> reload; an invalid file is logged and the running config kept;
 //   - rtnetlink link events (LinkMonitor) and verbs async events (DeviceEventSource) -> re-read
-//     the affected devices (an unknown netdev -> full rescan, which finds hot-plugged devices);
+//     the affected devices (an unknown netdev -> the RDMA devices it carries, if any: how
+//     hot-plugged devices are found without a rescan);
 //   - kernel uevents of RDMA devices (registered/unregistered) -> read or drop that device;
 //   - a slow periodic rescan (the safety net), and retries of failed registrations;
 //   - results of Register calls, which run on a KubeletRegistrar thread so that a kubelet.sock
@@ -145,6 +146,7 @@ class Daemon {
 
   PluginConfig config_;
   DeviceTracker tracker_;                       // the devices and their health
+  std::vector<std::string> watched_;            // devices last given to device_events->Watch
   mutable std::mutex pools_mu_;                 // guards pools_ map shape for the accessors
   std::map<std::string, Pool> pools_;           // pool name -> pool
   std::optional<std::string> exclusive_blocker_;

@@ -216,6 +216,29 @@ std::vector<std::string> DeviceTracker::DevicesOnNetdev(std::string_view netdev)
   return out;
 }
 
+std::vector<std::string> DeviceTracker::RdmaDevicesOfNetdev(std::string_view netdev) const {
+  std::set<std::string> out;
+  std::vector<std::string> todo{std::string(netdev)};
+  std::set<std::string> seen;
+  // Stacks are shallow (macvlan on a VLAN on a PF); the bound only guards against odd trees.
+  for (size_t i = 0; i < todo.size() && i < 16; ++i) {
+    const std::string& n = todo[i];
+    if (!seen.insert(n).second) continue;
+    std::error_code ec;
+    const std::string dir = sysfs_root_ + "/class/net/" + n;
+    for (const auto& e : fs::directory_iterator(dir + "/device/infiniband", ec)) {
+      out.insert(e.path().filename().string());
+    }
+    for (const auto& t : DevicesOnNetdev(n)) out.insert(t);
+    ec.clear();
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      std::string entry = e.path().filename().string();
+      if (entry.rfind("lower_", 0) == 0) todo.push_back(entry.substr(6));
+    }
+  }
+  return {out.begin(), out.end()};
+}
+
 std::vector<std::string> DeviceTracker::Present() const {
   std::vector<std::string> out;
   for (const auto& [name, t] : known_) {

@@ -62,6 +62,11 @@ class DeviceTracker {
 
   // Tracked devices one of whose netdevs is `netdev`.
   std::vector<std::string> DevicesOnNetdev(std::string_view netdev) const;
+  // RDMA devices a netdev nobody tracks may bring (a hot-plugged function's netdev, an upper
+  // device of a tracked one), for re-reading just those: the ones on its bus device
+  // (class/net/<netdev>/device/infiniband/*) and, through its lower_* links, the ones its lower
+  // netdevs carry. Empty for a netdev without either (every pod's veth): nothing to read.
+  std::vector<std::string> RdmaDevicesOfNetdev(std::string_view netdev) const;
   // Tracked devices the node shows (kPresent): the ones whose verbs async events can be heard.
   std::vector<std::string> Present() const;
   // Every tracked device, absent ones included, by rdma_dev.

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -53,6 +54,35 @@ std::string HealthOf(const Resp& r, const std::string& id) {
 void WriteFile(const std::string& path, const std::string& content) {
   std::ofstream(path) << content;
 }
+
+// The real discovery, counting what the daemon asks of it (thread safe: the test reads the counts
+// while the daemon's loop runs).
+class CountingDiscovery : public Discovery {
+ public:
+  explicit CountingDiscovery(std::unique_ptr<Discovery> real) : real_(std::move(real)) {}
+  StatusOr<DiscoveryResult> DiscoverAll() override {
+    ++all_;
+    return real_->DiscoverAll();
+  }
+  StatusOr<RdmaDevice> DiscoverOne(std::string_view rdma_dev) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      one_.emplace_back(rdma_dev);
+    }
+    return real_->DiscoverOne(rdma_dev);
+  }
+  int all() const { return all_.load(); }
+  std::vector<std::string> one() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return one_;
+  }
+
+ private:
+  std::unique_ptr<Discovery> real_;
+  std::atomic<int> all_{0};
+  mutable std::mutex mu_;
+  std::vector<std::string> one_;
+};
 
 class DaemonTest : public ::testing::Test {
  protected:
@@ -97,7 +127,10 @@ class DaemonTest : public ::testing::Test {
     options_.cdi_dir = root_ + "/cdi";
     options_.register_timeout = register_timeout_;
     DaemonDeps deps;
-    deps.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{root_ + "/sys", nullptr});
+    auto discovery = std::make_unique<CountingDiscovery>(
+        std::make_unique<SysfsDiscovery>(DiscoveryOptions{root_ + "/sys", nullptr}));
+    discovery_ = discovery.get();
+    deps.discovery = std::move(discovery);
     deps.netns_mode = [this]() -> StatusOr<RdmaNetnsMode> { return netns_mode_.load(); };
     auto links = std::make_unique<FakeLinkMonitor>();
     links_ = links.get();
@@ -147,6 +180,7 @@ class DaemonTest : public ::testing::Test {
   std::atomic<RdmaNetnsMode> netns_mode_{RdmaNetnsMode::kExclusive};
   FakeLinkMonitor* links_ = nullptr;
   FakeDeviceEventSource* events_ = nullptr;
+  CountingDiscovery* discovery_ = nullptr;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Daemon> daemon_;
   std::thread thread_;
@@ -467,6 +501,47 @@ TEST_F(DaemonTest, MalformedPortStateOnALinkEventMakesTheDeviceUnreadableNotTheL
   WriteFile(sys("class/infiniband/rxe0/ports/1/state"), "4: ACTIVE\n");
   links_->Inject("veth0", true);
   ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "rxe0") == "Healthy"; }));
+}
+
+// Every pod's veth shows up as a new netdev on the node: one we don't own must not cost a full
+// rescan (nor reopen every verbs context).
+TEST_F(DaemonTest, NewNetdevWithoutAnRdmaDeviceCostsNoRescan) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(kSriovConfig);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return r.devices_size() == 2; }));
+  const int rescans = discovery_->all(), watches = events_->watch_calls();
+  links_->Inject("veth3a9f1c2e", true);  // no such netdev in sysfs any more, or no RDMA under it
+  links_->Inject("lo", true);            // exists, no bus device
+  // The marker, on the same event source: a port of a known device goes down.
+  WriteFile(sys("class/infiniband/mlx5_1/ports/1/state"), "1: DOWN\n");
+  links_->Inject("ens1f0v0", false);
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.2") == "Unhealthy"; }));
+  EXPECT_EQ(discovery_->all(), rescans);
+  EXPECT_EQ(events_->watch_calls(), watches);
+}
+
+// A new netdev that does carry an RDMA device (a VF's netdev appearing): only that device is read.
+TEST_F(DaemonTest, NewNetdevWithAnRdmaDeviceReadsOnlyThatDevice) {
+  UseFixture("mlx5_roce_sriov");
+  fs::rename(sys("class/infiniband/mlx5_2"), root_ + "/mlx5_2.link");
+  WriteConfig(kSriovConfig);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return r.devices_size() == 1; }));
+  const int rescans = discovery_->all();
+  fs::rename(root_ + "/mlx5_2.link", sys("class/infiniband/mlx5_2"));
+  links_->Inject("ens1f0v1", true);
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) {
+    return r.devices_size() == 2 && HealthOf(r, "0000:5e:00.3") == "Healthy";
+  }));
+  EXPECT_EQ(discovery_->all(), rescans);
+  EXPECT_EQ(discovery_->one(), std::vector<std::string>{"mlx5_2"});
+  // Its async events are listened to as well.
+  for (auto until = std::chrono::steady_clock::now() + kWait;
+       events_->watched().size() != 4 && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(events_->watched(), (std::vector<std::string>{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"}));
 }
 
 TEST_F(DaemonTest, PeriodicRescanFindsWhatNoEventReported) {

@@ -601,7 +601,6 @@ void Daemon::HandleUevents() {
     FullRescan();
     return;
   }
-  bool added = false;
   for (const auto& ev : evs) {
     SPDLOG_INFO("{} {} (uevent)", ev.rdma_dev, ev.what);
     if (ev.what == "unregistered") {
@@ -609,10 +608,10 @@ void Daemon::HandleUevents() {
     } else {
       tracker_.Refresh(ev.rdma_dev);
     }
-    added |= ev.what == "registered";
   }
-  if (!evs.empty()) RebuildPools();
-  if (added) WatchDeviceEvents();  // listen to the new device's async events too
+  if (evs.empty()) return;
+  RebuildPools();
+  WatchDeviceEvents();  // published first; then a new device's async events, none of a gone one
 }
 
 Status Daemon::Run() {

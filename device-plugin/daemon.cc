@@ -10,9 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cctype>
 #include <cstring>
-#include <fstream>
 #include <filesystem>
 #include <set>
 
@@ -63,7 +61,9 @@ StatusOr<RegistrationMode> ParseRegistrationMode(std::string_view s) {
 }
 
 Daemon::Daemon(DaemonOptions options, DaemonDeps deps)
-    : options_(std::move(options)), deps_(std::move(deps)) {}
+    : options_(std::move(options)),
+      deps_(std::move(deps)),
+      tracker_(deps_.discovery.get(), options_.sysfs_root) {}
 
 Daemon::~Daemon() {
   if (registrar_) registrar_->Shutdown();
@@ -299,41 +299,13 @@ std::optional<std::string> Daemon::ExclusiveBlocker() {
 
 void Daemon::FullRescan() {
   auto t0 = SteadyClock::now();
-  auto result = deps_.discovery->DiscoverAll();
+  Status s = tracker_.Rescan();
   if (deps_.metrics) {
     deps_.metrics->ObserveDiscovery(std::chrono::duration<double>(SteadyClock::now() - t0).count());
   }
-  if (!result.ok()) {
-    // Keep what we knew: an unreadable sysfs is not "no devices".
-    SPDLOG_ERROR("discovery: {}", result.status().message());
+  if (!s.ok()) {
+    SPDLOG_ERROR("{}", s.message());
     return;
-  }
-  std::set<std::string> present;
-  NetdevUpFn up = [this](std::string_view n) { return ReadNetdevUp(options_.sysfs_root, n); };
-  for (auto& dev : result->devices) {
-    present.insert(dev.name);
-    DeviceHealth h = EvaluateHealth(dev, up);
-    auto it = known_.find(dev.name);
-    if (it == known_.end()) {
-      SPDLOG_INFO("found {} ({}, {})", dev.name, TransportKey(dev.transport),
-                   h.healthy ? "healthy" : h.reason);
-    } else if (it->second.health != h) {
-      SPDLOG_INFO("{} is now {}", dev.name, h.healthy ? "healthy" : "unhealthy: " + h.reason);
-    }
-    const std::string name = dev.name;  // `a = b` evaluates b (the move) first
-    known_[name] = TrackedDevice{std::move(dev), h};
-  }
-  for (const auto& f : result->failures) {
-    present.insert(f.rdma_dev);
-    SPDLOG_WARN("discovery of {}: {}", f.rdma_dev, f.status.message());
-    auto it = known_.find(f.rdma_dev);
-    if (it != known_.end()) it->second.health = {false, "unreadable: " + f.status.message()};
-  }
-  for (auto& [name, t] : known_) {
-    if (!present.count(name) && t.health.reason != "device gone") {
-      SPDLOG_WARN("{} disappeared", name);
-      t.health = {false, "device gone"};
-    }
   }
   auto blocker = ExclusiveBlocker();
   if (blocker != exclusive_blocker_) {
@@ -350,78 +322,20 @@ void Daemon::FullRescan() {
 
 void Daemon::WatchDeviceEvents() {
   if (!deps_.device_events) return;
-  std::vector<std::string> names;
-  for (const auto& [name, t] : known_) {
-    if (t.health.reason != "device gone") names.push_back(name);
+  std::vector<std::string> present = tracker_.Present();
+  if (present == watched_) return;
+  Status s = deps_.device_events->Watch(present);
+  if (!s.ok()) {
+    SPDLOG_WARN("async events: {}", s.message());
+    watched_.clear();
+    return;
   }
-  Status s = deps_.device_events->Watch(names);
-  if (!s.ok()) SPDLOG_WARN("async events: {}", s.message());
+  watched_ = std::move(present);
 }
 
 void Daemon::RefreshDevice(const std::string& rdma_dev) {
-  auto dev = deps_.discovery->DiscoverOne(rdma_dev);
-  if (!dev.ok()) {
-    if (dev.status().code() == StatusCode::kNotFound) {
-      auto it = known_.find(rdma_dev);
-      if (it != known_.end() && it->second.health.reason != "device gone") {
-        SPDLOG_WARN("{} disappeared", rdma_dev);
-        it->second.health = {false, "device gone"};
-      }
-    } else {
-      SPDLOG_ERROR("re-read {}: {}", rdma_dev, dev.status().message());
-      auto it = known_.find(rdma_dev);
-      if (it != known_.end()) it->second.health = {false, "unreadable: " + dev.status().message()};
-    }
-  } else {
-    NetdevUpFn up = [this](std::string_view n) { return ReadNetdevUp(options_.sysfs_root, n); };
-    DeviceHealth h = EvaluateHealth(*dev, up);
-    auto it = known_.find(rdma_dev);
-    if (it == known_.end() || it->second.health != h) {
-      SPDLOG_INFO("{} is now {}", rdma_dev, h.healthy ? "healthy" : "unhealthy: " + h.reason);
-    }
-    known_[rdma_dev] = TrackedDevice{std::move(dev).value(), h};
-  }
+  tracker_.Refresh(rdma_dev);
   RebuildPools();
-}
-
-bool Daemon::RefreshPortStates(const std::string& rdma_dev) {
-  auto it = known_.find(rdma_dev);
-  if (it == known_.end() || it->second.health.reason == "device gone") {
-    return false;
-  }
-  RdmaDevice dev = it->second.dev;
-  for (auto& port : dev.ports) {
-    // ports/N/state is "4: ACTIVE", phys_state "5: LinkUp" (drivers/infiniband/core/sysfs.c).
-    std::string base = options_.sysfs_root + "/class/infiniband/" + rdma_dev + "/ports/" +
-                       std::to_string(port.port_num) + "/";
-    std::ifstream st(base + "state"), ph(base + "phys_state");
-    std::string state_line, phys_line;
-    if (!std::getline(st, state_line) || !std::getline(ph, phys_line)) return false;
-    auto number = [](const std::string& line, int* out) {
-      size_t colon = line.find(':');
-      if (colon == std::string::npos || colon == 0) return false;
-      for (size_t i = 0; i < colon; ++i) {
-        if (!std::isdigit(static_cast<unsigned char>(line[i]))) return false;
-      }
-      *out = std::stoi(line.substr(0, colon));
-      return true;
-    };
-    int state = 0, phys = 0;
-    if (!number(state_line, &state) || !number(phys_line, &phys) || state < 0 || state > 5) {
-      return false;
-    }
-    port.state = static_cast<PortState>(state);
-    port.phys_state = static_cast<uint32_t>(phys);
-    size_t colon = phys_line.find(':');
-    port.phys_state_name = phys_line.substr(std::min(phys_line.size(), colon + 2));
-  }
-  NetdevUpFn up = [this](std::string_view n) { return ReadNetdevUp(options_.sysfs_root, n); };
-  DeviceHealth h = EvaluateHealth(dev, up);
-  if (it->second.health != h) {
-    SPDLOG_INFO("{} is now {}", rdma_dev, h.healthy ? "healthy" : "unhealthy: " + h.reason);
-  }
-  it->second = TrackedDevice{std::move(dev), h};
-  return true;
 }
 
 std::shared_ptr<PoolState> Daemon::BuildState(const Pool& pool,
@@ -433,7 +347,7 @@ std::shared_ptr<PoolState> Daemon::BuildState(const Pool& pool,
   state->cdi_kind = pool.resource;
   state->dev_root = options_.dev_root;
   for (const auto& name : devs) {
-    TrackedDevice t = known_.at(name);
+    TrackedDevice t = tracker_.devices().at(name);
     if (pool.cfg.mode == PoolMode::kExclusive && exclusive_blocker_ && t.health.healthy) {
       t.health = {false, *exclusive_blocker_};
     }
@@ -444,9 +358,10 @@ std::shared_ptr<PoolState> Daemon::BuildState(const Pool& pool,
 }
 
 void Daemon::RebuildPools() {
+  const auto& known = tracker_.devices();
   std::vector<RdmaDevice> all;
-  all.reserve(known_.size());
-  for (const auto& [name, t] : known_) all.push_back(t.dev);
+  all.reserve(known.size());
+  for (const auto& [name, t] : known) all.push_back(t.dev);
   PoolMatch match = MatchPools(config_, all);
   if (match.warnings != overlap_warnings_) {
     for (const auto& w : match.warnings) SPDLOG_WARN("{}", w);
@@ -466,7 +381,7 @@ void Daemon::RebuildPools() {
       (t.health.healthy ? counts.healthy_devices : counts.unhealthy_devices)++;
     }
     for (const auto& [dev, t] : state->devices) {
-      if (t.health.reason == "device gone") continue;
+      if (t.presence != Presence::kPresent) continue;  // its counters are not the node's to read
       std::vector<uint32_t> ports;
       for (const auto& p : t.dev.ports) ports.push_back(p.port_num);
       counter_devs.emplace_back(dev, std::move(ports));
@@ -649,38 +564,36 @@ void Daemon::HandleSignal() {
 }
 
 void Daemon::HandleLinkEvents() {
-  std::set<std::string> devs;
-  bool unknown = false;
+  std::set<std::string> ports_only, reread;
+  std::vector<std::string> unknown;
   Status s = deps_.link_monitor->ReadEvents([&](const LinkEvent& ev) {
-    bool matched = false;
-    for (const auto& [name, t] : known_) {
-      if (std::find(t.dev.netdevs.begin(), t.dev.netdevs.end(), ev.link.name) != t.dev.netdevs.end()) {
-        devs.insert(name);
-        matched = true;
-      }
-    }
-    // A netdev we do not know may belong to a hot-plugged RDMA device.
-    if (!matched && ev.type == LinkEvent::Type::kNew) unknown = true;
+    std::vector<std::string> on = tracker_.DevicesOnNetdev(ev.link.name);
+    ports_only.insert(on.begin(), on.end());
+    if (on.empty() && ev.type == LinkEvent::Type::kNew) unknown.push_back(ev.link.name);
   });
   if (!s.ok()) {
     SPDLOG_WARN("link events: {}: full rescan", s.message());
     FullRescan();
     return;
   }
-  if (unknown) {
-    FullRescan();
-    return;
+  // A netdev nobody tracks (every pod's veth) is read for the RDMA devices it may bring (a
+  // hot-plugged function), and only those: no rescan, no verbs context reopened.
+  for (const auto& n : unknown) {
+    for (auto& d : tracker_.RdmaDevicesOfNetdev(n)) reread.insert(std::move(d));
   }
   // A link event changes link and port state, not the device's shape: re-read just those
   // (a device that vanished or reads oddly gets the full re-read).
-  bool fast = true;
-  for (const auto& d : devs) {
-    if (!RefreshPortStates(d)) {
-      fast = false;
-      RefreshDevice(d);
+  for (const auto& d : ports_only) {
+    if (reread.count(d)) continue;
+    if (Status ps = tracker_.RefreshPorts(d); !ps.ok()) {
+      SPDLOG_DEBUG("{}: full re-read", ps.message());
+      reread.insert(d);
     }
   }
-  if (fast && !devs.empty()) RebuildPools();
+  for (const auto& d : reread) tracker_.Refresh(d);
+  if (ports_only.empty() && reread.empty()) return;
+  RebuildPools();
+  if (!reread.empty()) WatchDeviceEvents();  // a device that came (back) gets its async events
 }
 
 void Daemon::HandleDeviceEvents() {
@@ -693,6 +606,7 @@ void Daemon::HandleDeviceEvents() {
   });
   if (!s.ok()) SPDLOG_WARN("async events: {}", s.message());
   if (fatal) {
+    watched_.clear();  // the source dropped the fatal device's context: let it reopen what is back
     FullRescan();
     return;
   }
@@ -708,13 +622,17 @@ void Daemon::HandleUevents() {
     FullRescan();
     return;
   }
-  bool added = false;
   for (const auto& ev : evs) {
     SPDLOG_INFO("{} {} (uevent)", ev.rdma_dev, ev.what);
-    RefreshDevice(ev.rdma_dev);
-    added |= ev.what == "registered";
+    if (ev.what == "unregistered") {
+      tracker_.Unregistered(ev.rdma_dev);
+    } else {
+      tracker_.Refresh(ev.rdma_dev);
+    }
   }
-  if (added) WatchDeviceEvents();  // listen to the new device's async events too
+  if (evs.empty()) return;
+  RebuildPools();
+  WatchDeviceEvents();  // published first; then a new device's async events, none of a gone one
 }
 
 Status Daemon::Run() {

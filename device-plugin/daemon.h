@@ -6,7 +6,8 @@
 //   - inotify on the config file's directory (also ConfigMap "..data" symlink swaps) and SIGHUP
 //     -> reload; an invalid file is logged and the running config kept;
 //   - rtnetlink link events (LinkMonitor) and verbs async events (DeviceEventSource) -> re-read
-//     the affected devices (an unknown netdev -> full rescan, which finds hot-plugged devices);
+//     the affected devices (an unknown netdev -> the RDMA devices it carries, if any: how
+//     hot-plugged devices are found without a rescan);
 //   - kernel uevents of RDMA devices (registered/unregistered) -> read or drop that device;
 //   - a slow periodic rescan (the safety net), and retries of failed registrations;
 //   - results of Register calls, which run on a KubeletRegistrar thread so that a kubelet.sock
@@ -30,6 +31,7 @@
 
 #include "device-plugin/config.h"
 #include "device-plugin/device_events.h"
+#include "device-plugin/device_tracker.h"
 #include "device-plugin/metrics.h"
 #include "device-plugin/plugin_server.h"
 #include "device-plugin/pool_state.h"
@@ -127,9 +129,6 @@ class Daemon {
   void HandleRegistrations();
   void FullRescan();
   void RefreshDevice(const std::string& rdma_dev);
-  // Re-reads only the port states of a known device and re-evaluates its health (no
-  // RebuildPools). False when it cannot (device gone or unreadable): use RefreshDevice.
-  bool RefreshPortStates(const std::string& rdma_dev);
   void RebuildPools();
   std::shared_ptr<PoolState> BuildState(const Pool& pool, const std::vector<std::string>& devs);
   void ApplyConfig(PluginConfig cfg);
@@ -150,7 +149,8 @@ class Daemon {
   std::string socket_dir_;
 
   PluginConfig config_;
-  std::map<std::string, TrackedDevice> known_;  // rdma_dev -> device (gone ones kept unhealthy)
+  DeviceTracker tracker_;                       // the devices and their health
+  std::vector<std::string> watched_;            // devices last given to device_events->Watch
   mutable std::mutex pools_mu_;                 // guards pools_ map shape for the accessors
   std::map<std::string, Pool> pools_;           // pool name -> pool
   std::optional<std::string> exclusive_blocker_;

@@ -20,6 +20,7 @@ struct DeviceEvent {
   std::string rdma_dev;
   uint32_t port_num = 0;  // 0 for device-wide events
   std::string what;       // "port active", "port error", "device fatal", ...
+  friend bool operator==(const DeviceEvent&, const DeviceEvent&) = default;
 };
 
 class DeviceEventSource {
@@ -31,7 +32,8 @@ class DeviceEventSource {
   virtual Status Watch(const std::vector<std::string>& rdma_devs) = 0;
 };
 
-// libibverbs: one context per watched device, all async fds behind one epoll fd.
+// libibverbs: one context per watched device, all async fds behind one epoll fd
+// (ibverbs_event_source.h).
 StatusOr<std::unique_ptr<DeviceEventSource>> NewIbverbsEventSource();
 
 }  // namespace rdmak8s::dp

@@ -19,9 +19,17 @@ namespace rdmak8s::dp {
 inline constexpr char kHealthy[] = "Healthy";
 inline constexpr char kUnhealthy[] = "Unhealthy";
 
+// Where a tracked device is, as the node can tell (device_tracker.h).
+//   kPresent  the node shows it (class/infiniband/<dev>).
+//   kInPod    the node no longer shows it but its bus device stays: moved into a pod's network
+//             namespace (RDMA netns mode exclusive hides it from the node).
+//   kGone     unregistered or its bus device disappeared.
+enum class Presence { kPresent, kInPod, kGone };
+
 struct TrackedDevice {
   RdmaDevice dev;       // last known model (kept after it disappeared)
   DeviceHealth health;
+  Presence presence = Presence::kPresent;
 };
 
 struct PoolState {

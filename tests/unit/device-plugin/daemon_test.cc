@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -26,6 +27,7 @@
 #include "support/fake_kubelet.h"
 #include "support/log_capture.h"
 #include "unit/device-plugin/fake_event_sources.h"
+#include "unit/device-plugin/node_sysfs.h"
 
 namespace rdmak8s::dp {
 namespace {
@@ -56,6 +58,34 @@ void WriteFile(const std::string& path, const std::string& content) {
 }
 
 using testing::LogCapture;
+// The real discovery, counting what the daemon asks of it (thread safe: the test reads the counts
+// while the daemon's loop runs).
+class CountingDiscovery : public Discovery {
+ public:
+  explicit CountingDiscovery(std::unique_ptr<Discovery> real) : real_(std::move(real)) {}
+  StatusOr<DiscoveryResult> DiscoverAll() override {
+    ++all_;
+    return real_->DiscoverAll();
+  }
+  StatusOr<RdmaDevice> DiscoverOne(std::string_view rdma_dev) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      one_.emplace_back(rdma_dev);
+    }
+    return real_->DiscoverOne(rdma_dev);
+  }
+  int all() const { return all_.load(); }
+  std::vector<std::string> one() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return one_;
+  }
+
+ private:
+  std::unique_ptr<Discovery> real_;
+  std::atomic<int> all_{0};
+  mutable std::mutex mu_;
+  std::vector<std::string> one_;
+};
 
 class DaemonTest : public ::testing::Test {
  protected:
@@ -100,7 +130,10 @@ class DaemonTest : public ::testing::Test {
     options_.cdi_dir = root_ + "/cdi";
     options_.register_timeout = register_timeout_;
     DaemonDeps deps;
-    deps.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{root_ + "/sys", nullptr});
+    auto discovery = std::make_unique<CountingDiscovery>(
+        std::make_unique<SysfsDiscovery>(DiscoveryOptions{root_ + "/sys", nullptr}));
+    discovery_ = discovery.get();
+    deps.discovery = std::move(discovery);
     deps.netns_mode = [this]() -> StatusOr<RdmaNetnsMode> { return netns_mode_.load(); };
     auto links = std::make_unique<FakeLinkMonitor>();
     links_ = links.get();
@@ -150,6 +183,7 @@ class DaemonTest : public ::testing::Test {
   std::atomic<RdmaNetnsMode> netns_mode_{RdmaNetnsMode::kExclusive};
   FakeLinkMonitor* links_ = nullptr;
   FakeDeviceEventSource* events_ = nullptr;
+  CountingDiscovery* discovery_ = nullptr;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Daemon> daemon_;
   std::thread thread_;
@@ -391,16 +425,126 @@ TEST_F(DaemonTest, VanishedDeviceTurnsUnhealthyAndHotPluggedDeviceIsAdded) {
            HealthOf(r, "0000:5e:00.3") == "Healthy";
   }));
 
+  // Hot-unplugged: the VF's bus device goes with it.
   fs::rename(sys("class/infiniband/mlx5_1"), root_ + "/mlx5_1.link");
+  fs::rename(sys("bus/pci/devices/0000:5e:00.2"), root_ + "/vf.link");
   links_->Inject("ens1f0v0", false, LinkEvent::Type::kDel);
   ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.2") == "Unhealthy"; }));
 
   // It comes back (VF re-created, driver re-bound): Healthy again, same ID.
+  fs::rename(root_ + "/vf.link", sys("bus/pci/devices/0000:5e:00.2"));
   fs::rename(root_ + "/mlx5_1.link", sys("class/infiniband/mlx5_1"));
   links_->Inject("ens1f0v0", true);
   ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) {
     return Ids(r) == std::vector<std::string>{"0000:5e:00.2", "0000:5e:00.3"} && HealthOf(r, "0000:5e:00.2") == "Healthy";
   }));
+}
+
+// RDMA netns mode exclusive: our CNI moved the VF's RDMA device (and sriov-cni its netdev) into a
+// pod; the node no longer shows either, as the kernel hides them. A pod holds the device: it must
+// stay Healthy (allocatable, and the pod's own status), whatever event makes the daemon look.
+TEST_F(DaemonTest, DeviceMovedIntoAPodStaysHealthyAndIsReReadWhenItComesHome) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(kSriovConfig);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.2") == "Healthy"; }));
+  testing::NodeSysfs node(root_ + "/sys", root_ + "/pod");
+  ASSERT_TRUE(node.MoveToPod("mlx5_1", {"ens1f0v0"}));
+  links_->Inject("ens1f0v0", false, LinkEvent::Type::kDel);  // the netdev left the node
+  events_->Inject({"mlx5_1", 0, "device fatal"});           // the move disassociates our context
+  // A port going down elsewhere, on the same event source: the marker that the fatal event was
+  // handled (both are read in one go, and a fatal event re-reads every device).
+  WriteFile(sys("class/infiniband/mlx5_2/ports/1/state"), "1: DOWN\n");
+  events_->Inject({"mlx5_2", 1, "port error"});
+  auto r = WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.3") == "Unhealthy"; });
+  ASSERT_TRUE(r);
+  EXPECT_EQ(Ids(*r), (std::vector<std::string>{"0000:5e:00.2", "0000:5e:00.3"}));
+  EXPECT_EQ(HealthOf(*r, "0000:5e:00.2"), "Healthy");
+  auto a = kubelet_->Allocate("rdma/vfs", {{"0000:5e:00.2"}});
+  EXPECT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(events_->watched(), (std::vector<std::string>{"mlx5_0", "mlx5_2", "mlx5_3"}));
+
+  // Back home (DEL), with its port down meanwhile: re-read, so kubelet sees what it is now.
+  std::ofstream(node.InPod("class/infiniband/mlx5_1") + "/ports/1/state") << "1: DOWN\n";
+  ASSERT_TRUE(node.ComeHome("mlx5_1", {"ens1f0v0"}));
+  links_->Inject("ens1f0v0", true);
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.2") == "Unhealthy"; }));
+}
+
+// A soft device has no bus device: moved into the pod it stays Healthy too.
+TEST_F(DaemonTest, SoftDeviceMovedIntoAPodStaysHealthy) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "rxe0") == "Healthy"; }));
+  testing::NodeSysfs node(root_ + "/sys", root_ + "/pod");
+  ASSERT_TRUE(node.MoveToPod("rxe0"));
+  daemon_->Rescan();
+  // The marker: veth0 going down is still seen on the node (the device is judged by it).
+  WriteFile(sys("class/net/veth0/operstate"), "down\n");
+  links_->Inject("veth0", false);
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "rxe0") == "Unhealthy"; }));
+  WriteFile(sys("class/net/veth0/operstate"), "up\n");
+  links_->Inject("veth0", true);
+  auto r = WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "rxe0") == "Healthy"; });
+  ASSERT_TRUE(r);
+  EXPECT_EQ(Ids(*r), std::vector<std::string>{"rxe0"});
+}
+
+// A port attribute that is not "<n>: <name>" (here a number no int holds) is an error handled on
+// the event loop: the device turns Unhealthy ("unreadable") and the loop goes on.
+TEST_F(DaemonTest, MalformedPortStateOnALinkEventMakesTheDeviceUnreadableNotTheLoopDie) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "rxe0") == "Healthy"; }));
+  WriteFile(sys("class/infiniband/rxe0/ports/1/state"), "99999999999999999999: ACTIVE\n");
+  links_->Inject("veth0", true);
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "rxe0") == "Unhealthy"; }));
+  WriteFile(sys("class/infiniband/rxe0/ports/1/state"), "4: ACTIVE\n");
+  links_->Inject("veth0", true);
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "rxe0") == "Healthy"; }));
+}
+
+// Every pod's veth shows up as a new netdev on the node: one we don't own must not cost a full
+// rescan (nor reopen every verbs context).
+TEST_F(DaemonTest, NewNetdevWithoutAnRdmaDeviceCostsNoRescan) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(kSriovConfig);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return r.devices_size() == 2; }));
+  const int rescans = discovery_->all(), watches = events_->watch_calls();
+  links_->Inject("veth3a9f1c2e", true);  // no such netdev in sysfs any more, or no RDMA under it
+  links_->Inject("lo", true);            // exists, no bus device
+  // The marker, on the same event source: a port of a known device goes down.
+  WriteFile(sys("class/infiniband/mlx5_1/ports/1/state"), "1: DOWN\n");
+  links_->Inject("ens1f0v0", false);
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return HealthOf(r, "0000:5e:00.2") == "Unhealthy"; }));
+  EXPECT_EQ(discovery_->all(), rescans);
+  EXPECT_EQ(events_->watch_calls(), watches);
+}
+
+// A new netdev that does carry an RDMA device (a VF's netdev appearing): only that device is read.
+TEST_F(DaemonTest, NewNetdevWithAnRdmaDeviceReadsOnlyThatDevice) {
+  UseFixture("mlx5_roce_sriov");
+  fs::rename(sys("class/infiniband/mlx5_2"), root_ + "/mlx5_2.link");
+  WriteConfig(kSriovConfig);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) { return r.devices_size() == 1; }));
+  const int rescans = discovery_->all();
+  fs::rename(root_ + "/mlx5_2.link", sys("class/infiniband/mlx5_2"));
+  links_->Inject("ens1f0v1", true);
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) {
+    return r.devices_size() == 2 && HealthOf(r, "0000:5e:00.3") == "Healthy";
+  }));
+  EXPECT_EQ(discovery_->all(), rescans);
+  EXPECT_EQ(discovery_->one(), std::vector<std::string>{"mlx5_2"});
+  // Its async events are listened to as well.
+  for (auto until = std::chrono::steady_clock::now() + kWait;
+       events_->watched().size() != 4 && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(events_->watched(), (std::vector<std::string>{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"}));
 }
 
 TEST_F(DaemonTest, PeriodicRescanFindsWhatNoEventReported) {
@@ -828,8 +972,9 @@ TEST_F(DaemonTest, SharedPoolMetricsCountDistinctDevicesAndAdvertisedIdsApart) {
   EXPECT_NE(text.find("rdmak8s_pool_devices{health=\"Unhealthy\",resource=\"rdma/p\"} 0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("rdmak8s_pool_ids{health=\"Healthy\",resource=\"rdma/p\"} 100\n"), std::string::npos) << text;
 
-  // One VF goes away: 1 healthy + 1 unhealthy device, 50 + 50 IDs.
+  // One VF is unplugged (its bus device goes too): 1 healthy + 1 unhealthy device, 50 + 50 IDs.
   fs::rename(sys("class/infiniband/mlx5_1"), root_ + "/mlx5_1.link");
+  fs::remove(sys("bus/pci/devices/0000:5e:00.2"));
   links_->Inject("ens1f0v0", false, LinkEvent::Type::kDel);
   ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "mlx5_1-0") == "Unhealthy"; }));
   text = metrics_->Scrape();

@@ -75,6 +75,7 @@ class FakeDeviceEventSource : public DeviceEventSource {
   Status Watch(const std::vector<std::string>& rdma_devs) override {
     std::lock_guard<std::mutex> lock(mu_);
     watched_ = rdma_devs;
+    ++watch_calls_;
     return Status::Ok();
   }
   // Thread safe.
@@ -83,11 +84,16 @@ class FakeDeviceEventSource : public DeviceEventSource {
     std::lock_guard<std::mutex> lock(mu_);
     return watched_;
   }
+  int watch_calls() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return watch_calls_;
+  }
 
  private:
   EventQueue<DeviceEvent> q_;
   mutable std::mutex mu_;
   std::vector<std::string> watched_;
+  int watch_calls_ = 0;
 };
 
 }  // namespace rdmak8s::dp

@@ -177,6 +177,8 @@ Status EnsurePrivateDir(const std::string& path) {
   }
   if ((st.st_mode & 077) != 0 && chmod(path.c_str(), 0700) != 0) return ErrnoError(errno, "chmod 0700 " + path);
   return Status::Ok();
+}
+
 std::string Basename(std::string_view path) {
   size_t slash = path.rfind('/');
   return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));

@@ -1255,14 +1255,15 @@ TEST_F(PluginTest, AKnobAnAdminChangedSinceWeAppliedItIsNotClobberedOnRestore) {
   const std::string log = tmp_.path() + "/cni.log";
   options_.node.log_file = log;
   // (not roceTos: the kernel resets it when the device moves home, see SetUp)
-  const std::string tc = sysfs_ + "/class/infiniband/mlx5_1/tc/1/traffic_class";
+  // The device's traffic_class wherever it shows now (the pod's view while it is moved).
+  const char* tc = "tc/1/traffic_class";
   json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"qos", {{"trafficClass", 106}, {"pfc", {3}}}}});
   ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
-  ASSERT_EQ(ReadFile(tc), "106");
+  ASSERT_EQ(DevAttr("mlx5_1", tc), "106");
   ASSERT_EQ(Pfc(), 1 << 3);
-  ASSERT_TRUE(WriteFile(tc, "64\n"));  // the admin, while the pod runs
+  SetDevAttr("mlx5_1", tc, "64\n");  // the admin, while the pod runs
   ASSERT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
-  EXPECT_EQ(ReadFile(tc), "64") << "the admin's value is kept";
+  EXPECT_EQ(DevAttr("mlx5_1", tc), "64") << "the admin's value is kept";
   EXPECT_EQ(Pfc(), 0) << "an unchanged knob is restored as before";
   auto saved = StateStore(state_).LoadKnobs();
   ASSERT_TRUE(saved.ok());
@@ -1274,11 +1275,11 @@ TEST_F(PluginTest, AKnobAnAdminChangedSinceWeAppliedItIsNotClobberedOnRestore) {
   EXPECT_NE(ReadFile(log).find("tc:mlx5_1:1 is 64"), std::string::npos) << ReadFile(log);
   // Not retried by later DELs; the next attachment that changes it starts from the admin's value.
   ASSERT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
-  EXPECT_EQ(ReadFile(tc), "64");
+  EXPECT_EQ(DevAttr("mlx5_1", tc), "64");
   ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
-  ASSERT_EQ(ReadFile(tc), "106");
+  ASSERT_EQ(DevAttr("mlx5_1", tc), "106");
   ASSERT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
-  EXPECT_EQ(ReadFile(tc), "64") << "restored to the admin's value";
+  EXPECT_EQ(DevAttr("mlx5_1", tc), "64") << "restored to the admin's value";
   EXPECT_TRUE(Originals().empty());
 }
 
@@ -1312,9 +1313,12 @@ TEST_F(PluginTest, ACorruptRecordDoesNotBlockOtherAttachmentsAndIsQuarantined) {
   for (std::string line; std::getline(lines, line);) n += line.find("zz:net1.json") != std::string::npos;
   EXPECT_EQ(n, 1u) << "one error line:\n" << logged;
   EXPECT_NE(logged.find("quarantined"), std::string::npos) << logged;
+}
+
 TEST_F(PluginTest, AnExplicitSysfsRootEqualToTheNodesKeepsThePodsView) {
   // "sysfsRoot": the node's own root (with or without a trailing slash) is no fixture tree: a
   // device moved into the pod is read in the pod's view, as without the key.
+  options_.node.allow_netconf_overrides = true;  // what lets a netconf name sysfsRoot at all
   for (const std::string& root : {sysfs_, sysfs_ + "/"}) {
     SCOPED_TRACE(root);
     Pod pod = NewPod("10.77.0.39");

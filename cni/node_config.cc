@@ -10,26 +10,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rdmak8s/file_util.h"
+
 namespace rdmak8s::cni {
 
 using nlohmann::json;
 
 namespace {
-
-StatusOr<std::string> ReadAll(int fd, const std::string& path) {
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError(errno, "read " + path);
-    }
-    if (n == 0) return out;
-    out.append(buf, static_cast<size_t>(n));
-    if (out.size() > (1 << 20)) return InvalidArgumentError(path + ": larger than 1 MiB");
-  }
-}
 
 StatusOr<NodeConfig> Parse(const std::string& path, const std::string& data, NodeConfig c) {
   json j = json::parse(data, nullptr, /*allow_exceptions=*/false);
@@ -89,7 +76,7 @@ StatusOr<NodeConfig> LoadNodeConfig(const std::string& path, const NodeConfig& d
         (S_ISREG(st.st_mode) ? "a file" : "not a regular file") + " of uid " +
         std::to_string(st.st_uid) + ", mode " + mode + ")");
   }
-  auto data = ReadAll(fd, path);
+  auto data = ReadFd(fd, path, 1 << 20);
   close(fd);
   if (!data.ok()) return data.status();
   try {

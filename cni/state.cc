@@ -74,19 +74,7 @@ StatusOr<std::string> ReadFile(const std::string& path) {
     close(fd);
     return FailedPreconditionError(path + " is not a regular file");
   }
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      close(fd);
-      return ErrnoError(e, "read " + path);
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
+  auto out = ReadFd(fd, path);
   close(fd);
   return out;
 }

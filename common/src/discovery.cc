@@ -318,13 +318,10 @@ StatusOr<Port> ReadPort(const SysfsDir& dev, uint32_t port_num, bool rnic) {
   RDMAK8S_ASSIGN_OR_RETURN(SysfsDir dir, dev.Sub("ports/" + std::to_string(port_num)));
   Port port;
   port.port_num = port_num;
-  RDMAK8S_ASSIGN_OR_RETURN(std::string state, dir.Read("state"));
-  RDMAK8S_ASSIGN_OR_RETURN(NumberedName st, ParseNumberedName(state, dir.PathOf("state")));
-  port.state = st.number <= 5 ? static_cast<PortState>(st.number) : PortState::kNop;
-  RDMAK8S_ASSIGN_OR_RETURN(std::string phys, dir.Read("phys_state"));
-  RDMAK8S_ASSIGN_OR_RETURN(NumberedName ph, ParseNumberedName(phys, dir.PathOf("phys_state")));
-  port.phys_state = ph.number;
-  port.phys_state_name = ph.name;
+  RDMAK8S_ASSIGN_OR_RETURN(PortLinkState link, internal::ReadPortLinkStateIn(dir));
+  port.state = link.state;
+  port.phys_state = link.phys_state;
+  port.phys_state_name = std::move(link.phys_state_name);
   RDMAK8S_ASSIGN_OR_RETURN(port.link_layer, dir.Read("link_layer"));
   // rate_show() fails with EINVAL when the port reports an invalid speed (e.g. link down on
   // some drivers): no rate then.

@@ -179,6 +179,23 @@ Status EnsurePrivateDir(const std::string& path) {
   return Status::Ok();
 }
 
+StatusOr<std::string> ReadFd(int fd, const std::string& path, size_t max_bytes) {
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError(errno, "read " + path);
+    }
+    if (n == 0) return out;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > max_bytes) {
+      return InvalidArgumentError(path + ": larger than " + std::to_string(max_bytes) + " bytes");
+    }
+  }
+}
+
 std::string Basename(std::string_view path) {
   size_t slash = path.rfind('/');
   return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));

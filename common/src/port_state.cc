@@ -8,11 +8,9 @@ using internal::NumberedName;
 using internal::ParseNumberedName;
 using internal::SysfsDir;
 
-StatusOr<PortLinkState> ReadPortLinkState(const std::string& sysfs_root, std::string_view rdma_dev,
-                                          uint32_t port_num) {
-  RDMAK8S_ASSIGN_OR_RETURN(
-      SysfsDir dir, SysfsDir::Open(sysfs_root + "/class/infiniband/" + std::string(rdma_dev) +
-                                   "/ports/" + std::to_string(port_num)));
+namespace internal {
+
+StatusOr<PortLinkState> ReadPortLinkStateIn(const SysfsDir& dir) {
   PortLinkState out;
   RDMAK8S_ASSIGN_OR_RETURN(std::string state, dir.Read("state"));
   RDMAK8S_ASSIGN_OR_RETURN(NumberedName st, ParseNumberedName(state, dir.PathOf("state")));
@@ -22,6 +20,16 @@ StatusOr<PortLinkState> ReadPortLinkState(const std::string& sysfs_root, std::st
   out.phys_state = ph.number;
   out.phys_state_name = ph.name;
   return out;
+}
+
+}  // namespace internal
+
+StatusOr<PortLinkState> ReadPortLinkState(const std::string& sysfs_root, std::string_view rdma_dev,
+                                          uint32_t port_num) {
+  RDMAK8S_ASSIGN_OR_RETURN(
+      SysfsDir dir, SysfsDir::Open(sysfs_root + "/class/infiniband/" + std::string(rdma_dev) +
+                                   "/ports/" + std::to_string(port_num)));
+  return internal::ReadPortLinkStateIn(dir);
 }
 
 }  // namespace rdmak8s

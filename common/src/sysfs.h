@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "rdmak8s/device_id.h"
+#include "rdmak8s/port_state.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::internal {
@@ -71,5 +72,9 @@ struct NumberedName {
 StatusOr<NumberedName> ParseNumberedName(std::string_view text, std::string_view what);
 // The one ID rule (rdmak8s/device_id.h).
 using ::rdmak8s::IsPciAddress;
+
+// The "state" and "phys_state" attributes of a port directory (ports/<n>), each "<n>: <name>":
+// the one parser discovery's Port and ReadPortLinkState share (port_state.cc).
+StatusOr<PortLinkState> ReadPortLinkStateIn(const SysfsDir& port_dir);
 
 }  // namespace rdmak8s::internal

@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+
 #include <string>
 #include <string_view>
 
@@ -43,6 +45,11 @@ StatusOr<int> OpenBeneath(const std::string& root, std::string_view rel, int fla
 // non-directory is refused (FailedPrecondition naming the path): whoever controls the directory
 // controls what we read back from it.
 Status EnsurePrivateDir(const std::string& path);
+
+// Reads `fd` from its current offset to end of file (EINTR retried); the fd stays open, the
+// caller closes it. `path` only names the file in errors. More than `max_bytes` is
+// InvalidArgument (a file we parse is small; a huge one is not ours).
+StatusOr<std::string> ReadFd(int fd, const std::string& path, size_t max_bytes = SIZE_MAX);
 // Path helpers, lexical (no filesystem access): what follows the last '/' ("a/b" -> "b", "b" ->
 // "b"), and what precedes it ("a/b" -> "a", "b" -> "").
 std::string Basename(std::string_view path);

@@ -121,7 +121,10 @@ class Invocation {
   // than `leaving` (a record key, or "") needs: `leaving`'s own and any an earlier release could
   // not restore. Those it cannot restore keep their original and are appended to *pending.
   // Fails only when the state store can't be used.
-  Status RestoreUnneededKnobs(const std::string& leaving, std::vector<std::string>* pending);
+  // `in_pod_dev`/`in_pod_root`: an RDMA device that stays in a pod (another attachment keeps
+  // it there) and the sysfs root where it shows: its device knobs (tc) are read and written there.
+  Status RestoreUnneededKnobs(const std::string& leaving, std::vector<std::string>* pending,
+                              const std::string& in_pod_dev = "", const std::string& in_pod_root = "");
   // RestoreUnneededKnobs for no leaving attachment, logging what is still not restored: a DEL
   // with nothing to undo and a GC with nothing stale still retry what an earlier release left.
   Status RetryUnrestoredKnobs();
@@ -556,7 +559,9 @@ Status Invocation::CheckGids(const AttachmentRecord& rec, const Netns& pod,
 }
 
 Status Invocation::RestoreUnneededKnobs(const std::string& leaving,
-                                        std::vector<std::string>* pending) {
+                                        std::vector<std::string>* pending,
+                                        const std::string& in_pod_dev,
+                                        const std::string& in_pod_root) {
   auto originals = store_.LoadKnobs();
   if (!originals.ok()) return Fail(kErrState, originals.status());
   if (originals->empty()) return Status::Ok();
@@ -590,7 +595,8 @@ Status Invocation::RestoreUnneededKnobs(const std::string& leaving,
       }
     }
     // Without a DCB handle a DCB knob is NOT restored: WriteKnob's "unsupported" is no success.
-    KnobContext ctx{dcb.get(), sysfs_root_, sysfs_root_, configfs_root_};
+    const bool in_pod = !in_pod_dev.empty() && id.rfind("tc:" + in_pod_dev + ":", 0) == 0;
+    KnobContext ctx{dcb.get(), sysfs_root_, in_pod ? in_pod_root : sysfs_root_, configfs_root_};
     StatusOr<std::string> now = IsDcbKnob(id) && dcb == nullptr ? StatusOr<std::string>(dcb_error)
                                                                 : ReadKnob(ctx, id);
     Status s = now.status();
@@ -685,7 +691,28 @@ Status Invocation::Release(const AttachmentRecord& rec) {
   // write again (DCB netlink gone, driver without dcbnl) would keep the pod from ever being torn
   // down, while the original, which is what matters, is not lost.
   std::vector<std::string> pending;
-  RDMAK8S_RETURN_IF_ERROR(RestoreUnneededKnobs(rec.Key(), &pending));
+  std::optional<Netns> heir_pod;
+  if (heir && !heir->netns.empty()) {
+    if (auto p = OpenNetns(heir->netns); p.ok()) heir_pod = std::move(*p);
+  }
+  if (heir_pod) {
+    // The device stays in the pod, where the node's sysfs no longer shows it: its knobs that the
+    // heir doesn't need are restored in the pod's view.
+    bool ran = false;
+    Status restore = Status::Ok();
+    Status view = WithDeviceSysfs(*heir, &*heir_pod, [&](const std::string& root) {
+      ran = true;
+      restore = RestoreUnneededKnobs(rec.Key(), &pending, rec.rdma_dev, root);
+      return Status::Ok();
+    });
+    RDMAK8S_RETURN_IF_ERROR(restore);
+    if (!ran) {  // no view of the pod: what needs it stays on record for a later DEL or GC
+      log_.Warning("qos: no sysfs view of " + heir->netns + " (" + view.message() + ")");
+      RDMAK8S_RETURN_IF_ERROR(RestoreUnneededKnobs(rec.Key(), &pending));
+    }
+  } else {
+    RDMAK8S_RETURN_IF_ERROR(RestoreUnneededKnobs(rec.Key(), &pending));
+  }
   if (!pending.empty()) {
     log_.Error("qos: NOT restored: " + Join(pending, "; ") + ". The originals stay in " +
                store_.dir() + "/knobs.json; the next DEL or GC on this node retries");

@@ -1351,5 +1351,36 @@ TEST_F(PluginTest, AddLogsTheRoceV2GidIndexOfThePodsAddress) {
       << ReadFile(log);
 }
 
+TEST_F(PluginTest, ADeviceKnobIsRestoredInThePodWhenAnotherAttachmentKeepsTheDeviceThere) {
+  // Exclusive mode, two interfaces of one pod over one device; only net1 asked for a traffic
+  // class. When net1 leaves, net2 keeps the device in the pod, where the node's sysfs no longer
+  // shows it: the knob must be restored where the device shows (the pod's view), at once.
+  Pod pod = NewPod("10.77.0.46");
+  ASSERT_TRUE(ShIn(node_, "ip link add t4x type veth peer name ht4x").ok());
+  ASSERT_TRUE(RunInNetns(node_, [&]() -> Status {
+    RDMAK8S_ASSIGN_OR_RETURN(auto rt, NewRouteNetlink());
+    return rt->MoveLinkToNetns("t4x", pod.ns.fd(), "net2");
+  }).ok());
+  ASSERT_TRUE(ShIn(pod.ns, "ip addr add 10.77.1.46/24 dev net2 && ip link set net2 up").ok());
+  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", "10.77.1.46", 101);
+  const std::string log = tmp_.path() + "/cni.log";
+  options_.node.log_file = log;
+  json c1 = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"qos", {{"trafficClass", 106}}}});
+  json c2 = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}}, "net2");
+  c2["prevResult"]["ips"][0]["address"] = "10.77.1.46/24";
+  ASSERT_EQ(Run("ADD", "c1", &pod, c1).exit_code, 0);
+  ASSERT_EQ(Run("ADD", "c1", &pod, c2, "net2").exit_code, 0);
+  ASSERT_EQ(DevAttr("mlx5_1", "tc/1/traffic_class"), "106");
+  ASSERT_EQ(Run("DEL", "c1", &pod, c1).exit_code, 0);
+  EXPECT_TRUE(In(pod.key, "mlx5_1")) << "net2 still uses it";
+  EXPECT_EQ(DevAttr("mlx5_1", "tc/1/traffic_class"), "0") << "restored in the pod's view";
+  EXPECT_TRUE(Originals().empty()) << "nothing left to retry";
+  EXPECT_EQ(ReadFile(log).find("NOT restored"), std::string::npos) << ReadFile(log);
+  ASSERT_EQ(Run("DEL", "c1", &pod, c2, "net2").exit_code, 0);
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  EXPECT_EQ(DevAttr("mlx5_1", "tc/1/traffic_class"), "0");
+}
+
 }  // namespace
 }  // namespace rdmak8s::cni

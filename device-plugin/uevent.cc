@@ -52,7 +52,11 @@ std::vector<DeviceEvent> RdmaDeviceEventsOf(const Uevent& uevent) {
   if (uevent.action == "move") {
     std::vector<DeviceEvent> out;
     auto old = uevent.env.find("DEVPATH_OLD");
-    if (old != uevent.env.end() && !last(old->second).empty()) {
+    // A move that keeps the name is no rename: the kernel re-publishes a device it moved to
+    // another netns (rdma_dev_change_netns -> device_rename with the same name). Re-read it
+    // (registered): the tracker tells "moved into a pod" from "gone"; unregistering would make
+    // every device a pod holds Unhealthy.
+    if (old != uevent.env.end() && !last(old->second).empty() && last(old->second) != name) {
       out.push_back({last(old->second), 0, "unregistered"});
     }
     out.push_back({name, 0, "registered"});

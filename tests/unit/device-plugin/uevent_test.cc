@@ -66,6 +66,14 @@ TEST(UeventTest, InfinibandAddRemoveAndRenameBecomeDeviceEvents) {
   EXPECT_EQ(mv[1].rdma_dev, "roce0");
   EXPECT_EQ(mv[1].what, "registered");
 
+  // A netns move re-publishes the device under the same name: a re-read, never "unregistered".
+  auto ns_move = RdmaDeviceEventsOf(*ParseUevent(
+      "move@/devices/virtual/infiniband/rxe_slot2\0ACTION=move\0DEVPATH=/devices/virtual/infiniband/rxe_slot2\0"
+      "DEVPATH_OLD=/devices/virtual/infiniband/rxe_slot2\0SUBSYSTEM=infiniband\0NAME=rxe_slot2\0"s));
+  ASSERT_EQ(ns_move.size(), 1u);
+  EXPECT_EQ(ns_move[0].rdma_dev, "rxe_slot2");
+  EXPECT_EQ(ns_move[0].what, "registered");
+
   EXPECT_TRUE(RdmaDeviceEventsOf(*ParseUevent(
                   "add@/devices/virtual/net/veth0\0ACTION=add\0SUBSYSTEM=net\0INTERFACE=veth0\0"s))
                   .empty());

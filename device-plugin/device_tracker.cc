@@ -1,5 +1,7 @@
 #include "device-plugin/device_tracker.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
@@ -177,6 +179,23 @@ void DeviceTracker::Unregistered(const std::string& rdma_dev) {
   }
   auto it = known_.find(rdma_dev);
   if (it == known_.end()) return;
+  // The node also gets a "remove" uevent when a device is moved into a pod's netns (seen on the
+  // 7.3 kernel with rxe). A device none of whose netdevs is on the node any more went with them
+  // into a pod (host-device/sriov moved the netdev first): judged as a vanished device is.
+  // One whose netdev is still here was really removed.
+  const RdmaDevice& d = it->second.dev;
+  std::vector<std::string> netdevs = d.netdevs;
+  if (d.parent.lower_netdev.size()) netdevs.push_back(d.parent.lower_netdev);
+  bool netdev_here = std::any_of(netdevs.begin(), netdevs.end(), [&](const std::string& n) {
+    struct stat st {};
+    return lstat((sysfs_root_ + "/class/net/" + n).c_str(), &st) == 0;
+  });
+  if (!netdevs.empty() && !netdev_here && it->second.presence != Presence::kGone) {
+    std::set<std::string> before;
+    for (const auto& [name, t] : known_) before.insert(name);
+    if (!JudgeAbsent(rdma_dev, it->second, before)) known_.erase(it);
+    return;
+  }
   if (it->second.presence != Presence::kGone) SPDLOG_WARN("{} unregistered", rdma_dev);
   it->second.presence = Presence::kGone;
   it->second.health = {false, "device gone"};

@@ -234,6 +234,19 @@ TEST_F(DeviceTrackerTest, DeviceUnregisteredOnTheNodeIsGoneNotInAPod) {
   EXPECT_EQ(At("rxe0").presence, Presence::kGone) << "a rescan does not make it a pod's";
 }
 
+TEST_F(DeviceTrackerTest, RemoveUeventOfADeviceWhoseNetdevLeftTheNodeIsAMoveIntoAPod) {
+  // The 7.3 kernel sends the node a "remove" uevent when it moves rxe into a pod's netns. Its
+  // netdev is no longer on the node either (it went, or always was, in the pod): in a pod.
+  UseFixture("rxe_veth");
+  ASSERT_TRUE(tracker_->Rescan().ok());
+  fs::remove(sys("class/infiniband/rxe0"));
+  fs::remove_all(sys("devices/virtual/infiniband/rxe0"));
+  fs::remove(sys("class/net/veth0"));
+  tracker_->Unregistered("rxe0");
+  EXPECT_EQ(At("rxe0").presence, Presence::kInPod);
+  EXPECT_TRUE(At("rxe0").health.healthy) << At("rxe0").health.reason;
+}
+
 TEST_F(DeviceTrackerTest, UnregisteredButStillShownIsReRead) {
   UseFixture("rxe_veth");
   ASSERT_TRUE(tracker_->Rescan().ok());

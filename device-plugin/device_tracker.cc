@@ -30,12 +30,6 @@ std::string BusDevicePath(const std::string& sysfs_root, const RdmaDevice& dev) 
   return "";
 }
 
-std::string BusId(const RdmaDevice& dev) {
-  if (dev.parent.kind == ParentKind::kPci) return dev.pci_address();
-  if (dev.parent.kind == ParentKind::kAuxiliary) return dev.parent.aux_name;
-  return "";
-}
-
 std::string_view PresenceName(Presence p) {
   switch (p) {
     case Presence::kPresent: return "present";
@@ -81,13 +75,13 @@ bool DeviceTracker::JudgeAbsent(const std::string& name, TrackedDevice& t,
         SPDLOG_WARN("{} disappeared with its bus device {}", name, bus);
       }
       t.presence = Presence::kGone;
-      t.health = {false, "bus device " + BusId(t.dev) + " gone"};
+      t.health = {false, "bus device " + t.dev.bus_device_id() + " gone"};
       return true;
     }
     fs::path drv = fs::read_symlink(bus + "/driver", ec);
     std::string driver = ec ? "" : drv.filename().string();
     if (driver != t.dev.driver) {
-      SPDLOG_INFO("forgetting {}: its bus device {} is now {}", name, BusId(t.dev),
+      SPDLOG_INFO("forgetting {}: its bus device {} is now {}", name, t.dev.bus_device_id(),
                   driver.empty() ? "unbound" : "bound to " + driver);
       return false;
     }
@@ -96,9 +90,9 @@ bool DeviceTracker::JudgeAbsent(const std::string& name, TrackedDevice& t,
       std::string other = e.path().filename().string();
       if (other == name) continue;
       auto sib = known_.find(other);
-      bool sibling = before.count(other) && sib != known_.end() && BusId(sib->second.dev) == BusId(t.dev);
+      bool sibling = before.count(other) && sib != known_.end() && sib->second.dev.bus_device_id() == t.dev.bus_device_id();
       if (!sibling) {
-        SPDLOG_INFO("forgetting {}: its bus device {} now carries {}", name, BusId(t.dev), other);
+        SPDLOG_INFO("forgetting {}: its bus device {} now carries {}", name, t.dev.bus_device_id(), other);
         return false;
       }
     }
@@ -106,7 +100,7 @@ bool DeviceTracker::JudgeAbsent(const std::string& name, TrackedDevice& t,
   if (t.presence == Presence::kGone) return true;  // an unregistered device stays gone
   if (t.presence == Presence::kPresent) {
     SPDLOG_INFO("{} no longer shown on the node, {}: taken as moved into a pod's network namespace",
-                name, bus.empty() ? "a soft device" : "its bus device " + BusId(t.dev) + " stays");
+                name, bus.empty() ? "a soft device" : "its bus device " + t.dev.bus_device_id() + " stays");
     t.presence = Presence::kInPod;
   }
   // What the node still shows of it (a netdev left on the node) can still make it unhealthy.

@@ -25,18 +25,8 @@ int EffectiveCapacity(const PoolConfig& pool, const RdmaDevice& dev) {
 }
 
 std::string ExclusiveId(const RdmaDevice& dev) {
-  switch (dev.parent.kind) {
-    case ParentKind::kPci:
-      if (dev.parent.pci && !dev.parent.pci->address.empty()) return dev.parent.pci->address;
-      break;
-    case ParentKind::kAuxiliary:
-      if (!dev.parent.aux_name.empty()) return dev.parent.aux_name;
-      break;
-    case ParentKind::kVirtual:
-    case ParentKind::kUnknown:
-      break;
-  }
-  return dev.name;
+  std::string bus = dev.bus_device_id();
+  return bus.empty() ? dev.name : bus;
 }
 
 std::vector<std::string> DeviceIds(const PoolConfig& pool, const RdmaDevice& dev) {

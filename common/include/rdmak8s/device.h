@@ -156,6 +156,13 @@ struct RdmaDevice {
     static const std::string kEmpty;
     return parent.pci ? parent.pci->address : kEmpty;
   }
+  // The ID of the bus device the RDMA device sits on: the PCI address (PF/VF), the auxiliary
+  // device name (SF); empty for a soft device or an unknown parent.
+  std::string bus_device_id() const {
+    if (parent.kind == ParentKind::kPci) return pci_address();
+    if (parent.kind == ParentKind::kAuxiliary) return parent.aux_name;
+    return "";
+  }
   const Port* FindPort(uint32_t port_num) const;
   const CharDevice* FindCharDevice(CharDeviceKind kind, uint32_t port_num = 0) const;
 };

@@ -116,8 +116,7 @@ Status DeviceTracker::Rescan() {
   auto result = discovery_->DiscoverAll();
   // Keep what we knew: an unreadable sysfs is not "no devices".
   if (!result.ok()) return result.status().Prepend("discovery");
-  std::set<std::string> before;
-  for (const auto& [name, t] : known_) before.insert(name);
+  const std::set<std::string> before = KnownNames();
   std::set<std::string> shown;
   for (auto& dev : result->devices) {
     shown.insert(dev.name);
@@ -156,8 +155,7 @@ void DeviceTracker::Refresh(const std::string& rdma_dev) {
     return;
   }
   if (dev.status().code() == StatusCode::kNotFound) {
-    std::set<std::string> before;
-    for (const auto& [name, t] : known_) before.insert(name);
+    const std::set<std::string> before = KnownNames();
     if (!JudgeAbsent(rdma_dev, it->second, before)) known_.erase(it);
     return;
   }
@@ -185,16 +183,14 @@ void DeviceTracker::Unregistered(const std::string& rdma_dev) {
     return lstat((sysfs_root_ + "/class/net/" + n).c_str(), &st) == 0;
   });
   if (!netdevs.empty() && !netdev_here && it->second.presence != Presence::kGone) {
-    std::set<std::string> before;
-    for (const auto& [name, t] : known_) before.insert(name);
+    const std::set<std::string> before = KnownNames();
     if (!JudgeAbsent(rdma_dev, it->second, before)) known_.erase(it);
     return;
   }
   if (it->second.presence != Presence::kGone) SPDLOG_WARN("{} unregistered", rdma_dev);
   it->second.presence = Presence::kGone;
   it->second.health = {false, "device gone"};
-  std::set<std::string> before;
-  for (const auto& [name, t] : known_) before.insert(name);
+  const std::set<std::string> before = KnownNames();
   if (!JudgeAbsent(rdma_dev, it->second, before)) known_.erase(it);
 }
 
@@ -250,6 +246,12 @@ std::vector<std::string> DeviceTracker::RdmaDevicesOfNetdev(std::string_view net
     }
   }
   return {out.begin(), out.end()};
+}
+
+std::set<std::string> DeviceTracker::KnownNames() const {
+  std::set<std::string> out;
+  for (const auto& [name, t] : known_) out.insert(name);
+  return out;
 }
 
 std::vector<std::string> DeviceTracker::Present() const {

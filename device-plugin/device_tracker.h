@@ -79,6 +79,8 @@ class DeviceTracker {
   // to tell an RDMA device that sat beside ours on the same bus device from a successor.
   // False when the device is forgotten (the caller erases it).
   bool JudgeAbsent(const std::string& name, TrackedDevice& t, const std::set<std::string>& before);
+  // Names of every tracked device (JudgeAbsent's `before`).
+  std::set<std::string> KnownNames() const;
 
   Discovery* discovery_;
   std::string sysfs_root_;

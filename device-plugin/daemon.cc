@@ -200,6 +200,7 @@ Status Daemon::StartPool(const PoolConfig& cfg) {
                                    const std::vector<std::string>&, const std::string& error) {
     if (metrics) metrics->CountAllocation(resource, error.empty());
   };
+  so.hooks.before_rename = deps_.before_socket_rename;
   so.hooks.on_watcher_status = [metrics](const std::string& resource, bool ok, const std::string&) {
     if (!metrics) return;
     metrics->CountRegistration(resource, ok);
@@ -231,6 +232,7 @@ void Daemon::StopPool(const std::string& name, bool remove_cdi) {
 
 void Daemon::RegisterPool(Pool& pool) {
   if (mode_ != RegistrationMode::kDevicePlugin) return;  // kubelet's plugin watcher dials us
+  if (pool.serve_retry_at != SteadyClock::time_point{}) return;  // not serving: after ServeAgain
   std::string kubelet_sock = options_.kubelet_dir + "/" + kKubeletSocket;
   pool.register_seq = 0;  // whatever is in flight is superseded
   if (!Exists(kubelet_sock)) {
@@ -483,7 +485,13 @@ void Daemon::ServeAgain(Pool& pool) {
   if (deps_.metrics) deps_.metrics->SetRegistered(pool.resource, false);
   pool.server->Stop();
   Status s = pool.server->Start();
-  if (!s.ok()) SPDLOG_ERROR("re-serve {}: {}", pool.resource, s.message());
+  if (s.ok()) {
+    pool.serve_retry_at = {};
+    return;
+  }
+  // Nothing else would bring the socket back (kubelet only dials what registers): try again.
+  pool.serve_retry_at = SteadyClock::now() + std::chrono::seconds(1);
+  SPDLOG_ERROR("re-serve {}: {}; retrying in 1s", pool.resource, s.message());
 }
 
 void Daemon::OnKubeletDirEvent(uint32_t mask, const std::string& name) {
@@ -644,6 +652,9 @@ Status Daemon::Run() {
       if (!pool.registered && pool.retry_at != SteadyClock::time_point{}) {
         wake_at = std::min(wake_at, pool.retry_at);
       }
+      if (pool.serve_retry_at != SteadyClock::time_point{}) {
+        wake_at = std::min(wake_at, pool.serve_retry_at);
+      }
     }
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - now).count();
     int timeout = static_cast<int>(std::clamp<int64_t>(wait, 0, 3600 * 1000));
@@ -678,6 +689,15 @@ Status Daemon::Run() {
       next_rescan_ = SteadyClock::now() + options_.rescan_interval;
     }
     for (auto& [name, pool] : pools_) {
+      if (pool.serve_retry_at != SteadyClock::time_point{} &&
+          SteadyClock::now() >= pool.serve_retry_at) {
+        ServeAgain(pool);
+        if (pool.serve_retry_at == SteadyClock::time_point{} &&
+            mode_ == RegistrationMode::kDevicePlugin) {
+          pool.register_failures = 0;
+          RegisterPool(pool);
+        }
+      }
       if (!pool.registered && pool.retry_at != SteadyClock::time_point{} &&
           SteadyClock::now() >= pool.retry_at) {
         RegisterPool(pool);

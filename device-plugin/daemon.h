@@ -9,7 +9,8 @@
 //     the affected devices (an unknown netdev -> the RDMA devices it carries, if any: how
 //     hot-plugged devices are found without a rescan);
 //   - kernel uevents of RDMA devices (registered/unregistered) -> read or drop that device;
-//   - a slow periodic rescan (the safety net), and retries of failed registrations;
+//   - a slow periodic rescan (the safety net), and retries of failed registrations and of a
+//     socket that could not be served again;
 //   - results of Register calls, which run on a KubeletRegistrar thread so that a kubelet.sock
 //     nobody answers on never stalls this loop;
 //   - SIGTERM/SIGINT (or Stop()) -> stop servers, remove our sockets, return from Run().
@@ -76,6 +77,8 @@ struct DaemonDeps {
   // "unregistered" events. Optional.
   std::unique_ptr<DeviceEventSource> uevents;
   Metrics* metrics = nullptr;                        // optional, not owned
+  // Every pool server's ServerHooks::before_rename (tests: a kubelet's sweep in that window).
+  std::function<void(const std::string& staging_path)> before_socket_rename;
 };
 
 class Daemon {
@@ -116,6 +119,8 @@ class Daemon {
     uint64_t register_seq = 0;  // the registration in flight (0: none); older results are moot
     int register_failures = 0;
     std::chrono::steady_clock::time_point retry_at{};
+    // Serving again failed (ServeAgain): when to try again; zero while serving.
+    std::chrono::steady_clock::time_point serve_retry_at{};
   };
 
   std::string SocketFileName(const std::string& resource) const;

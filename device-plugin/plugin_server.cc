@@ -187,28 +187,46 @@ Status PoolServer::Start() {
   // rolling update). So gRPC binds a private name, renamed over the public one (atomically: no
   // moment without a socket, and a stale file is simply replaced), and Stop() removes the public
   // name only while it is still the socket bound here.
-  const std::string staging = StagingPath(options_.socket_path);
-  service_ = std::make_unique<DevicePluginService>(this);
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix://" + staging, grpc::InsecureServerCredentials());
-  builder.RegisterService(service_.get());
-  if (options_.plugin_watcher) {
-    watcher_ = std::make_unique<WatcherService>(this);
-    builder.RegisterService(watcher_.get());
-  }
-  server_ = builder.BuildAndStart();
-  if (!server_) return InternalError("serve " + options_.socket_path + ": gRPC could not listen on " + staging);
-  auto id = IdOf(staging);
-  if (rename(staging.c_str(), options_.socket_path.c_str()) != 0) {
+  //
+  // A kubelet that starts removes every socket in its directory, and it may sweep while we bind:
+  // our private name gone before the rename (ENOENT) is that sweep, not an error of ours.
+  // Bind again under a new name; the sweep is one pass over the directory, so a few attempts
+  // outlast it.
+  constexpr int kAttempts = 5;
+  for (int attempt = 1;; ++attempt) {
+    const std::string staging = StagingPath(options_.socket_path);
+    service_ = std::make_unique<DevicePluginService>(this);
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("unix://" + staging, grpc::InsecureServerCredentials());
+    builder.RegisterService(service_.get());
+    if (options_.plugin_watcher) {
+      watcher_ = std::make_unique<WatcherService>(this);
+      builder.RegisterService(watcher_.get());
+    }
+    server_ = builder.BuildAndStart();
+    if (!server_) {
+      return InternalError("serve " + options_.socket_path + ": gRPC could not listen on " + staging);
+    }
+    auto id = IdOf(staging);
+    if (options_.hooks.before_rename) options_.hooks.before_rename(staging);
+    if (rename(staging.c_str(), options_.socket_path.c_str()) == 0) {
+      socket_id_ = id;
+      return Status::Ok();
+    }
     int err = errno;
     server_->Shutdown(std::chrono::system_clock::now());
     server_->Wait();
     server_.reset();
     unlink(staging.c_str());
-    return ErrnoError(err, "serve " + options_.socket_path + ": rename " + staging);
+    if (err != ENOENT || attempt == kAttempts) {
+      return ErrnoError(err, "serve " + options_.socket_path + ": rename " + staging +
+                                 (err == ENOENT ? " (removed " + std::to_string(kAttempts) +
+                                                      " times before it could be renamed)"
+                                                : ""));
+    }
+    SPDLOG_DEBUG("serve {}: {} was removed before its rename (a kubelet clearing its directory): "
+                 "binding again", options_.socket_path, staging);
   }
-  socket_id_ = id;
-  return Status::Ok();
 }
 
 void PoolServer::Stop() {

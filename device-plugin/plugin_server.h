@@ -38,6 +38,9 @@ struct ServerHooks {
   // Plugin-watcher NotifyRegistrationStatus.
   std::function<void(const std::string& resource, bool registered, const std::string& error)>
       on_watcher_status;
+  // Between gRPC's bind of the private name and its rename to the socket path: the window in
+  // which a starting kubelet's sweep of its directory can remove it. For tests.
+  std::function<void(const std::string& staging_path)> before_rename;
 };
 
 class PoolServer {
@@ -54,7 +57,9 @@ class PoolServer {
   PoolServer& operator=(const PoolServer&) = delete;
 
   // Binds and serves, replacing whatever file is at the socket path (a stale socket, or the
-  // socket of another process: the newest server wins). kInternal when gRPC cannot listen.
+  // socket of another process: the newest server wins). kInternal when gRPC cannot listen; the
+  // private name removed before its rename (a kubelet sweeping its directory) is bound again,
+  // up to 5 times, then kNotFound.
   Status Start();
   // Removes the socket file if it is still the one Start() bound (same device and inode: a
   // socket that replaced ours is left alone), ends streams, stops serving.

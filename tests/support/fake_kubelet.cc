@@ -102,10 +102,15 @@ FakeKubelet::~FakeKubelet() { Stop(); }
 Status FakeKubelet::Start() {
   if (server_) return Status::Ok();
   // kubelet's device manager removes every socket in its directory when it starts (its own
-  // kubelet.sock left by the previous kubelet included), then listens.
+  // kubelet.sock left by the previous kubelet included), then listens. As kubelet does
+  // (CleanupPluginDirectory: Readdirnames, then a stat and a remove per name), the names are
+  // read first and removed after: a socket a plugin binds during the sweep survives it, one it
+  // bound just before (its private name, not yet renamed) does not.
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
-    if (entry.is_socket(ec)) fs::remove(entry.path(), ec);
+  std::vector<fs::path> names;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) names.push_back(entry.path());
+  for (const auto& path : names) {
+    if (fs::is_socket(fs::status(path, ec))) fs::remove(path, ec);  // os.Stat follows links
   }
   // gRPC unlinks its listening path at shutdown; a kubelet stopped with SIGTERM leaves
   // kubelet.sock behind. So gRPC listens on a private name renamed to kubelet.sock.

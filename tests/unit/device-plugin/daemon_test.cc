@@ -143,6 +143,7 @@ class DaemonTest : public ::testing::Test {
     deps.device_events = std::move(events);
     if (uevent_fd_ >= 0) deps.uevents = NewUeventSourceOnFd(std::exchange(uevent_fd_, -1));
     deps.metrics = metrics_.get();
+    deps.before_socket_rename = before_socket_rename_;
     daemon_ = std::make_unique<Daemon>(options_, std::move(deps));
     RDMAK8S_RETURN_IF_ERROR(daemon_->Start());
     thread_ = std::thread([this] { run_status_ = daemon_->Run(); });
@@ -178,6 +179,7 @@ class DaemonTest : public ::testing::Test {
   std::string kubelet_dir_;
   std::chrono::milliseconds register_timeout_ = 3000ms;
   int uevent_fd_ = -1;  // when set: the daemon's uevent source reads this socket
+  std::function<void(const std::string&)> before_socket_rename_;
   std::unique_ptr<FakeKubelet> kubelet_;
   DaemonOptions options_;
   std::atomic<RdmaNetnsMode> netns_mode_{RdmaNetnsMode::kExclusive};
@@ -742,6 +744,46 @@ TEST_F(DaemonTest, RemovedSocketIsServedAndRegisteredAgain) {
   EXPECT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "rxe0") == "Healthy"; }));
 }
 
+// The plugin starting while a kubelet starts: the kubelet's sweep of its directory removes the
+// plugin's private socket name between bind and rename. The plugin binds again and registers;
+// it does not exit.
+TEST_F(DaemonTest, StartingWhileAKubeletSweepsItsDirectoryStillServesAndRegisters) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  std::atomic<int> swept{0};
+  before_socket_rename_ = [&swept](const std::string& staging) {
+    if (swept.load() == 0 && unlink(staging.c_str()) == 0) swept++;
+  };
+  Status s = StartDaemon();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(swept.load(), 1);
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
+}
+
+// Serving again after our socket was removed can fail (the directory swept on every attempt):
+// the loop tries again on its own, since no other event would bring the socket back, and
+// registers once it serves.
+TEST_F(DaemonTest, SocketThatCouldNotBeServedAgainIsRetriedThenRegistered) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  std::atomic<bool> sweeping{false};
+  std::atomic<int> swept{0};
+  before_socket_rename_ = [&](const std::string& staging) {
+    if (sweeping.load() && unlink(staging.c_str()) == 0 && ++swept == 5) sweeping = false;
+  };
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
+  LogCapture log;
+  sweeping = true;
+  ASSERT_TRUE(fs::remove(kubelet_dir_ + "/rdmak8s-rdma-p.sock"));
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 2, kWait)) << log.Text();
+  EXPECT_EQ(swept.load(), 5);
+  EXPECT_NE(log.Text().find("E re-serve rdma/p: serve " + kubelet_dir_ + "/rdmak8s-rdma-p.sock"),
+            std::string::npos) << log.Text();
+  EXPECT_NE(log.Text().find("retrying in 1s"), std::string::npos) << log.Text();
+  EXPECT_TRUE(fs::exists(kubelet_dir_ + "/rdmak8s-rdma-p.sock"));
+}
+
 // A DaemonSet rolling update: the new process serves and registers while the old one is still
 // shutting down on the same directory. The old one stopping must not delete the new socket.
 TEST_F(DaemonTest, AnOldInstanceStoppingLeavesTheNewInstancesSocket) {
@@ -792,6 +834,10 @@ TEST_F(DaemonTest, ReloadKeepingResourceAndModeUpdatesTheOpenStream) {
   UseFixture("mlx5_roce_sriov");
   WriteConfig(kSriovConfig);
   ASSERT_TRUE(StartDaemon().ok());
+  // Both pools registered before the reload (they register one after the other): what is
+  // counted after it is then only what the reload caused.
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/vfs", 1, kWait));
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/pf", 1, kWait));
   ASSERT_TRUE(WaitFor("rdma/pf", [](const Resp& r) { return r.devices_size() == 4; }));
   std::string cfg = kSriovConfig;
   cfg.replace(cfg.find("\"capacity\": 2"), 13, "\"capacity\": 3");

@@ -159,6 +159,53 @@ TEST_F(PluginServerTest, PreferredAllocationDebugLogNamesTheChosenIds) {
       << log.Text();
 }
 
+// A kubelet starting removes every socket in its directory (a list, then a remove each). A
+// plugin that binds its private name while that sweep runs can lose it before the rename:
+// it binds again under a new name, and serves.
+TEST_F(PluginServerTest, PrivateNameSweptBeforeItsRenameIsBoundAgain) {
+  FakeKubelet kubelet(dir_);
+  ASSERT_TRUE(kubelet.Start().ok());
+  std::vector<std::string> swept;
+  ServerHooks hooks;
+  hooks.before_rename = [&](const std::string& staging) {
+    if (swept.size() < 2 && unlink(staging.c_str()) == 0) swept.push_back(staging);
+  };
+  PoolServer server({dir_ + "/p.sock", false, hooks}, State(PoolMode::kExclusive));
+  Status s = server.Start();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(swept.size(), 2u);
+  EXPECT_NE(swept[0], swept[1]) << "bound again under the same private name";
+  EXPECT_TRUE(server.SocketPresent());
+  ASSERT_TRUE(RegisterWithKubelet(kubelet.socket_path(), "p.sock", "rdma/p", 2000ms).ok());
+  EXPECT_TRUE(kubelet.WaitForDevices("rdma/p", [](const auto& r) { return r.devices_size() == 2; },
+                                     5s));
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().filename().string().rfind(".rdmak8s.", 0), std::string::npos)
+        << "private name left behind: " << e.path();
+  }
+}
+
+// A sweep that never ends (something removing every socket as it appears) is an error that says
+// so, with nothing left behind.
+TEST_F(PluginServerTest, PrivateNameSweptEveryTimeIsAnErrorNamingTheSweep) {
+  ServerHooks hooks;
+  int attempts = 0;
+  hooks.before_rename = [&](const std::string& staging) {
+    attempts++;
+    unlink(staging.c_str());
+  };
+  PoolServer server({dir_ + "/p.sock", false, hooks}, State(PoolMode::kExclusive));
+  Status s = server.Start();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(attempts, 5);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound) << s.ToString();
+  EXPECT_NE(s.message().find("serve " + dir_ + "/p.sock"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("removed 5 times before it could be renamed"), std::string::npos)
+      << s.message();
+  EXPECT_FALSE(server.serving());
+  EXPECT_TRUE(std::filesystem::is_empty(dir_));
+}
+
 // A DaemonSet rolling update: the new process serves on the same path while the old one is
 // still shutting down. The old one must not take the new one's socket with it.
 TEST_F(PluginServerTest, StopLeavesASocketThatReplacedOurs) {

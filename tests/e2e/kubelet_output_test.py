@@ -34,7 +34,8 @@ BOUND_S = 60  # a bound for a wedged process, never a performance assertion
 class KubeletOutputTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="rdmak8s-e2e-lib-")
-        self.addCleanup(shutil.rmtree, self.tmp, True)
+        if not os.environ.get("RDMAK8S_KEEP_TMP"):
+            self.addCleanup(shutil.rmtree, self.tmp, True)
         self.kdir = os.path.join(self.tmp, "k")
         os.makedirs(self.kdir)
         shutil.copytree(FIXTURE, os.path.join(self.tmp, "sys"), symlinks=True)
@@ -57,15 +58,25 @@ class KubeletOutputTest(unittest.TestCase):
                            timeout=BOUND_S + 30)
         if check:
             self.assertEqual(p.returncode, 0, f"{script}: rc {p.returncode}\nstdout: {p.stdout}\n"
-                             f"stderr: {p.stderr}\nkubelet output:\n{self.read_out()}")
+                             f"stderr: {p.stderr}\n{self.logs()}")
         return p
 
     def read_out(self):
+        return self.read_file(self.out)
+
+    @staticmethod
+    def read_file(path):
         try:
-            with open(self.out) as f:
+            with open(path) as f:
                 return f.read()
         except OSError:
             return ""
+
+    # What a failure message carries: both processes' own account of what happened.
+    def logs(self):
+        return (f"kubelet output:\n{self.read_out()}\n"
+                f"kubelet stderr:\n{self.read_file(os.path.join(self.tmp, 'kubelet.err'))}\n"
+                f"device plugin log:\n{self.read_file(os.path.join(self.tmp, 'dp.log'))}")
 
     def start_plugin(self):
         cfg = os.path.join(self.tmp, "dp.json")
@@ -73,10 +84,12 @@ class KubeletOutputTest(unittest.TestCase):
             json.dump({"resourcePrefix": "rdma", "pools": [
                 {"name": "slot1", "selectors": {"rdmaDevices": ["mlx5_2"]}},
                 {"name": "slot2", "selectors": {"rdmaDevices": ["mlx5_3"]}}]}, f)
-        self.plugin = subprocess.Popen(
-            [DEVICE_PLUGIN, "--config", cfg, "--kubelet-dir", self.kdir, "--sysfs-root",
-             os.path.join(self.tmp, "sys"), "--metrics-address", "127.0.0.1:0", "--no-verbs"],
-            stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.tmp, "dp.log"), "w"))
+        with open(os.path.join(self.tmp, "dp.log"), "w") as log:
+            self.plugin = subprocess.Popen(
+                [DEVICE_PLUGIN, "--config", cfg, "--kubelet-dir", self.kdir, "--sysfs-root",
+                 os.path.join(self.tmp, "sys"), "--cdi-dir", os.path.join(self.tmp, "cdi"),
+                 "--metrics-address", "127.0.0.1:0", "--no-verbs", "-v", "1"],
+                stdout=subprocess.DEVNULL, stderr=log)
 
     def stop_plugin(self):
         if self.plugin and self.plugin.poll() is None:
@@ -99,8 +112,7 @@ class KubeletOutputTest(unittest.TestCase):
                                        '"resource":"rdma/slot2"')):
                 return
             time.sleep(0.05)
-        self.fail(f"the fake kubelet printed no document within {BOUND_S} s:\n{self.read_out()}\n"
-                  f"stderr: {open(os.path.join(self.tmp, 'kubelet.err')).read()}")
+        self.fail(f"the fake kubelet printed no document within {BOUND_S} s:\n{self.logs()}")
 
     def test_every_document_is_one_complete_json_line(self):
         self.lib("kubelet_start --allocate rdma/slot1:1 --allocate rdma/slot2:1", check=True)

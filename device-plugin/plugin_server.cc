@@ -96,12 +96,13 @@ class PoolServer::DevicePluginService final : public v1beta1::DevicePlugin::Serv
                                       const v1beta1::PreferredAllocationRequest* req,
                                       v1beta1::PreferredAllocationResponse* out) override {
     auto state = s_->state();
-    AllocationTopology topo = PoolTopology(*state);
+    auto topo = s_->TopologyOf(state);
     for (const auto& c : req->container_requests()) {
-      std::vector<std::string> avail(c.available_deviceids().begin(), c.available_deviceids().end());
+      std::vector<std::string_view> avail(c.available_deviceids().begin(),
+                                          c.available_deviceids().end());
       std::vector<std::string> must(c.must_include_deviceids().begin(),
                                     c.must_include_deviceids().end());
-      auto ids = PreferredAllocation(avail, must, c.allocation_size(), topo);
+      auto ids = PreferredAllocation(avail, must, c.allocation_size(), *topo);
       SPDLOG_DEBUG("preferred {}: size {} must [{}] -> [{}]", state->resource, c.allocation_size(),
                    Join(must), Join(ids));
       auto* r = out->add_container_responses();
@@ -259,6 +260,16 @@ void PoolServer::Publish(std::shared_ptr<const PoolState> state, bool notify) {
     if (notify) publish_count_++;
   }
   cv_.notify_all();
+}
+
+std::shared_ptr<const AllocationTopology> PoolServer::TopologyOf(
+    const std::shared_ptr<const PoolState>& state) {
+  std::lock_guard<std::mutex> lock(topology_mu_);
+  if (topology_state_ != state) {
+    topology_ = std::make_shared<const AllocationTopology>(PoolTopology(*state));
+    topology_state_ = state;
+  }
+  return topology_;
 }
 
 std::shared_ptr<const PoolState> PoolServer::state() const {

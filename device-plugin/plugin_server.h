@@ -24,6 +24,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "device-plugin/pool_state.h"
+#include "device-plugin/preferred_allocation.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dp {
@@ -85,6 +86,14 @@ class PoolServer {
   std::unique_ptr<WatcherService> watcher_;
   std::unique_ptr<grpc::Server> server_;
   std::pair<dev_t, ino_t> socket_id_{0, 0};  // (st_dev, st_ino) of the socket we bound
+
+  // The preferred-allocation topology of `state` (PoolTopology), built once per published
+  // state: a request pays only for its own IDs.
+  std::shared_ptr<const AllocationTopology> TopologyOf(const std::shared_ptr<const PoolState>& state);
+
+  std::mutex topology_mu_;
+  std::shared_ptr<const PoolState> topology_state_;
+  std::shared_ptr<const AllocationTopology> topology_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -173,6 +173,62 @@ TEST(PreferredAllocationTest, MoreThanTheDevicesTakesEveryDeviceOnceThenRepeats)
   EXPECT_EQ(std::set<std::string>(got.begin(), got.end()).size(), 4u) << "no ID twice";
 }
 
+// A shared pool's state as the server sees it: device names of every length the name index
+// reads differently (under 4, 4 to 7, 8 to 16 and beyond 16 bytes), names that are prefixes of
+// others, a name with a '-' in it.
+PoolState SharedState(const std::vector<std::string>& names) {
+  PoolState st;
+  st.resource = "rdma/shared";
+  st.pool.name = "shared";
+  st.pool.mode = PoolMode::kShared;
+  st.pool.capacity = 2;
+  for (const auto& n : names) {
+    RdmaDevice d;
+    d.name = n;
+    st.devices[n] = TrackedDevice{d, {true, ""}};
+  }
+  return st;
+}
+
+const std::vector<std::string> kOddNames = {
+    "a", "ib", "mlx5_1", "mlx5_10", "mlx5_100", "rxe-eth0", "ibp59s0f1", "mlx5_bond_0",
+    "sixteen_bytes_16", "ib_device_with_a_long_name_0", "ib_device_with_a_long_name_1"};
+
+TEST(PreferredAllocationTest, PoolTopologyFindsASharedIdsDeviceByNameWhateverItsLength) {
+  AllocationTopology topo = PoolTopology(SharedState(kOddNames));
+  ASSERT_TRUE(topo.by_name);
+  ASSERT_EQ(topo.devices.size(), kOddNames.size());
+  for (const auto& n : kOddNames) {
+    int d = DeviceOf(topo, n + "-1");
+    ASSERT_GE(d, 0) << n;
+    EXPECT_EQ(topo.devices[static_cast<size_t>(d)].rdma_dev, n);
+  }
+  for (const char* stray : {"mlx5_1x-0", "mlx5-0", "mlx5_1", "mlx5_-0", "-1", "b-0", "a0-0",
+                            "ib_device_with_a_long_name_2-0", "ib_device_with_a_long_name_-0",
+                            "sixteen_bytes_17-0", "sixteen_bytes_1-0", "rxe-0", "eth0-0"}) {
+    EXPECT_EQ(DeviceOf(topo, stray), -1) << stray;
+  }
+}
+
+TEST(PreferredAllocationTest, PoolTopologyListsDevicesInNaturalOrder) {
+  AllocationTopology topo = PoolTopology(SharedState({"mlx5_10", "mlx5_2", "mlx5_1"}));
+  std::vector<std::string> names;
+  for (const auto& d : topo.devices) names.push_back(d.rdma_dev);
+  EXPECT_EQ(names, (std::vector<std::string>{"mlx5_1", "mlx5_2", "mlx5_10"}));
+}
+
+TEST(PreferredAllocationTest, StringsAndViewsOfTheSameIdsGetTheSameAnswer) {
+  AllocationTopology topo = PoolTopology(SharedState(kOddNames));
+  std::vector<std::string> ids;
+  for (const auto& n : kOddNames) ids.insert(ids.end(), {n + "-1", n + "-0"});
+  std::shuffle(ids.begin(), ids.end(), std::mt19937(3));
+  std::vector<std::string_view> views(ids.begin(), ids.end());
+  auto got = PreferredAllocation(ids, {}, 3, topo);
+  EXPECT_EQ(PreferredAllocation(views, {}, 3, topo), got);
+  // No NUMA, no PCIe: the naturally first devices, each its naturally first ID.
+  EXPECT_EQ(got, (std::vector<std::string>{"a-0", "ib-0", "ib_device_with_a_long_name_0-0"}));
+}
+
 TEST(PreferredAllocationTest, IdsOfNoKnownDeviceComeLast) {
   auto got = PreferredAllocation({"stray", "mlx5_3", "mlx5_4"}, {}, 3, Exclusive());
   ASSERT_EQ(got.size(), 3u);

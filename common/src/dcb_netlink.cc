@@ -13,9 +13,9 @@ namespace {
 
 using internal::NetlinkChannel;
 
-class LibnlDcbNetlink : public DcbNetlink {
+class ChannelDcbNetlink : public DcbNetlink {
  public:
-  explicit LibnlDcbNetlink(std::unique_ptr<NetlinkChannel> ch) : ch_(std::move(ch)) {}
+  explicit ChannelDcbNetlink(std::unique_ptr<NetlinkChannel> ch) : ch_(std::move(ch)) {}
 
   StatusOr<PfcState> GetPfc(std::string_view netdev) override {
     const std::string what = "get PFC on " + std::string(netdev);
@@ -115,7 +115,7 @@ class LibnlDcbNetlink : public DcbNetlink {
 
 StatusOr<std::unique_ptr<DcbNetlink>> NewDcbNetlink() {
   RDMAK8S_ASSIGN_OR_RETURN(auto ch, NetlinkChannel::Open(NETLINK_ROUTE, "rtnetlink (DCB)"));
-  return std::unique_ptr<DcbNetlink>(new LibnlDcbNetlink(std::move(ch)));
+  return std::unique_ptr<DcbNetlink>(new ChannelDcbNetlink(std::move(ch)));
 }
 
 }  // namespace rdmak8s

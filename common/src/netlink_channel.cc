@@ -1,21 +1,20 @@
 #include "netlink_channel.h"
 
 #include <linux/netlink.h>
-#include <netlink/netlink.h>
-#include <netlink/socket.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 namespace rdmak8s::internal {
 
 StatusOr<std::unique_ptr<NetlinkChannel>> NetlinkChannel::Open(int protocol,
                                                                std::string_view name) {
   const std::string n(name);
-  // socket(2) ourselves so its errno survives (libnl folds it into its own error codes).
   int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, protocol);
   if (fd < 0) {
     int err = errno;
@@ -43,30 +42,30 @@ StatusOr<std::unique_ptr<NetlinkChannel>> NetlinkChannel::Open(int protocol,
   int rcvbuf = 1 << 20;
   (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 
-  nl_sock* sk = nl_socket_alloc();
-  if (sk == nullptr) {
+  // The kernel picked our port id at bind(2); replies carry it (or 0) in nlmsg_pid.
+  socklen_t addr_len = sizeof(local);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &addr_len) != 0) {
+    int err = errno;
     close(fd);
-    return InternalError("open " + n + " socket: out of memory");
+    return ErrnoError(err, "getsockname " + n + " socket");
   }
-  int rc = nl_socket_set_fd(sk, protocol, fd);
-  if (rc < 0) {
-    close(fd);
-    nl_socket_free(sk);
-    return InternalError("open " + n + " socket: " + nl_geterror(rc));
-  }
-  return std::unique_ptr<NetlinkChannel>(new NetlinkChannel(sk, n));
+  // Sequence numbers start from the clock, as iproute2's rtnl_open (and libnl, used here
+  // before) do; Transact filters replies by them.
+  const auto first_seq = static_cast<uint32_t>(std::time(nullptr));
+  return std::unique_ptr<NetlinkChannel>(new NetlinkChannel(fd, local.nl_pid, first_seq, n));
 }
 
-NetlinkChannel::~NetlinkChannel() { nl_socket_free(sk_); }  // closes the fd
+NetlinkChannel::~NetlinkChannel() { close(fd_); }
 
-int NetlinkChannel::fd() const { return nl_socket_get_fd(sk_); }
+int NetlinkChannel::fd() const { return fd_; }
 
 Status NetlinkChannel::Subscribe(uint32_t group) {
   int g = static_cast<int>(group);
   if (setsockopt(fd(), SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &g, sizeof(g)) != 0) {
     return ErrnoError(errno, "join " + name_ + " group " + std::to_string(group));
   }
-  if (nl_socket_set_nonblocking(sk_) < 0) {
+  const int fl = fcntl(fd_, F_GETFL);
+  if (fl < 0 || fcntl(fd_, F_SETFL, fl | O_NONBLOCK) != 0) {
     return ErrnoError(errno, "make " + name_ + " socket non-blocking");
   }
   return Status::Ok();
@@ -110,13 +109,13 @@ Status NetlinkChannel::Transact(std::vector<uint8_t> request,
                                 const std::function<Status(const nl::Message&)>& on_reply,
                                 std::string_view what) {
   if (request.size() < sizeof(nlmsghdr)) return InternalError("netlink request too short");
-  const uint32_t seq = nl_socket_use_seq(sk_);
+  const uint32_t seq = next_seq_++;
   nlmsghdr h;
   std::memcpy(&h, request.data(), sizeof(h));
   h.nlmsg_seq = seq;
   h.nlmsg_pid = 0;
   std::memcpy(request.data(), &h, sizeof(h));
-  const uint32_t port = nl_socket_get_local_port(sk_);
+  const uint32_t port = port_;
 
   sockaddr_nl kernel{};
   kernel.nl_family = AF_NETLINK;

@@ -1,6 +1,6 @@
 // NetlinkChannel: the one place that does netlink socket I/O for rdmak8s (RDMA nldev, DCB,
 // rtnetlink requests and the link event stream). It carries bytes built by the pure codecs
-// (netlink_codec.h and friends) over a libnl nl_sock and hands back reply messages.
+// (netlink_codec.h and friends) over a plain AF_NETLINK socket and hands back reply messages.
 //
 // Thread safety: one instance per thread.
 #pragma once
@@ -16,8 +16,6 @@
 #include "rdmak8s/netlink_codec.h"
 #include "rdmak8s/status.h"
 
-struct nl_sock;
-
 namespace rdmak8s::internal {
 
 class NetlinkChannel {
@@ -27,6 +25,8 @@ class NetlinkChannel {
   // protocol (EPROTONOSUPPORT) the Status is kUnavailable "<name> not available: ...".
   static StatusOr<std::unique_ptr<NetlinkChannel>> Open(int protocol, std::string_view name);
   ~NetlinkChannel();
+  NetlinkChannel(const NetlinkChannel&) = delete;
+  NetlinkChannel& operator=(const NetlinkChannel&) = delete;
 
   int fd() const;
   // Joins a multicast group and makes reads non-blocking (for event streams).
@@ -48,14 +48,17 @@ class NetlinkChannel {
   Status Drain(const std::function<void(const nl::Message&)>& on_message);
 
  private:
-  NetlinkChannel(nl_sock* sk, std::string name) : sk_(sk), name_(std::move(name)) {}
+  NetlinkChannel(int fd, uint32_t port, uint32_t first_seq, std::string name)
+      : fd_(fd), port_(port), next_seq_(first_seq), name_(std::move(name)) {}
   // One datagram; 0 bytes with OK when non-blocking and nothing is queued.
   Status Receive(std::vector<uint8_t>& buf, bool nonblocking, size_t& len);
   // The Status for a failed recv(2): kUnavailable (ENOBUFS: messages lost), kDeadlineExceeded
   // (EAGAIN on a blocking read: SO_RCVTIMEO), else the errno's.
   Status ReceiveError(int err) const;
 
-  nl_sock* sk_;
+  int fd_;
+  uint32_t port_;      // the socket's netlink port id, assigned by the kernel at bind(2)
+  uint32_t next_seq_;  // sequence number of the next request
   std::string name_;
 };
 

@@ -20,9 +20,9 @@ using internal::NetlinkChannel;
 // IB_DEVICE_NAME_MAX (include/rdma/ib_verbs.h), NUL included.
 constexpr size_t kRdmaDevNameMax = 64;
 
-class LibnlRdmaNetlink : public RdmaNetlink {
+class ChannelRdmaNetlink : public RdmaNetlink {
  public:
-  explicit LibnlRdmaNetlink(std::unique_ptr<NetlinkChannel> ch) : ch_(std::move(ch)) {}
+  explicit ChannelRdmaNetlink(std::unique_ptr<NetlinkChannel> ch) : ch_(std::move(ch)) {}
 
   StatusOr<std::vector<RdmaLinkInfo>> ListDevices() override {
     std::vector<RdmaLinkInfo> out;
@@ -99,7 +99,7 @@ class LibnlRdmaNetlink : public RdmaNetlink {
 
 StatusOr<std::unique_ptr<RdmaNetlink>> NewRdmaNetlink() {
   RDMAK8S_ASSIGN_OR_RETURN(auto ch, NetlinkChannel::Open(NETLINK_RDMA, "RDMA netlink"));
-  return std::unique_ptr<RdmaNetlink>(new LibnlRdmaNetlink(std::move(ch)));
+  return std::unique_ptr<RdmaNetlink>(new ChannelRdmaNetlink(std::move(ch)));
 }
 
 }  // namespace rdmak8s

@@ -1,6 +1,6 @@
 // Pure encoding/decoding of IEEE DCB messages over rtnetlink (include/uapi/linux/dcbnl.h,
 // net/dcb/dcbnl.c; the layouts iproute2's `dcb pfc`, `dcb app` and `dcb apptrust` use). No
-// sockets: LibnlDcbNetlink carries these bytes. Tested on bytes.
+// sockets: ChannelDcbNetlink carries these bytes. Tested on bytes.
 //
 // Request: struct nlmsghdr (RTM_GETDCB / RTM_SETDCB), struct dcbmsg {AF_UNSPEC, cmd, pad},
 // DCB_ATTR_IFNAME, and for sets DCB_ATTR_IEEE { DCB_ATTR_IEEE_PFC (struct ieee_pfc) |

@@ -1,7 +1,7 @@
 // RdmaNetlink: the kernel's RDMA netlink (NETLINK_RDMA, RDMA_NL_NLDEV), as iproute2's `rdma`
 // speaks it: list devices, the system netns mode, moving a device to a netns, renaming.
 //
-// A real implementation (LibnlRdmaNetlink) talks to the kernel of the network namespace it was
+// A real implementation (ChannelRdmaNetlink) talks to the kernel of the network namespace it was
 // opened in; NewRdmaNetlink() opens it in the caller's current netns. Tests use FakeRdmaNetlink
 // (tests/), since this machine's kernel has no RDMA.
 //

@@ -1,6 +1,6 @@
 // Pure encoding/decoding of the RDMA nldev messages rdmak8s sends (include/uapi/rdma/
 // rdma_netlink.h; the layouts iproute2's `rdma dev`, `rdma dev set ... netns` and
-// `rdma system` use). No sockets: LibnlRdmaNetlink carries these bytes. Tested on bytes.
+// `rdma system` use). No sockets: ChannelRdmaNetlink carries these bytes. Tested on bytes.
 //
 // Every message is a struct nlmsghdr with nlmsg_type = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, cmd)
 // = (5 << 10) + cmd and no family header: attributes follow the netlink header directly.

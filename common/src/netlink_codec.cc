@@ -80,15 +80,19 @@ std::string Attr::String() const {
   return std::string(p, strnlen(p, payload.size()));
 }
 
-StatusOr<std::vector<Attr>> ParseAttrs(std::span<const uint8_t> data) {
+StatusOr<std::vector<Attr>> ParseAttrs(std::span<const uint8_t> data, AttrNamer namer) {
   std::vector<Attr> out;
   size_t off = 0;
   while (off + NLA_HDRLEN <= data.size()) {
     nlattr a;
     std::memcpy(&a, data.data() + off, sizeof(a));
     if (a.nla_len < NLA_HDRLEN || off + a.nla_len > data.size()) {
-      return InvalidArgumentError("netlink attribute at offset " + std::to_string(off) +
-                                  " has bad length " + std::to_string(a.nla_len));
+      const uint16_t type = a.nla_type & NLA_TYPE_MASK;
+      const char* name = namer != nullptr ? namer(type) : nullptr;
+      return InvalidArgumentError(
+          "netlink attribute " +
+          (name != nullptr ? std::string(name) : "type " + std::to_string(type)) +
+          " at offset " + std::to_string(off) + " has bad length " + std::to_string(a.nla_len));
     }
     out.push_back(Attr{static_cast<uint16_t>(a.nla_type & NLA_TYPE_MASK),
                        data.subspan(off + NLA_HDRLEN, a.nla_len - NLA_HDRLEN)});

@@ -54,9 +54,13 @@ struct Attr {
   std::string String() const;
 };
 
+// Names an attribute type for error messages ("IFLA_MTU"); nullptr when it has no name.
+using AttrNamer = const char* (*)(uint16_t type);
+
 // The attributes in `data`, in order. kInvalidArgument when an attribute's length runs past the
-// buffer or is shorter than its header.
-StatusOr<std::vector<Attr>> ParseAttrs(std::span<const uint8_t> data);
+// buffer or is shorter than its header; the message names the attribute by `namer` when given
+// and it knows the type, else by number.
+StatusOr<std::vector<Attr>> ParseAttrs(std::span<const uint8_t> data, AttrNamer namer = nullptr);
 // The first attribute of `type`, if any.
 const Attr* FindAttr(const std::vector<Attr>& attrs, uint16_t type);
 

@@ -9,7 +9,7 @@ PACKAGES=(
   # libraries we link
   libibverbs-dev librdmacm-dev rdma-core ibverbs-providers
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-  nlohmann-json3-dev libnl-3-dev libnl-route-3-dev libnl-genl-3-dev
+  nlohmann-json3-dev
   libcli11-dev libspdlog-dev prometheus-cpp-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev iproute2 kmod procps

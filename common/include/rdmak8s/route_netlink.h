@@ -32,8 +32,8 @@ struct LinkInfo {
   // that is another netns (a macvlan moved into a pod from the node); -1 when absent, i.e. the
   // lower device is in the same netns as this link.
   int link_netnsid = -1;
-  // Linux 5.16+; read from the raw attributes (libnl 3.7 does not decode them). Empty on older
-  // kernels and for virtual links: use /sys/class/net/<if>/device then.
+  // Linux 5.16+. Empty on older kernels and for virtual links: use /sys/class/net/<if>/device
+  // then.
   std::string parent_bus;   // IFLA_PARENT_DEV_BUS_NAME ("pci"), when the kernel reports it
   std::string parent_dev;   // IFLA_PARENT_DEV_NAME ("0000:3b:00.2"), when the kernel reports it
   uint32_t mtu = 0;

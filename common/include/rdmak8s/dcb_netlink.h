@@ -40,19 +40,38 @@ struct DcbAppEntry {
 // a table read back is classified by its first selector (dcb_codec.h TrustFromSelectors).
 enum class DcbTrust { kPcp, kDscp };
 
-class DcbNetlink {
+// Every call names a netdev; kInvalidArgument for a bad interface name, kNotFound (ENODEV) for
+// a missing one, kUnimplemented when the netdev has no DCB ops (the kernel answers EOPNOTSUPP).
+
+// Priority flow control (DCB_ATTR_IEEE_PFC, `dcb pfc`).
+class DcbPfc {
  public:
-  virtual ~DcbNetlink() = default;
-  // kUnimplemented when the netdev has no DCB ops (the kernel answers EOPNOTSUPP).
+  virtual ~DcbPfc() = default;
   virtual StatusOr<PfcState> GetPfc(std::string_view netdev) = 0;
   virtual Status SetPfcEnabled(std::string_view netdev, uint8_t enabled_mask) = 0;
+};
+
+// The APP table (DCB_ATTR_IEEE_APP_TABLE, `dcb app`).
+class DcbAppTable {
+ public:
+  virtual ~DcbAppTable() = default;
   virtual StatusOr<std::vector<DcbAppEntry>> GetApp(std::string_view netdev) = 0;
   virtual Status AddApp(std::string_view netdev, const std::vector<DcbAppEntry>& entries) = 0;
   virtual Status DelApp(std::string_view netdev, const std::vector<DcbAppEntry>& entries) = 0;
+};
+
+// The APP trust table (DCB_ATTR_DCB_APP_TRUST_TABLE, `dcb apptrust`).
+class DcbAppTrust {
+ public:
+  virtual ~DcbAppTrust() = default;
   // kUnimplemented when the kernel or driver has no trust table.
   virtual StatusOr<DcbTrust> GetTrust(std::string_view netdev) = 0;
   virtual Status SetTrust(std::string_view netdev, DcbTrust trust) = 0;
 };
+
+// The three roles over one rtnetlink socket, as NewDcbNetlink opens it. Code that needs one
+// role takes that interface; this composition adds nothing.
+class DcbNetlink : public DcbPfc, public DcbAppTable, public DcbAppTrust {};
 
 StatusOr<std::unique_ptr<DcbNetlink>> NewDcbNetlink();
 

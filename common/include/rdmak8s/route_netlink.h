@@ -46,23 +46,40 @@ struct IpAddress {
   int ifindex = 0;
 };
 
-class RouteNetlink {
+// Reading links (RTM_GETLINK).
+class LinkLookup {
  public:
-  virtual ~RouteNetlink() = default;
+  virtual ~LinkLookup() = default;
   // kNotFound when there is no such link in this netns.
   virtual StatusOr<LinkInfo> GetLinkByName(std::string_view name) = 0;
   virtual StatusOr<LinkInfo> GetLinkByIndex(int ifindex) = 0;
   virtual StatusOr<LinkInfo> GetLinkByMac(std::string_view mac) = 0;
   virtual StatusOr<std::vector<LinkInfo>> ListLinks() = 0;
+};
+
+// Changing links (RTM_NEWLINK on an existing link).
+class LinkControl {
+ public:
+  virtual ~LinkControl() = default;
   // RTM_NEWLINK with IFLA_NET_NS_FD (and IFLA_IFNAME when new_name is non-empty).
   // kAlreadyExists when new_name is taken in the target; the kernel has then already moved the
   // link under its old name, and this moves it back, so a failed call leaves the link here.
   virtual Status MoveLinkToNetns(std::string_view name, int netns_fd,
                                  std::string_view new_name = {}) = 0;
   virtual Status SetLinkUp(std::string_view name, bool up) = 0;
+};
+
+// Reading addresses (RTM_GETADDR).
+class AddressLookup {
+ public:
+  virtual ~AddressLookup() = default;
   // Addresses of one link (ifindex > 0) or of all links (ifindex == 0), both families.
   virtual StatusOr<std::vector<IpAddress>> ListAddresses(int ifindex) = 0;
 };
+
+// The three roles over one rtnetlink socket, as NewRouteNetlink opens it. Code that needs one
+// role takes that interface; this composition adds nothing.
+class RouteNetlink : public LinkLookup, public LinkControl, public AddressLookup {};
 
 StatusOr<std::unique_ptr<RouteNetlink>> NewRouteNetlink();
 

@@ -69,6 +69,23 @@ std::string FormatMac(std::span<const uint8_t> b) {
   return out;
 }
 
+// The family header (struct ifinfomsg, struct ifaddrmsg) that starts m's payload, when m is of
+// type `type` or `other_type`; `types` and `struct_name` name them in errors.
+template <typename Hdr>
+StatusOr<Hdr> FamilyHeader(const nl::Message& m, uint16_t type, uint16_t other_type,
+                           const char* types, const char* struct_name) {
+  if (m.type != type && m.type != other_type) {
+    return InvalidArgumentError("type " + std::to_string(m.type) + " is not " + types);
+  }
+  if (m.payload.size() < sizeof(Hdr)) {
+    return InvalidArgumentError(std::to_string(m.payload.size()) + " bytes, shorter than struct " +
+                                struct_name);
+  }
+  Hdr h;
+  std::memcpy(&h, m.payload.data(), sizeof(h));
+  return h;
+}
+
 nl::MessageBuilder StartLink(uint16_t type, uint16_t flags, uint32_t seq, const ifinfomsg& ifi) {
   nl::MessageBuilder b(type, static_cast<uint16_t>(NLM_F_REQUEST | flags), seq);
   b.AppendHeader(&ifi, sizeof(ifi));
@@ -167,16 +184,10 @@ std::vector<uint8_t> BuildDumpAddresses(uint32_t seq) {
 
 StatusOr<LinkInfo> ParseLink(const nl::Message& m) {
   const std::string what = std::string("decode ") + TypeName(m.type);
-  if (m.type != RTM_NEWLINK && m.type != RTM_DELLINK) {
-    return InvalidArgumentError(what + ": type " + std::to_string(m.type) +
-                                " is not RTM_NEWLINK or RTM_DELLINK");
-  }
-  if (m.payload.size() < sizeof(ifinfomsg)) {
-    return InvalidArgumentError(what + ": " + std::to_string(m.payload.size()) +
-                                " bytes, shorter than struct ifinfomsg");
-  }
-  ifinfomsg ifi;
-  std::memcpy(&ifi, m.payload.data(), sizeof(ifi));
+  auto hdr = FamilyHeader<ifinfomsg>(m, RTM_NEWLINK, RTM_DELLINK, "RTM_NEWLINK or RTM_DELLINK",
+                                     "ifinfomsg");
+  if (!hdr.ok()) return hdr.status().Prepend(what);
+  const ifinfomsg& ifi = *hdr;
   LinkInfo info;
   info.ifindex = ifi.ifi_index;
   info.admin_up = ifi.ifi_flags & IFF_UP;
@@ -188,16 +199,9 @@ StatusOr<LinkInfo> ParseLink(const nl::Message& m) {
 
 StatusOr<IpAddress> ParseAddress(const nl::Message& m) {
   const std::string what = std::string("decode ") + TypeName(m.type);
-  if (m.type != RTM_NEWADDR) {
-    return InvalidArgumentError(what + ": type " + std::to_string(m.type) +
-                                " is not RTM_NEWADDR");
-  }
-  if (m.payload.size() < sizeof(ifaddrmsg)) {
-    return InvalidArgumentError(what + ": " + std::to_string(m.payload.size()) +
-                                " bytes, shorter than struct ifaddrmsg");
-  }
-  ifaddrmsg ifa;
-  std::memcpy(&ifa, m.payload.data(), sizeof(ifa));
+  auto hdr = FamilyHeader<ifaddrmsg>(m, RTM_NEWADDR, RTM_NEWADDR, "RTM_NEWADDR", "ifaddrmsg");
+  if (!hdr.ok()) return hdr.status().Prepend(what);
+  const ifaddrmsg& ifa = *hdr;
   IpAddress ip;
   ip.family = ifa.ifa_family;
   ip.prefix_len = ifa.ifa_prefixlen;

@@ -7,33 +7,19 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "support/netlink_bytes.h"
+
 namespace rdmak8s {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
-using Bytes = std::vector<uint8_t>;
-
-// Byte-wise appends: GCC 12 mis-warns (-Warray-bounds) on vector::insert of tiny vectors.
-Bytes Cat(std::initializer_list<Bytes> parts) {
-  Bytes out;
-  for (const auto& p : parts) {
-    for (uint8_t b : p) out.push_back(b);
-  }
-  return out;
-}
-
-// An attribute written out independently of the codec: u16 len, u16 type, payload, pad to 4.
-Bytes A(uint16_t type, Bytes payload) {
-  uint16_t len = static_cast<uint16_t>(4 + payload.size());
-  Bytes out = {static_cast<uint8_t>(len & 0xff), static_cast<uint8_t>(len >> 8),
-               static_cast<uint8_t>(type & 0xff), static_cast<uint8_t>(type >> 8)};
-  for (uint8_t b : payload) out.push_back(b);
-  while (out.size() % 4) out.push_back(0);
-  return out;
-}
-Bytes Nest(uint16_t type, std::initializer_list<Bytes> inner) { return A(type | 0x8000, Cat(inner)); }
+using rdmak8s::testing::A;
+using rdmak8s::testing::Bytes;
+using rdmak8s::testing::Cat;
+using rdmak8s::testing::Nest;
+using rdmak8s::testing::OnlyMessage;
 
 // nlmsghdr + dcbmsg around attributes.
 Bytes Msg(uint8_t type, uint16_t flags, uint32_t seq, uint8_t cmd, const Bytes& attrs) {
@@ -46,13 +32,6 @@ Bytes Msg(uint8_t type, uint16_t flags, uint32_t seq, uint8_t cmd, const Bytes& 
 }
 
 const Bytes kIfnameEth0 = {0x09, 0x00, 0x01, 0x00, 'e', 't', 'h', '0', 0x00, 0x00, 0x00, 0x00};
-
-nl::Message OnlyMessage(const Bytes& datagram) {
-  auto msgs = nl::SplitMessages(datagram);
-  EXPECT_TRUE(msgs.ok()) << msgs.status().ToString();
-  EXPECT_EQ(msgs->size(), 1u);
-  return msgs->at(0);
-}
 
 // struct ieee_pfc is 136 bytes: pfc_cap, pfc_en, mbc, pad, u16 delay, pad to 8, 2 x u64[8].
 Bytes PfcBytes(uint8_t cap, uint8_t en, uint16_t delay) {

@@ -11,32 +11,20 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "support/netlink_bytes.h"
+
 namespace rdmak8s {
 namespace {
 
 using ::testing::AllOf;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
-using Bytes = std::vector<uint8_t>;
+using rdmak8s::testing::A;
+using rdmak8s::testing::Bytes;
+using rdmak8s::testing::Cat;
+using rdmak8s::testing::Nest;
+using rdmak8s::testing::OnlyMessage;
 
-// Byte-wise appends: GCC 12 mis-warns (-Warray-bounds) on vector::insert of tiny vectors.
-Bytes Cat(std::initializer_list<Bytes> parts) {
-  Bytes out;
-  for (const auto& p : parts) {
-    for (uint8_t b : p) out.push_back(b);
-  }
-  return out;
-}
-
-// An attribute written out independently of the codec: u16 len, u16 type, payload, pad to 4.
-Bytes A(uint16_t type, Bytes payload) {
-  uint16_t len = static_cast<uint16_t>(4 + payload.size());
-  Bytes out = {static_cast<uint8_t>(len & 0xff), static_cast<uint8_t>(len >> 8),
-               static_cast<uint8_t>(type & 0xff), static_cast<uint8_t>(type >> 8)};
-  for (uint8_t b : payload) out.push_back(b);
-  while (out.size() % 4) out.push_back(0);
-  return out;
-}
 Bytes Str(const std::string& s) {
   Bytes b(s.begin(), s.end());
   b.push_back(0);
@@ -46,7 +34,6 @@ Bytes U32(uint32_t v) {
   return {static_cast<uint8_t>(v), static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v >> 16),
           static_cast<uint8_t>(v >> 24)};
 }
-Bytes Nest(uint16_t type, std::initializer_list<Bytes> inner) { return A(type | 0x8000, Cat(inner)); }
 
 // nlmsghdr (seq 0x21, port 0) + family header + attributes.
 Bytes Msg(uint8_t type, uint16_t flags, const Bytes& family_header, const Bytes& attrs) {
@@ -61,13 +48,6 @@ Bytes Ifi(int index, uint32_t flags) { return Cat({{0, 0, 1, 0}, U32(index), U32
 // struct ifaddrmsg: family, prefix length, flags 0x80 (IFA_F_PERMANENT), scope 0, index.
 Bytes Ifa(uint8_t family, uint8_t prefix, int index) {
   return Cat({{family, prefix, 0x80, 0}, U32(index)});
-}
-
-nl::Message OnlyMessage(const Bytes& datagram) {
-  auto msgs = nl::SplitMessages(datagram);
-  EXPECT_TRUE(msgs.ok()) << msgs.status().ToString();
-  EXPECT_EQ(msgs->size(), 1u);
-  return msgs->at(0);
 }
 
 // IFF_UP | IFF_BROADCAST | IFF_RUNNING | IFF_MULTICAST | IFF_LOWER_UP: an up, carrier-on veth.

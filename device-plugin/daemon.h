@@ -16,6 +16,13 @@
 //   - SIGTERM/SIGINT (or Stop()) -> stop servers, remove our sockets, return from Run().
 // Every change kubelet should see is published to the pool's ListAndWatch streams at once.
 //
+// The daemon owns the fds (epoll, inotify, signalfd, its wakeup eventfd) and the pools, and
+// dispatches; each reaction is a room of its own: kubelet_link.h (registration modes, serving
+// again, the registration state machine and its backoff), config_watcher.h (the config file,
+// its watch and the diff a reload applies), pool_publisher.h (from tracked devices to what each
+// pool publishes: IDs, ListAndWatch, CDI specs, pool metrics), device_tracker.h (the devices
+// and their health).
+//
 // Thread safety: Start() and Run() on one thread; Stop(), Reload(), Rescan() and the accessors
 // from any thread.
 #pragma once
@@ -31,10 +38,13 @@
 #include <vector>
 
 #include "device-plugin/config.h"
+#include "device-plugin/config_watcher.h"
 #include "device-plugin/device_events.h"
 #include "device-plugin/device_tracker.h"
+#include "device-plugin/kubelet_link.h"  // RegistrationMode, ParseRegistrationMode
 #include "device-plugin/metrics.h"
 #include "device-plugin/plugin_server.h"
+#include "device-plugin/pool_publisher.h"
 #include "device-plugin/pool_state.h"
 #include "rdmak8s/discovery.h"
 #include "rdmak8s/rdma_netlink.h"
@@ -47,9 +57,6 @@ namespace rdmak8s::dp {
 // (severity, mmdd, time with microseconds, thread id, source file:line). The source comes from
 // the SPDLOG_* macros.
 inline constexpr char kKlogPattern[] = "%L%m%d %H:%M:%S.%f %t %s:%#] %v";
-
-enum class RegistrationMode { kAuto, kDevicePlugin, kPluginWatcher };
-StatusOr<RegistrationMode> ParseRegistrationMode(std::string_view s);
 
 struct DaemonOptions {
   std::string config_path;
@@ -109,66 +116,48 @@ class Daemon {
   int rejected_reloads() const { return rejected_reloads_.load(); }
 
  private:
+  // A running pool: its settings and its server. What it published is the publisher's
+  // (publisher_), its registration the kubelet link's (link_), both by pool name.
   struct Pool {
     PoolConfig cfg;
     std::string resource;
     std::unique_ptr<PoolServer> server;
-    std::shared_ptr<const PoolState> state;
-    std::string fingerprint;  // serialized ListAndWatch last published
-    bool registered = false;
-    uint64_t register_seq = 0;  // the registration in flight (0: none); older results are moot
-    int register_failures = 0;
-    std::chrono::steady_clock::time_point retry_at{};
-    // Serving again failed (ServeAgain): when to try again; zero while serving.
-    std::chrono::steady_clock::time_point serve_retry_at{};
   };
 
-  std::string SocketFileName(const std::string& resource) const;
   Status StartPool(const PoolConfig& cfg);
   void StopPool(const std::string& name, bool remove_cdi);
-  // Stops and restarts the pool's server (its socket was removed); not registered until the
-  // next RegisterPool.
-  void ServeAgain(Pool& pool);
-  void RegisterPool(Pool& pool);
-  void RegisterAll();
-  void HandleRegistrations();
+  // Starts serving a pool StartPool added, then registers it.
+  Status ServePool(const std::string& name);
   void FullRescan();
   void RefreshDevice(const std::string& rdma_dev);
   void RebuildPools();
-  std::shared_ptr<PoolState> BuildState(const Pool& pool, const std::vector<std::string>& devs);
   void ApplyConfig(PluginConfig cfg);
   void DoReload();
-  void OnKubeletDirEvent(uint32_t mask, const std::string& name);
-  void OnConfigDirEvent(const std::string& name);
   void HandleInotify();
   void HandleSignal();
   void HandleLinkEvents();
   void HandleDeviceEvents();
   void HandleUevents();
   void WatchDeviceEvents();
-  std::optional<std::string> ExclusiveBlocker();
 
   DaemonOptions options_;
   DaemonDeps deps_;
   RegistrationMode mode_ = RegistrationMode::kDevicePlugin;
-  std::string socket_dir_;
 
   PluginConfig config_;
+  ConfigWatcher config_watch_;                  // the --config file and its watch
   DeviceTracker tracker_;                       // the devices and their health
+  PoolPublisher publisher_;                     // tracked devices -> each pool's published state
+  std::unique_ptr<KubeletLink> link_;           // serving and registration (after Start)
   std::vector<std::string> watched_;            // devices last given to device_events->Watch
   mutable std::mutex pools_mu_;                 // guards pools_ map shape for the accessors
   std::map<std::string, Pool> pools_;           // pool name -> pool
-  std::optional<std::string> exclusive_blocker_;
-  std::vector<std::string> overlap_warnings_;  // logged once per change
 
   int epfd_ = -1;
   int inotify_fd_ = -1;
   int wake_fd_ = -1;
   int signal_fd_ = -1;
-  std::unique_ptr<KubeletRegistrar> registrar_;  // Register calls off the event loop
-  uint64_t register_seq_ = 0;
   int kubelet_wd_ = -1;
-  int config_wd_ = -1;
   std::chrono::steady_clock::time_point next_rescan_{};
   std::atomic<bool> stop_{false};
   std::atomic<bool> reload_{false};

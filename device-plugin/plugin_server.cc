@@ -1,6 +1,5 @@
 #include "device-plugin/plugin_server.h"
 
-#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -280,107 +279,6 @@ std::shared_ptr<const PoolState> PoolServer::state() const {
 int PoolServer::open_streams() const {
   std::lock_guard<std::mutex> lock(mu_);
   return open_streams_;
-}
-
-Status RegisterWithKubelet(const std::string& kubelet_socket, const std::string& endpoint,
-                           const std::string& resource, std::chrono::milliseconds timeout,
-                           grpc::ClientContext* given_ctx) {
-  // A kubelet that is starting refuses connects between its bind and its listen (and a new
-  // kubelet.sock may briefly be unanswered): retry within milliseconds, not after gRPC's default
-  // first backoff of 1 s. A channel of its own (no subchannel shared with an earlier attempt
-  // that may sit in its backoff).
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 10);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 200);
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  auto channel = grpc::CreateCustomChannel("unix://" + kubelet_socket,
-                                           grpc::InsecureChannelCredentials(), args);
-  auto stub = v1beta1::Registration::NewStub(channel);
-  v1beta1::RegisterRequest req;
-  req.set_version(kDevicePluginVersion);
-  req.set_endpoint(endpoint);
-  req.set_resource_name(resource);
-  req.mutable_options()->set_pre_start_required(false);
-  req.mutable_options()->set_get_preferred_allocation_available(true);
-  v1beta1::Empty resp;
-  grpc::ClientContext own_ctx;
-  grpc::ClientContext& ctx = given_ctx != nullptr ? *given_ctx : own_ctx;
-  ctx.set_wait_for_ready(true);
-  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
-  grpc::Status s = stub->Register(&ctx, req, &resp);
-  if (!s.ok()) {
-    Status out = s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
-                     ? DeadlineExceededError(s.error_message())
-                     : (s.error_code() == grpc::StatusCode::UNAVAILABLE
-                            ? UnavailableError(s.error_message())
-                            : InternalError(s.error_message()));
-    return out.Prepend("register " + resource + " with kubelet " + kubelet_socket);
-  }
-  return Status::Ok();
-}
-
-KubeletRegistrar::KubeletRegistrar() = default;
-
-KubeletRegistrar::~KubeletRegistrar() {
-  Shutdown();
-  if (event_fd_ >= 0) close(event_fd_);
-}
-
-Status KubeletRegistrar::Start() {
-  event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (event_fd_ < 0) return ErrnoError(errno, "registrar eventfd");
-  worker_ = std::thread([this] { Loop(); });
-  return Status::Ok();
-}
-
-void KubeletRegistrar::Submit(Request request) {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::erase_if(queue_, [&](const Request& r) { return r.resource == request.resource; });
-  if (inflight_ctx_ != nullptr && inflight_resource_ == request.resource) inflight_ctx_->TryCancel();
-  queue_.push_back(std::move(request));
-  cv_.notify_all();
-}
-
-std::vector<KubeletRegistrar::Result> KubeletRegistrar::Drain() {
-  uint64_t v;
-  while (read(event_fd_, &v, sizeof(v)) > 0) {
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<Result> out;
-  out.swap(results_);
-  return out;
-}
-
-void KubeletRegistrar::Shutdown() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-    queue_.clear();
-    if (inflight_ctx_ != nullptr) inflight_ctx_->TryCancel();
-    cv_.notify_all();
-  }
-  if (worker_.joinable()) worker_.join();
-}
-
-void KubeletRegistrar::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (true) {
-    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-    if (stop_) return;
-    Request req = std::move(queue_.front());
-    queue_.erase(queue_.begin());
-    grpc::ClientContext ctx;
-    inflight_ctx_ = &ctx;
-    inflight_resource_ = req.resource;
-    lock.unlock();
-    Status s = RegisterWithKubelet(req.kubelet_socket, req.endpoint, req.resource, req.timeout, &ctx);
-    lock.lock();
-    inflight_ctx_ = nullptr;
-    inflight_resource_.clear();
-    results_.push_back(Result{req.seq, req.resource, std::move(s)});
-    uint64_t one = 1;
-    (void)!write(event_fd_, &one, sizeof(one));
-  }
 }
 
 }  // namespace rdmak8s::dp

@@ -1,6 +1,6 @@
 // PoolServer: the gRPC server of one pool on its own unix socket — the v1beta1 DevicePlugin
 // service, plus (plugin-watcher mode) the pluginregistration Registration service on the same
-// socket. RegisterWithKubelet: the v1beta1 Register call.
+// socket. Registering with kubelet is kubelet_link.h's.
 //
 // The daemon publishes a new PoolState whenever something kubelet should see changed; every
 // open ListAndWatch stream sends the full list at once. Stop() ends the streams, stops serving
@@ -15,7 +15,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -101,62 +100,6 @@ class PoolServer {
   uint64_t publish_count_ = 0;
   bool stopping_ = false;
   int open_streams_ = 0;
-};
-
-// v1beta1 Registration.Register on `kubelet_socket` for `endpoint` (a file name in the kubelet
-// dir). Waits for kubelet to accept connections up to `timeout`. `ctx`, when given, is the call's
-// context (another thread may TryCancel it).
-Status RegisterWithKubelet(const std::string& kubelet_socket, const std::string& endpoint,
-                           const std::string& resource, std::chrono::milliseconds timeout,
-                           grpc::ClientContext* ctx = nullptr);
-
-// KubeletRegistrar runs RegisterWithKubelet on a thread of its own, so that a kubelet.sock nobody
-// answers on (a stale file, a kubelet that has bound but does not serve yet) cannot stall the
-// caller's event loop for the registration timeout. Results queue up and fd() (an eventfd) turns
-// readable; Drain() hands them over. Submit() for a resource replaces that resource's queued
-// request and cancels its call in flight (kubelet restarted: the old attempt is moot).
-//
-// Thread safety: Submit/Drain/Shutdown from one thread (the event loop); the worker is internal.
-class KubeletRegistrar {
- public:
-  struct Request {
-    uint64_t seq = 0;  // echoed in the result, so the caller can drop superseded ones
-    std::string kubelet_socket;
-    std::string endpoint;
-    std::string resource;
-    std::chrono::milliseconds timeout{5000};
-  };
-  struct Result {
-    uint64_t seq = 0;
-    std::string resource;
-    Status status;
-  };
-
-  KubeletRegistrar();
-  ~KubeletRegistrar();  // Shutdown()
-  KubeletRegistrar(const KubeletRegistrar&) = delete;
-  KubeletRegistrar& operator=(const KubeletRegistrar&) = delete;
-
-  // Creates the eventfd and starts the worker.
-  Status Start();
-  int fd() const { return event_fd_; }
-  void Submit(Request request);
-  std::vector<Result> Drain();
-  // Cancels the call in flight, drops queued requests, joins the worker. Idempotent.
-  void Shutdown();
-
- private:
-  void Loop();
-
-  int event_fd_ = -1;
-  std::thread worker_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::vector<Request> queue_;
-  std::vector<Result> results_;
-  std::string inflight_resource_;
-  grpc::ClientContext* inflight_ctx_ = nullptr;  // guarded by mu_
 };
 
 }  // namespace rdmak8s::dp

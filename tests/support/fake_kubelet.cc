@@ -149,6 +149,7 @@ void FakeKubelet::AddEvent(std::string event) {
 }
 
 void FakeKubelet::CloseAllPlugins() {
+  std::lock_guard<std::mutex> connect_lock(connect_mu_);
   std::map<std::string, std::shared_ptr<Plugin>> plugins;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -161,6 +162,7 @@ void FakeKubelet::CloseAllPlugins() {
 }
 
 Status FakeKubelet::ConnectPlugin(const std::string& resource, const std::string& endpoint_path) {
+  std::lock_guard<std::mutex> connect_lock(connect_mu_);
   RDMAK8S_RETURN_IF_ERROR(ProbeUnixSocket(endpoint_path));
   auto plugin = std::make_shared<Plugin>();
   plugin->resource = resource;

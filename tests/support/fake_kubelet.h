@@ -107,6 +107,10 @@ class FakeKubelet {
   std::unique_ptr<RegistrationService> service_;
   std::unique_ptr<grpc::Server> server_;
 
+  // Held through ConnectPlugin and CloseAllPlugins: a Register the plugin cancelled on its side
+  // still runs here when its successor arrives, and a plugin entry must not be replaced (or
+  // dropped) before its stream thread is assigned, or nobody joins that thread.
+  std::mutex connect_mu_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   std::vector<v1beta1::RegisterRequest> registrations_;

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "device-plugin/kubelet_link.h"
 #include "support/fake_kubelet.h"
 #include "support/log_capture.h"
 #include "unit/device-plugin/test_devices.h"

@@ -1,0 +1,329 @@
+#include "device-plugin/kubelet_link.h"
+
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include <spdlog/spdlog.h>
+
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+
+namespace rdmak8s::dp {
+
+namespace {
+
+using Clock = KubeletLink::Clock;
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+StatusOr<RegistrationMode> ParseRegistrationMode(std::string_view s) {
+  if (s == "auto") return RegistrationMode::kAuto;
+  if (s == "device-plugin") return RegistrationMode::kDevicePlugin;
+  if (s == "plugin-watcher") return RegistrationMode::kPluginWatcher;
+  return InvalidArgumentError("--registration " + std::string(s) +
+                              ": want auto, device-plugin or plugin-watcher");
+}
+
+RegistrationMode ResolveRegistrationMode(RegistrationMode requested, const std::string& kubelet_dir,
+                                         const std::string& plugins_registry_dir) {
+  if (requested != RegistrationMode::kAuto) return requested;
+  if (Exists(kubelet_dir) || !Exists(plugins_registry_dir)) return RegistrationMode::kDevicePlugin;
+  return RegistrationMode::kPluginWatcher;
+}
+
+std::string SocketFileName(const std::string& resource) {
+  std::string s = "rdmak8s-" + resource + ".sock";
+  std::replace(s.begin(), s.end(), '/', '-');
+  return s;
+}
+
+std::chrono::seconds RegisterBackoff(int failures) {
+  return std::chrono::seconds(std::min(30, 1 << std::min(failures - 1, 5)));
+}
+
+Status RegisterWithKubelet(const std::string& kubelet_socket, const std::string& endpoint,
+                           const std::string& resource, std::chrono::milliseconds timeout,
+                           grpc::ClientContext* given_ctx) {
+  // A kubelet that is starting refuses connects between its bind and its listen (and a new
+  // kubelet.sock may briefly be unanswered): retry within milliseconds, not after gRPC's default
+  // first backoff of 1 s. A channel of its own (no subchannel shared with an earlier attempt
+  // that may sit in its backoff).
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 10);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  auto channel = grpc::CreateCustomChannel("unix://" + kubelet_socket,
+                                           grpc::InsecureChannelCredentials(), args);
+  auto stub = v1beta1::Registration::NewStub(channel);
+  v1beta1::RegisterRequest req;
+  req.set_version(kDevicePluginVersion);
+  req.set_endpoint(endpoint);
+  req.set_resource_name(resource);
+  req.mutable_options()->set_pre_start_required(false);
+  req.mutable_options()->set_get_preferred_allocation_available(true);
+  v1beta1::Empty resp;
+  grpc::ClientContext own_ctx;
+  grpc::ClientContext& ctx = given_ctx != nullptr ? *given_ctx : own_ctx;
+  ctx.set_wait_for_ready(true);
+  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  grpc::Status s = stub->Register(&ctx, req, &resp);
+  if (!s.ok()) {
+    Status out = s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
+                     ? DeadlineExceededError(s.error_message())
+                     : (s.error_code() == grpc::StatusCode::UNAVAILABLE
+                            ? UnavailableError(s.error_message())
+                            : InternalError(s.error_message()));
+    return out.Prepend("register " + resource + " with kubelet " + kubelet_socket);
+  }
+  return Status::Ok();
+}
+
+KubeletRegistrar::KubeletRegistrar() = default;
+
+KubeletRegistrar::~KubeletRegistrar() {
+  Shutdown();
+  if (event_fd_ >= 0) close(event_fd_);
+}
+
+Status KubeletRegistrar::Start() {
+  event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (event_fd_ < 0) return ErrnoError(errno, "registrar eventfd");
+  worker_ = std::thread([this] { Loop(); });
+  return Status::Ok();
+}
+
+void KubeletRegistrar::Submit(Request request) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase_if(queue_, [&](const Request& r) { return r.resource == request.resource; });
+  if (inflight_ctx_ != nullptr && inflight_resource_ == request.resource) inflight_ctx_->TryCancel();
+  queue_.push_back(std::move(request));
+  cv_.notify_all();
+}
+
+std::vector<KubeletRegistrar::Result> KubeletRegistrar::Drain() {
+  uint64_t v;
+  while (read(event_fd_, &v, sizeof(v)) > 0) {
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Result> out;
+  out.swap(results_);
+  return out;
+}
+
+void KubeletRegistrar::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    queue_.clear();
+    if (inflight_ctx_ != nullptr) inflight_ctx_->TryCancel();
+    cv_.notify_all();
+  }
+  if (worker_.joinable()) worker_.join();
+}
+
+void KubeletRegistrar::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    Request req = std::move(queue_.front());
+    queue_.erase(queue_.begin());
+    grpc::ClientContext ctx;
+    inflight_ctx_ = &ctx;
+    inflight_resource_ = req.resource;
+    lock.unlock();
+    Status s = RegisterWithKubelet(req.kubelet_socket, req.endpoint, req.resource, req.timeout, &ctx);
+    lock.lock();
+    inflight_ctx_ = nullptr;
+    inflight_resource_.clear();
+    results_.push_back(Result{req.seq, req.resource, std::move(s)});
+    uint64_t one = 1;
+    (void)!write(event_fd_, &one, sizeof(one));
+  }
+}
+
+KubeletLink::KubeletLink(Options options)
+    : options_(std::move(options)),
+      socket_dir_(options_.mode == RegistrationMode::kPluginWatcher ? options_.plugins_registry_dir
+                                                                    : options_.kubelet_dir) {}
+
+KubeletLink::~KubeletLink() { Shutdown(); }
+
+Status KubeletLink::Start() { return registrar_.Start(); }
+
+void KubeletLink::Shutdown() { registrar_.Shutdown(); }
+
+PoolServer::Options KubeletLink::ServerOptions(const std::string& resource) const {
+  PoolServer::Options so;
+  so.socket_path = socket_dir_ + "/" + SocketFileName(resource);
+  so.plugin_watcher = options_.mode == RegistrationMode::kPluginWatcher;
+  Metrics* metrics = options_.metrics;
+  so.hooks.on_watcher_status = [metrics](const std::string& resource, bool ok, const std::string&) {
+    if (!metrics) return;
+    metrics->CountRegistration(resource, ok);
+    metrics->SetRegistered(resource, ok);
+  };
+  return so;
+}
+
+void KubeletLink::Add(const std::string& pool, const std::string& resource, PoolServer* server) {
+  PoolLink link;
+  link.resource = resource;
+  link.server = server;
+  if (options_.metrics) options_.metrics->SetRegistered(resource, false);
+  pools_[pool] = std::move(link);
+}
+
+void KubeletLink::Remove(const std::string& pool) { pools_.erase(pool); }
+
+const KubeletLink::PoolLink* KubeletLink::pool(const std::string& name) const {
+  auto it = pools_.find(name);
+  return it == pools_.end() ? nullptr : &it->second;
+}
+
+void KubeletLink::SetRegistered(PoolLink& pool, bool registered) {
+  pool.registered = registered;
+  if (options_.metrics) options_.metrics->SetRegistered(pool.resource, registered);
+}
+
+void KubeletLink::Register(const std::string& pool) {
+  auto it = pools_.find(pool);
+  if (it != pools_.end()) Register(it->second);
+}
+
+void KubeletLink::RegisterAll() {
+  for (auto& [name, pool] : pools_) Register(pool);
+}
+
+void KubeletLink::Register(PoolLink& pool) {
+  if (options_.mode != RegistrationMode::kDevicePlugin) return;  // kubelet's plugin watcher dials us
+  if (pool.serve_retry_at != Clock::time_point{}) return;  // not serving: after ServeAgain
+  std::string kubelet_sock = options_.kubelet_dir + "/" + kKubeletSocket;
+  pool.register_seq = 0;  // whatever is in flight is superseded
+  if (!Exists(kubelet_sock)) {
+    SetRegistered(pool, false);
+    pool.retry_at = {};  // waits for kubelet.sock to appear (inotify)
+    SPDLOG_DEBUG("kubelet not up ({} missing): {} registers when it appears", kubelet_sock,
+                 pool.resource);
+    return;
+  }
+  // Off the loop: a kubelet.sock nobody answers on would otherwise hold SIGTERM, health updates
+  // and inotify back for the whole timeout. The result comes back through HandleRegistrations.
+  pool.register_seq = ++register_seq_;
+  pool.retry_at = {};
+  registrar_.Submit({pool.register_seq, kubelet_sock, SocketFileName(pool.resource), pool.resource,
+                     options_.register_timeout});
+}
+
+void KubeletLink::HandleRegistrations(Clock::time_point now) {
+  for (auto& r : registrar_.Drain()) {
+    auto it = std::find_if(pools_.begin(), pools_.end(), [&](const auto& p) {
+      return p.second.resource == r.resource && p.second.register_seq == r.seq;
+    });
+    if (it == pools_.end()) continue;  // superseded, or the pool is gone
+    PoolLink& pool = it->second;
+    pool.register_seq = 0;
+    const Status& s = r.status;
+    if (options_.metrics) options_.metrics->CountRegistration(pool.resource, s.ok());
+    SetRegistered(pool, s.ok());
+    if (s.ok()) {
+      pool.register_failures = 0;
+      pool.retry_at = {};
+      SPDLOG_INFO("registered {} with kubelet (endpoint {})", pool.resource,
+                  SocketFileName(pool.resource));
+      continue;
+    }
+    pool.register_failures++;
+    auto backoff = RegisterBackoff(pool.register_failures);
+    pool.retry_at = now + backoff;
+    SPDLOG_ERROR("{}; retrying in {}s", s.message(), backoff.count());
+  }
+}
+
+void KubeletLink::ServeAgain(PoolLink& pool, Clock::time_point now) {
+  SetRegistered(pool, false);
+  pool.server->Stop();
+  Status s = pool.server->Start();
+  if (s.ok()) {
+    pool.serve_retry_at = {};
+    return;
+  }
+  // Nothing else would bring the socket back (kubelet only dials what registers): try again.
+  pool.serve_retry_at = now + std::chrono::seconds(1);
+  SPDLOG_ERROR("re-serve {}: {}; retrying in 1s", pool.resource, s.message());
+}
+
+void KubeletLink::OnDirEvent(uint32_t mask, const std::string& name, Clock::time_point now) {
+  const bool device_plugin = options_.mode == RegistrationMode::kDevicePlugin;
+  if (device_plugin && name == kKubeletSocket) {
+    if (mask & (IN_CREATE | IN_MOVED_TO)) {
+      SPDLOG_INFO("kubelet.sock created: kubelet started, registering");
+      for (auto& [pname, pool] : pools_) {
+        if (!pool.server->SocketPresent()) ServeAgain(pool, now);
+        pool.register_failures = 0;
+        Register(pool);
+      }
+    } else {
+      // A kubelet stopped with SIGTERM leaves kubelet.sock: the next kubelet removes it (with
+      // every socket in the directory) when it starts, then listens on a new one.
+      SPDLOG_INFO("kubelet.sock removed: a kubelet is starting (it clears its directory); "
+                  "registering when its new socket appears");
+      for (auto& [pname, pool] : pools_) {
+        SetRegistered(pool, false);
+        pool.register_seq = 0;
+      }
+    }
+    return;
+  }
+  if (!(mask & (IN_DELETE | IN_MOVED_FROM))) return;
+  for (auto& [pname, pool] : pools_) {
+    if (SocketFileName(pool.resource) != name || pool.server->SocketPresent()) continue;
+    // A kubelet starting clears its directory; `rm`, or another process, can remove it too.
+    // kubelet only dials what registers: serve again now, and register again at once when
+    // kubelet.sock is there (else when it appears).
+    SPDLOG_INFO("{} was removed: serving {} again", name, pool.resource);
+    ServeAgain(pool, now);
+    if (device_plugin) {
+      pool.register_failures = 0;
+      Register(pool);
+    }
+  }
+}
+
+void KubeletLink::OnTimer(Clock::time_point now) {
+  for (auto& [name, pool] : pools_) {
+    if (pool.serve_retry_at != Clock::time_point{} && now >= pool.serve_retry_at) {
+      ServeAgain(pool, now);
+      if (pool.serve_retry_at == Clock::time_point{} &&
+          options_.mode == RegistrationMode::kDevicePlugin) {
+        pool.register_failures = 0;
+        Register(pool);
+      }
+    }
+    if (!pool.registered && pool.retry_at != Clock::time_point{} && now >= pool.retry_at) {
+      Register(pool);
+    }
+  }
+}
+
+Clock::time_point KubeletLink::NextWakeup(Clock::time_point bound) const {
+  Clock::time_point wake_at = bound;
+  for (const auto& [name, pool] : pools_) {
+    if (!pool.registered && pool.retry_at != Clock::time_point{}) {
+      wake_at = std::min(wake_at, pool.retry_at);
+    }
+    if (pool.serve_retry_at != Clock::time_point{}) wake_at = std::min(wake_at, pool.serve_retry_at);
+  }
+  return wake_at;
+}
+
+}  // namespace rdmak8s::dp

@@ -1,0 +1,237 @@
+// The kubelet link without the daemon: registration modes, the Register backoff, and the
+// registration state machine driven by hand (times passed in) against a real stale kubelet.sock,
+// the fake kubelet and real PoolServers on unix sockets.
+#include "device-plugin/kubelet_link.h"
+
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "support/fake_kubelet.h"
+
+namespace rdmak8s::dp {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using Clock = KubeletLink::Clock;
+
+constexpr auto kWait = 10s;
+
+TEST(KubeletLinkRulesTest, RegisterBackoffDoublesFromOneSecondUpToThirty) {
+  std::vector<int64_t> got;
+  for (int failures = 1; failures <= 8; ++failures) got.push_back(RegisterBackoff(failures).count());
+  EXPECT_EQ(got, (std::vector<int64_t>{1, 2, 4, 8, 16, 30, 30, 30}));
+}
+
+TEST(KubeletLinkRulesTest, SocketFileNameMakesTheResourceOneFileName) {
+  EXPECT_EQ(SocketFileName("rdma/p"), "rdmak8s-rdma-p.sock");
+  EXPECT_EQ(SocketFileName("example.com/a/b"), "rdmak8s-example.com-a-b.sock");
+}
+
+TEST(KubeletLinkRulesTest, ParseRegistrationModeNamesTheFlagWhenItIsNoMode) {
+  EXPECT_EQ(ParseRegistrationMode("auto").value(), RegistrationMode::kAuto);
+  EXPECT_EQ(ParseRegistrationMode("device-plugin").value(), RegistrationMode::kDevicePlugin);
+  EXPECT_EQ(ParseRegistrationMode("plugin-watcher").value(), RegistrationMode::kPluginWatcher);
+  auto bad = ParseRegistrationMode("kubelet");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "--registration kubelet: want auto, device-plugin or plugin-watcher");
+}
+
+class KubeletLinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/klXXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    kubelet_dir_ = root_ + "/k";
+    fs::create_directories(kubelet_dir_);
+  }
+  void TearDown() override {
+    servers_.clear();
+    link_.reset();
+    kubelet_.reset();
+    fs::remove_all(root_);
+  }
+
+  KubeletLink& NewLink(RegistrationMode mode = RegistrationMode::kDevicePlugin) {
+    link_ = std::make_unique<KubeletLink>(KubeletLink::Options{
+        mode, kubelet_dir_, root_ + "/registry", register_timeout_, nullptr});
+    EXPECT_TRUE(link_->Start().ok());
+    return *link_;
+  }
+
+  // A served pool "p" (rdma/p) added to the link; `before_rename` is its server's hook.
+  PoolServer& AddPool(std::function<void(const std::string&)> before_rename = nullptr) {
+    PoolServer::Options so = link_->ServerOptions("rdma/p");
+    so.hooks.before_rename = std::move(before_rename);
+    auto state = std::make_shared<PoolState>();
+    state->resource = "rdma/p";
+    servers_.push_back(std::make_unique<PoolServer>(std::move(so), std::move(state)));
+    EXPECT_TRUE(servers_.back()->Start().ok());
+    link_->Add("p", "rdma/p", servers_.back().get());
+    return *servers_.back();
+  }
+
+  // Waits until a Register result is back, then hands the results to the link at `now`.
+  bool HandleResultAt(Clock::time_point now) {
+    pollfd p{link_->fd(), POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(std::chrono::milliseconds(kWait).count())) != 1) return false;
+    link_->HandleRegistrations(now);
+    return true;
+  }
+
+  const KubeletLink::PoolLink& P() const { return *link_->pool("p"); }
+
+  std::string root_;
+  std::string kubelet_dir_;
+  std::chrono::milliseconds register_timeout_ = 3000ms;
+  std::unique_ptr<fake::FakeKubelet> kubelet_;
+  std::vector<std::unique_ptr<PoolServer>> servers_;
+  std::unique_ptr<KubeletLink> link_;
+};
+
+TEST_F(KubeletLinkTest, ModeAndSocketDirFollowWhatKubeletHasOnTheNode) {
+  EXPECT_EQ(ResolveRegistrationMode(RegistrationMode::kAuto, kubelet_dir_, root_ + "/registry"),
+            RegistrationMode::kDevicePlugin);
+  fs::create_directories(root_ + "/registry");
+  EXPECT_EQ(ResolveRegistrationMode(RegistrationMode::kAuto, root_ + "/none", root_ + "/registry"),
+            RegistrationMode::kPluginWatcher);
+  EXPECT_EQ(ResolveRegistrationMode(RegistrationMode::kDevicePlugin, root_ + "/none", root_ + "/registry"),
+            RegistrationMode::kDevicePlugin);
+
+  KubeletLink& watcher = NewLink(RegistrationMode::kPluginWatcher);
+  EXPECT_EQ(watcher.socket_dir(), root_ + "/registry");
+  PoolServer::Options so = watcher.ServerOptions("rdma/p");
+  EXPECT_EQ(so.socket_path, root_ + "/registry/rdmak8s-rdma-p.sock");
+  EXPECT_TRUE(so.plugin_watcher);
+  EXPECT_EQ(NewLink().ServerOptions("rdma/p").socket_path, kubelet_dir_ + "/rdmak8s-rdma-p.sock");
+}
+
+TEST_F(KubeletLinkTest, InPluginWatcherModeNothingIsSubmittedKubeletDialsUs) {
+  kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
+  ASSERT_TRUE(kubelet_->Start().ok());
+  fs::create_directories(root_ + "/registry");
+  NewLink(RegistrationMode::kPluginWatcher);
+  AddPool();
+  link_->RegisterAll();
+  EXPECT_EQ(P().register_seq, 0u);
+  EXPECT_FALSE(P().registered);
+}
+
+TEST_F(KubeletLinkTest, WithoutKubeletSocketAPoolWaitsForItInsteadOfRetrying) {
+  NewLink();
+  AddPool();
+  link_->Register("p");
+  EXPECT_EQ(P().register_seq, 0u) << "nothing submitted";
+  EXPECT_EQ(P().retry_at, Clock::time_point{}) << "no retry: kubelet.sock appearing is the event";
+  auto bound = Clock::now() + 1h;
+  EXPECT_EQ(link_->NextWakeup(bound), bound);
+}
+
+// A stale kubelet.sock (kubelet died): every Register fails, and is tried again after 1 s, 2 s, ...
+TEST_F(KubeletLinkTest, AFailedRegisterIsRetriedAfterABackoffThatDoubles) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::string path = kubelet_dir_ + "/" + kKubeletSocket;
+  std::strcpy(addr.sun_path, path.c_str());
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  close(fd);  // the file stays: connecting is refused
+  register_timeout_ = 100ms;
+  NewLink();
+  AddPool();
+  link_->Register("p");
+  EXPECT_NE(P().register_seq, 0u);
+
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(HandleResultAt(t0));
+  EXPECT_FALSE(P().registered);
+  EXPECT_EQ(P().register_seq, 0u);
+  EXPECT_EQ(P().register_failures, 1);
+  EXPECT_EQ(P().retry_at, t0 + 1s);
+  EXPECT_EQ(link_->NextWakeup(t0 + 1h), t0 + 1s);
+
+  link_->OnTimer(t0 + 999ms);
+  EXPECT_EQ(P().register_seq, 0u) << "not due yet";
+  link_->OnTimer(t0 + 1s);
+  EXPECT_NE(P().register_seq, 0u) << "due: submitted again";
+  const auto t1 = t0 + 1s;
+  ASSERT_TRUE(HandleResultAt(t1));
+  EXPECT_EQ(P().register_failures, 2);
+  EXPECT_EQ(P().retry_at, t1 + 2s);
+}
+
+// Serving again after our socket was removed can fail (a directory swept on every attempt): the
+// pool is not registered while it does not serve (kubelet would dial a socket that is not
+// there), is served again on the timer, and registers once it serves.
+TEST_F(KubeletLinkTest, ASocketThatCouldNotBeServedAgainIsRetriedAndOnlyThenRegistered) {
+  kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
+  ASSERT_TRUE(kubelet_->Start().ok());
+  NewLink();
+  std::atomic<bool> sweeping{false};
+  PoolServer& server = AddPool([&](const std::string& staging) {
+    if (sweeping.load()) unlink(staging.c_str());
+  });
+  link_->Register("p");
+  ASSERT_TRUE(HandleResultAt(Clock::now()));
+  ASSERT_TRUE(P().registered);
+  ASSERT_EQ(kubelet_->Registrations().size(), 1u);
+
+  sweeping = true;
+  const std::string name = SocketFileName("rdma/p");
+  ASSERT_TRUE(fs::remove(kubelet_dir_ + "/" + name));
+  const auto t0 = Clock::now();
+  link_->OnDirEvent(IN_DELETE, name, t0);
+  EXPECT_FALSE(server.SocketPresent());
+  EXPECT_FALSE(P().registered);
+  EXPECT_EQ(P().serve_retry_at, t0 + 1s);
+  EXPECT_EQ(P().register_seq, 0u) << "not serving: not registered";
+  link_->Register("p");
+  EXPECT_EQ(P().register_seq, 0u) << "Register waits for the socket to serve";
+  EXPECT_EQ(link_->NextWakeup(t0 + 1h), t0 + 1s);
+
+  link_->OnTimer(t0 + 500ms);
+  EXPECT_EQ(P().serve_retry_at, t0 + 1s) << "not due yet";
+  sweeping = false;
+  link_->OnTimer(t0 + 1s);
+  EXPECT_TRUE(server.SocketPresent());
+  EXPECT_EQ(P().serve_retry_at, Clock::time_point{});
+  EXPECT_NE(P().register_seq, 0u);
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 2, kWait));
+  ASSERT_TRUE(HandleResultAt(Clock::now()));
+  EXPECT_TRUE(P().registered);
+}
+
+// A kubelet starting removes kubelet.sock (and every socket), then creates a new kubelet.sock.
+TEST_F(KubeletLinkTest, KubeletSocketRemovedUnregistersAndCreatedServesAgainAndRegisters) {
+  kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
+  ASSERT_TRUE(kubelet_->Start().ok());
+  NewLink();
+  PoolServer& server = AddPool();
+  link_->RegisterAll();
+  ASSERT_TRUE(HandleResultAt(Clock::now()));
+  ASSERT_TRUE(P().registered);
+
+  const auto t0 = Clock::now();
+  link_->OnDirEvent(IN_DELETE, kKubeletSocket, t0);
+  EXPECT_FALSE(P().registered);
+  ASSERT_TRUE(fs::remove(kubelet_dir_ + "/" + SocketFileName("rdma/p")));  // the sweep
+  link_->OnDirEvent(IN_CREATE, kKubeletSocket, t0);
+  EXPECT_TRUE(server.SocketPresent()) << "served again before registering";
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 2, kWait));
+  ASSERT_TRUE(HandleResultAt(Clock::now()));
+  EXPECT_TRUE(P().registered);
+}
+
+}  // namespace
+}  // namespace rdmak8s::dp

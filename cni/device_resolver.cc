@@ -81,8 +81,9 @@ Status DeviceResolver::ResolveDevice(const Netns& pod, std::string* dev, uint32_
     if (there.status().code() != StatusCode::kNotFound) return failure_.Fail(kErrDeviceNotFound, there.status());
     // Neither view shows it, but its uverbs char device (not netns tagged) is on the node.
     if (auto hidden = host_sysfs_.ResolveHiddenDeviceId(id); hidden.ok()) {
-      return failure_.Fail(kErrWiring, FailedPreconditionError(
-                                  "RDMA device " + *hidden + " (deviceID " + id +
+      return failure_.Fail(
+          kErrWiring,
+          FailedPreconditionError("RDMA device " + *hidden + " (deviceID " + id +
                                   ") is in a network namespace other than the node's and this "
                                   "pod's: held by another pod?"));
     }
@@ -94,8 +95,8 @@ Status DeviceResolver::ResolveDevice(const Netns& pod, std::string* dev, uint32_
   auto link = (*route)->GetLinkByName(sel_.ifname);
   if (!link.ok()) {
     return failure_.Fail(kErrDeviceNotFound,
-                link.status().Prepend("no deviceID, and interface " + sel_.ifname +
-                                      " of the pod could not be read"));
+                         link.status().Prepend("no deviceID, and interface " + sel_.ifname +
+                                               " of the pod could not be read"));
   }
   const std::string what = "find the RDMA device of pod interface " + sel_.ifname;
   static const std::set<std::string> kStacked = {"macvlan", "macvtap", "ipvlan", "ipvtap", "vlan",
@@ -116,9 +117,9 @@ Status DeviceResolver::ResolveDevice(const Netns& pod, std::string* dev, uint32_
     if (cur.link_netnsid >= 0) {
       if (ns == nullptr) {
         return failure_.Fail(kErrDeviceNotFound,
-                    NotFoundError(what + ": the lower device of " + cur.name +
-                                  " is in a netns other than the node's (netnsid " +
-                                  std::to_string(cur.link_netnsid) + "): pass deviceID"));
+                             NotFoundError(what + ": the lower device of " + cur.name +
+                                           " is in a netns other than the node's (netnsid " +
+                                           std::to_string(cur.link_netnsid) + "): pass deviceID"));
       }
       auto h = OpenRouteNetlink(o_, nullptr);
       if (!h.ok()) return failure_.Fail(kErrIo, h.status().Prepend(what));
@@ -129,10 +130,10 @@ Status DeviceResolver::ResolveDevice(const Netns& pod, std::string* dev, uint32_
     auto lower = rt->GetLinkByIndex(cur.link_ifindex);
     if (!lower.ok()) {
       return failure_.Fail(kErrDeviceNotFound,
-                  lower.status().Prepend(what + ": lower device (ifindex " +
-                                         std::to_string(cur.link_ifindex) + ", in the " +
-                                         (ns == nullptr ? "node" : "pod") + "'s netns) of " +
-                                         cur.kind + " " + cur.name));
+                           lower.status().Prepend(what + ": lower device (ifindex " +
+                                                  std::to_string(cur.link_ifindex) + ", in the " +
+                                                  (ns == nullptr ? "node" : "pod") +
+                                                  "'s netns) of " + cur.kind + " " + cur.name));
     }
     cur = *lower;
   }
@@ -230,8 +231,9 @@ StatusOr<UsableDevice> DeviceResolver::ResolveUsable(const Netns& pod) {
 Status DeviceResolver::CheckUsable(const RdmaSysfs& sys, const SysfsDevice& dev,
                                const std::vector<uint32_t>& ports) {
   if (ports.empty()) {
-    return failure_.Fail(kErrInvalidConfig, InvalidArgumentError("RDMA device " + dev.name + " has no port " +
-                                                        std::to_string(sel_.port)));
+    return failure_.Fail(kErrInvalidConfig,
+                         InvalidArgumentError("RDMA device " + dev.name + " has no port " +
+                                              std::to_string(sel_.port)));
   }
   if (dev.transport != Transport::kIb) return Status::Ok();
   for (auto port : ports) {
@@ -239,14 +241,14 @@ Status DeviceResolver::CheckUsable(const RdmaSysfs& sys, const SysfsDevice& dev,
     if (!st.ok()) return failure_.Fail(kErrIo, st.status());
     const std::string where = dev.name + " port " + std::to_string(port);
     if (*st == PortState::kInit || *st == PortState::kArmed) {
-      return failure_.Fail(kErrTryAgainLater,
-                  UnavailableError("InfiniBand port " + where + " is " +
-                                   std::string(PortStateName(*st)) +
-                                   ", not ACTIVE (subnet manager not done yet)"));
+      return failure_.Fail(
+          kErrTryAgainLater,
+          UnavailableError("InfiniBand port " + where + " is " + std::string(PortStateName(*st)) +
+                           ", not ACTIVE (subnet manager not done yet)"));
     }
     if (*st != PortState::kActive) {
       return failure_.Fail(kErrWiring, FailedPreconditionError("InfiniBand port " + where + " is " +
-                                                      std::string(PortStateName(*st))));
+                                                               std::string(PortStateName(*st))));
     }
     if (sel_.pkey) {
       auto pkeys = sys.ReadPkeys(dev.name, port);
@@ -256,8 +258,9 @@ Status DeviceResolver::CheckUsable(const RdmaSysfs& sys, const SysfsDevice& dev,
       if (!found) {
         char buf[16];
         std::snprintf(buf, sizeof buf, "0x%04x", *sel_.pkey);
-        return failure_.Fail(kErrInvalidConfig, NotFoundError(std::string("pkey ") + buf +
-                                                     " is not in the PKey table of " + where));
+        return failure_.Fail(
+            kErrInvalidConfig,
+            NotFoundError(std::string("pkey ") + buf + " is not in the PKey table of " + where));
       }
     }
   }

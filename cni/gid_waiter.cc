@@ -79,9 +79,10 @@ Status GidWaiter::CheckGids(const AttachmentRecord& rec, const Netns& pod,
       return Status::Ok();
     }
     if (std::chrono::steady_clock::now() >= deadline) {
-      return failure_.Fail(kErrGidMissing,
-                  DeadlineExceededError("RoCE v2 GID " + Join(missing) + " not in the GID table of " +
-                                        rec.rdma_dev + " after " + std::to_string(timeout_ms) + " ms"));
+      return failure_.Fail(
+          kErrGidMissing,
+          DeadlineExceededError("RoCE v2 GID " + Join(missing) + " not in the GID table of " +
+                                rec.rdma_dev + " after " + std::to_string(timeout_ms) + " ms"));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(o_.gid_poll_interval_ms));
   }

@@ -32,9 +32,9 @@ Status Mover::PlanExclusiveMove(AttachmentRecord* rec, const Netns& pod, bool* n
   auto there = resolver_.DeviceVisibleIn(&pod, dev_name);
   if (!there.ok()) return failure_.Fail(kErrWiring, there.status().Prepend("list RDMA devices in the pod"));
   if (!*there) {
-    return failure_.Fail(kErrWiring,
-                         FailedPreconditionError("RDMA device " + dev_name +
-                                                 " is not in the node's netns (held by another pod?)"));
+    return failure_.Fail(
+        kErrWiring, FailedPreconditionError("RDMA device " + dev_name +
+                                            " is not in the node's netns (held by another pod?)"));
   }
   // In the pod already: an earlier ADD of this attachment moved it (it owns the move), or
   // another attachment of this pod over the same device did (that one brings it home).
@@ -74,13 +74,13 @@ Status Mover::CheckPlace(const AttachmentRecord& rec, const Netns& pod) {
   if (!visible.ok()) return failure_.Fail(kErrWiring, visible.status());
   if (!*visible) {
     return failure_.Fail(kErrWiring, FailedPreconditionError("RDMA device " + rec.rdma_dev +
-                                                    " is not visible in the pod's netns"));
+                                                             " is not visible in the pod's netns"));
   }
   if (rec.moved || rec.netns_mode == "exclusive") {
     auto home = resolver_.DeviceVisibleIn(nullptr, rec.rdma_dev);
     if (home.ok() && *home) {
       return failure_.Fail(kErrWiring, FailedPreconditionError("RDMA device " + rec.rdma_dev +
-                                                      " is back in the node's netns"));
+                                                               " is back in the node's netns"));
     }
   }
   return Status::Ok();

@@ -63,6 +63,10 @@ class Invocation {
   Status StatusCmd();
 
  private:
+  // The kernel's RDMA netns mode, read through `nl`; `code` when it can't be read or is not the
+  // netconf's netnsMode.
+  StatusOr<RdmaNetnsMode> NetnsMode(RdmaNetlink& nl, int code);
+
   const PluginOptions& o_;
   CniEnv env_;
   NetConf conf_;
@@ -79,8 +83,9 @@ class Invocation {
 Status Invocation::Add(json* result) {
   if (!conf_.prev_result) {
     return failure_.Fail(kErrInvalidConfig,
-                InvalidArgumentError("rdmak8s is a chained plugin: ADD needs a prevResult "
-                                     "(put it after the plugin that creates " + env_.ifname + ")"));
+                         InvalidArgumentError("rdmak8s is a chained plugin: ADD needs a prevResult "
+                                              "(put it after the plugin that creates " +
+                                              env_.ifname + ")"));
   }
   CniError cerr;
   auto converted = ConvertResult(*conf_.prev_result, conf_.cni_version, &cerr);
@@ -88,14 +93,16 @@ Status Invocation::Add(json* result) {
 
   auto pod = OpenNetns(env_.netns);
   if (!pod.ok()) {
-    return failure_.Fail(pod.status().code() == StatusCode::kNotFound ? kErrUnknownContainer : kErrInvalidEnv,
-                pod.status().Prepend("CNI_NETNS"));
+    return failure_.Fail(
+        pod.status().code() == StatusCode::kNotFound ? kErrUnknownContainer : kErrInvalidEnv,
+        pod.status().Prepend("CNI_NETNS"));
   }
   // Checked before the state dir is touched: a node without RDMA is left exactly as it was.
   const std::string ib = sysfs_root_ + "/class/infiniband";
   if (access(ib.c_str(), F_OK) != 0) {
-    return failure_.Fail(kErrDeviceNotFound,
-                ErrnoError(errno, "no RDMA on this node (no RDMA core loaded: " + ib + ")"));
+    return failure_.Fail(
+        kErrDeviceNotFound,
+        ErrnoError(errno, "no RDMA on this node (no RDMA core loaded: " + ib + ")"));
   }
   std::optional<StateStore::Lock> lock;
   if (auto l = store_.Acquire(); l.ok()) {
@@ -112,14 +119,9 @@ Status Invocation::Add(json* result) {
 
   auto host_nl = OpenRdmaNetlink(o_, nullptr);
   if (!host_nl.ok()) return failure_.Fail(kErrWiring, host_nl.status().Prepend("open RDMA netlink"));
-  auto mode = (*host_nl)->GetNetnsMode();
-  if (!mode.ok()) return failure_.Fail(kErrWiring, mode.status().Prepend("read RDMA netns mode"));
+  auto mode = NetnsMode(**host_nl, kErrWiring);
+  if (!mode.ok()) return mode.status();
   const std::string mode_name(RdmaNetnsModeName(*mode));
-  if (!conf_.netns_mode.empty() && conf_.netns_mode != mode_name) {
-    return failure_.Fail(kErrWiring, FailedPreconditionError("netconf wants RDMA netns mode " +
-                                                    conf_.netns_mode + ", the kernel is in " +
-                                                    mode_name + " mode"));
-  }
 
   AttachmentRecord rec;
   rec.network = conf_.name;
@@ -193,9 +195,10 @@ Status Invocation::Add(json* result) {
     auto now = store_.Load(rec.network, rec.container_id, rec.ifname);
     if (!now.ok()) {
       if (now.status().code() == StatusCode::kNotFound) {
-        return failure_.Fail(kErrWiring, FailedPreconditionError(
-                                    "attachment " + rec.Key() + " was released by a concurrent "
-                                    "DEL or GC while ADD waited for its GIDs"));
+        return failure_.Fail(kErrWiring,
+                             FailedPreconditionError("attachment " + rec.Key() +
+                                                     " was released by a concurrent "
+                                                     "DEL or GC while ADD waited for its GIDs"));
       }
       return rollback(failure_.Fail(kErrState, now.status()));
     }
@@ -257,7 +260,7 @@ Status Invocation::Check() {
   auto rec = store_.Load(conf_.name, env_.container_id, env_.ifname);
   if (!rec.ok()) {
     return failure_.Fail(rec.status().code() == StatusCode::kNotFound ? kErrWiring : kErrState,
-                rec.status().Prepend("no record of this attachment"));
+                         rec.status().Prepend("no record of this attachment"));
   }
   RDMAK8S_RETURN_IF_ERROR(mover_.CheckPlace(*rec, *pod));
   std::vector<uint32_t> ports;
@@ -296,22 +299,27 @@ Status Invocation::Gc() {
   return Status::Ok();
 }
 
+StatusOr<RdmaNetnsMode> Invocation::NetnsMode(RdmaNetlink& nl, int code) {
+  auto mode = nl.GetNetnsMode();
+  if (!mode.ok()) return failure_.Fail(code, mode.status().Prepend("read RDMA netns mode"));
+  const std::string name(RdmaNetnsModeName(*mode));
+  if (!conf_.netns_mode.empty() && conf_.netns_mode != name) {
+    return failure_.Fail(
+        code, FailedPreconditionError("netconf wants RDMA netns mode " + conf_.netns_mode +
+                                      ", the kernel is in " + name + " mode"));
+  }
+  return *mode;
+}
+
 Status Invocation::StatusCmd() {
   const std::string ib = sysfs_root_ + "/class/infiniband";
   if (access(ib.c_str(), F_OK) != 0) {
     return failure_.Fail(kErrPluginNotAvailable,
-                ErrnoError(errno, "RDMA unavailable: no RDMA core (" + ib + ")"));
+                         ErrnoError(errno, "RDMA unavailable: no RDMA core (" + ib + ")"));
   }
   auto nl = OpenRdmaNetlink(o_, nullptr);
   if (!nl.ok()) return failure_.Fail(kErrPluginNotAvailable, nl.status().Prepend("RDMA netlink unavailable"));
-  auto mode = (*nl)->GetNetnsMode();
-  if (!mode.ok()) return failure_.Fail(kErrPluginNotAvailable, mode.status().Prepend("read RDMA netns mode"));
-  if (!conf_.netns_mode.empty() && conf_.netns_mode != RdmaNetnsModeName(*mode)) {
-    return failure_.Fail(kErrPluginNotAvailable,
-                FailedPreconditionError("netconf wants RDMA netns mode " + conf_.netns_mode +
-                                        ", the kernel is in " +
-                                        std::string(RdmaNetnsModeName(*mode)) + " mode"));
-  }
+  if (auto mode = NetnsMode(**nl, kErrPluginNotAvailable); !mode.ok()) return mode.status();
   if (!conf_.device_id.empty()) {
     auto r = resolver_.host_sysfs().ResolveDeviceId(conf_.device_id);
     // In exclusive mode a device in a pod is hidden from the node's sysfs, not gone.

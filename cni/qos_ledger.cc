@@ -59,9 +59,10 @@ Status QosLedger::CheckKnobConflicts(const AttachmentRecord& rec) {
       if (o.Key() == rec.Key()) continue;
       auto it = o.knobs.find(id);
       if (it != o.knobs.end() && it->second != value) {
-        return failure_.Fail(kErrQos, FailedPreconditionError(
-                                 "qos: " + rec.Key() + " needs " + id + " = " + value +
-                                 ", but live attachment " + o.Key() + " needs " + it->second));
+        return failure_.Fail(
+            kErrQos,
+            FailedPreconditionError("qos: " + rec.Key() + " needs " + id + " = " + value +
+                                    ", but live attachment " + o.Key() + " needs " + it->second));
       }
     }
   }

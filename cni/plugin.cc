@@ -177,7 +177,9 @@ Status Invocation::Add(json* result) {
   }
 
   if (conf_.ensure_ipv6_gid) {
-    if (Status s = gids_.EnsureIpv6(*pod); !s.ok()) return rollback(failure_.Fail(kErrIo, s.Prepend("ensureIPv6Gid")));
+    if (Status s = gids_.EnsureIpv6(*pod); !s.ok()) {
+      return rollback(failure_.Fail(kErrIo, s.Prepend("ensureIPv6Gid")));
+    }
   }
   if (dev->transport == Transport::kRoce) {
     // Wait for the GIDs WITHOUT the node-wide lock: one pod whose GID never shows must not stall
@@ -189,7 +191,8 @@ Status Invocation::Add(json* result) {
     const int wait_code = failure_.code();
     auto relock = store_.Acquire();
     if (!relock.ok()) {  // no rollback without the lock: the record stays for DEL/GC
-      return failure_.Fail(kErrState, relock.status().Prepend("re-take the state lock after the GID wait"));
+      return failure_.Fail(kErrState,
+                           relock.status().Prepend("re-take the state lock after the GID wait"));
     }
     lock.emplace(std::move(*relock));
     auto now = store_.Load(rec.network, rec.container_id, rec.ifname);

@@ -1,16 +1,43 @@
 // rdmak8s: the chained CNI plugin binary. Wiring only: the real netlink, rtnetlink, DCB and sysfs
 // seams into the library (cni/plugin.h); stdin in, result or error object out.
+// `rdmak8s --version` is for people and installers, not runtimes (they pass no arguments): it
+// answers before stdin is read, so it does not wait for an EOF a terminal never sends.
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <string>
 
 #include "cni/plugin.h"
 #include "cni/spec.h"
 
-int main() {
+namespace {
+
+// "rdmak8s CNI plugin <version>" and the spec versions VERSION lists, one line each.
+void PrintVersion() {
+  std::string text = "rdmak8s CNI plugin " RDMAK8S_VERSION "\nCNI protocol versions supported:";
+  const char* sep = " ";
+  for (std::string_view v : rdmak8s::cni::kSupportedVersions) {
+    text += sep;
+    text += v;
+    sep = ", ";
+  }
+  text += "\n";
+  fwrite(text.data(), 1, text.size(), stdout);
+  fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Only the first argument is looked at, and only for --version: anything else is ignored, as
+  // before (the CNI protocol is the environment and stdin, never arguments).
+  if (argc > 1 && std::strcmp(argv[1], "--version") == 0) {
+    PrintVersion();
+    return 0;
+  }
   try {
     std::string input;
     char buf[65536];

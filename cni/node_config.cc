@@ -7,9 +7,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
+#include "cni/strings.h"
 #include "rdmak8s/file_util.h"
 
 namespace rdmak8s::cni {
@@ -93,6 +95,50 @@ std::vector<std::string> NetconfHostPathKeys(const NetConf& conf) {
   if (!conf.state_dir.empty()) keys.push_back("stateDir");
   if (!conf.log_file.empty()) keys.push_back("logFile");
   return keys;
+}
+
+namespace {
+
+// Whether two directory names name the same directory, lexically ("/sys" and "/sys/").
+bool SameDir(const std::string& a, const std::string& b) {
+  auto norm = [](const std::string& p) {
+    std::string n = std::filesystem::path(p).lexically_normal().string();
+    while (n.size() > 1 && n.back() == '/') n.pop_back();
+    return n;
+  };
+  return norm(a) == norm(b);
+}
+
+}  // namespace
+
+StatusOr<InvocationPaths> PathsForInvocation(const NodeConfig& node, const NetConf& conf,
+                                             Command command, const std::string& where) {
+  InvocationPaths out;
+  out.paths = node;
+  const std::vector<std::string> keys = NetconfHostPathKeys(conf);
+  if (keys.empty()) return out;
+  if (node.allow_netconf_overrides) {
+    if (!conf.sysfs_root.empty()) {
+      out.sysfs_as_is = !SameDir(conf.sysfs_root, node.sysfs_root);  // the node's own value changes nothing
+      out.paths.sysfs_root = conf.sysfs_root;
+    }
+    if (!conf.configfs_root.empty()) out.paths.configfs_root = conf.configfs_root;
+    if (!conf.state_dir.empty()) out.paths.state_dir = conf.state_dir;
+    if (!conf.log_file.empty()) out.paths.log_file = conf.log_file;
+    return out;
+  }
+  if (command == Command::kDel) {
+    out.ignored = "netconf sets " + Join(keys) + ", host paths that are the node's: ignored, DEL " +
+                  "uses the node's (" + where + " does not allow netconf overrides)";
+    return out;
+  }
+  std::vector<std::string> quoted;
+  for (const auto& k : keys) quoted.push_back("\"" + k + "\"");
+  return InvalidArgumentError(
+      std::string(keys.size() == 1 ? "netconf key " : "netconf keys ") + Join(quoted) +
+      (keys.size() == 1 ? " is" : " are") + " not allowed: host paths and the log file " +
+      "(sysfsRoot, configfsRoot, stateDir, logFile) are the node's, set in " + where +
+      ", which does not allow netconf overrides (allowNetconfOverrides)");
 }
 
 }  // namespace rdmak8s::cni

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cni/netconf.h"
+#include "cni/spec.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::cni {
@@ -39,5 +40,23 @@ StatusOr<NodeConfig> LoadNodeConfig(const std::string& path, const NodeConfig& d
 
 // The netconf keys that name host paths, in the order of the docs, for those `conf` sets.
 std::vector<std::string> NetconfHostPathKeys(const NetConf& conf);
+
+// The host paths and log file one invocation uses.
+struct InvocationPaths {
+  NodeConfig paths;  // the node's, with the netconf's host path keys when the node allows them
+  // The sysfs root is a tree to read as is (a netconf sysfsRoot other than the node's, however
+  // spelled), not the node's sysfs, whose pod views are mounts in the pods' netns.
+  bool sysfs_as_is = false;
+  // Not empty when the netconf's host path keys were ignored (DEL): the warning to log.
+  std::string ignored;
+};
+
+// The paths an invocation of `command` with `conf` uses on a node configured as `node`; `where`
+// names the node configuration in messages (its file). When `conf` sets host path keys the node
+// does not allow: DEL ignores them (it must still undo what ADD did, from the node's state dir,
+// and write nothing where the netconf says); any other command fails with InvalidArgument
+// naming the keys (error 7).
+StatusOr<InvocationPaths> PathsForInvocation(const NodeConfig& node, const NetConf& conf,
+                                             Command command, const std::string& where);
 
 }  // namespace rdmak8s::cni

@@ -23,32 +23,9 @@
 #include <string>
 #include <string_view>
 
-#include "cni/node_config.h"
-#include "cni/sysfs_view.h"
-#include "rdmak8s/dcb_netlink.h"
-#include "rdmak8s/rdma_netlink.h"
-#include "rdmak8s/route_netlink.h"
-#include "rdmak8s/status.h"
+#include "cni/plugin_options.h"
 
 namespace rdmak8s::cni {
-
-struct PluginOptions {
-  // The node's configuration file (cni/node_config.h, docs/cni.md "Node configuration"), read by
-  // every command but VERSION; main.cc takes $RDMAK8S_CNI_NODE_CONFIG when the runtime sets it.
-  // Empty: no file is read and `node` is the node's configuration as is (in-process tests).
-  std::string node_config_path = kNodeConfigPath;
-  // Built-in defaults of the node configuration; each key of the file replaces one.
-  NodeConfig node;
-  // Each opens a handle in the calling thread's current netns.
-  std::function<StatusOr<std::unique_ptr<RdmaNetlink>>()> new_rdma_netlink;
-  std::function<StatusOr<std::unique_ptr<DcbNetlink>>()> new_dcb_netlink;
-  std::function<StatusOr<std::unique_ptr<RouteNetlink>>()> new_route_netlink;
-  // How to read a pod netns's sysfs (not owned; null: read the sysfs root as is). A netconf
-  // sysfsRoot other than the node's (allowNetconfOverrides) always reads that tree as is.
-  SysfsView* pod_sysfs = nullptr;
-  int gid_poll_interval_ms = 10;
-  int stderr_fd = 2;  // logs; -1 to silence
-};
 
 struct PluginOutput {
   int exit_code = 0;

@@ -1,9 +1,13 @@
 // The built `rdmak8s` binary as a runtime sees it: spec answers on stdout, its linkage, and what
 // it does on this machine, whose kernel has no RDMA at all.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -78,6 +82,49 @@ TEST(BinaryTest, VersionListsSupportedVersions) {
   EXPECT_EQ(j["cniVersion"], "0.4.0");
   EXPECT_EQ(j["supportedVersions"], json({"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"}));
   EXPECT_EQ(Parse(RunBinary({{"CNI_COMMAND", "VERSION"}}, ""))["cniVersion"], "1.1.0");
+}
+
+// `rdmak8s --version` with stdin a pipe nobody writes to or closes (a terminal, as far as EOF
+// goes): it must answer without reading stdin. The 30 s bound only keeps a hang from stalling the
+// suite; a correct binary exits at once.
+TEST(BinaryTest, VersionFlagAnswersWithoutReadingStdin) {
+  int in[2], out[2];
+  ASSERT_EQ(pipe2(in, O_CLOEXEC), 0);
+  ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    execl(kBinary.c_str(), kBinary.c_str(), "--version", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);  // in[1] stays open: the binary never sees EOF on stdin
+  std::string text;
+  const auto guard = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  bool eof = false;
+  while (!eof && std::chrono::steady_clock::now() < guard) {
+    pollfd p{out[0], POLLIN, 0};
+    if (poll(&p, 1, 1000) <= 0) continue;
+    char buf[4096];
+    ssize_t n = read(out[0], buf, sizeof buf);
+    if (n <= 0) {
+      eof = true;
+    } else {
+      text.append(buf, static_cast<size_t>(n));
+    }
+  }
+  int status = 0;
+  if (!eof) kill(pid, SIGKILL);
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  close(in[1]);
+  close(out[0]);
+  ASSERT_TRUE(eof) << "rdmak8s --version did not exit within 30 s with stdin left open";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(text, std::string("rdmak8s CNI plugin ") + RDMAK8S_VERSION +
+                      "\nCNI protocol versions supported: 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0\n");
 }
 
 TEST(BinaryTest, MissingCommandIsCode4OnStdoutAndLoggedOnStderr) {

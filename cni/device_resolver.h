@@ -1,0 +1,107 @@
+// DeviceResolver: which RDMA device an attachment is, where its sysfs shows it, and whether it
+// can serve the pod (IB port state, pkey).
+//
+// In exclusive RDMA netns mode a device in a pod is hidden from the node's sysfs
+// (class/infiniband is netns tagged, see cni/sysfs_view.h), so the answers here look in the
+// node's sysfs and in the pod's view of it. The pod's view is opened at most once per pod netns
+// (one sysfs mount) and stays open as long as the resolver lives: one invocation.
+//
+// Each failure is recorded on the FailureCode (cni/failure_code.h) with the code named below.
+// Not thread safe: one invocation, one thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cni/failure_code.h"
+#include "cni/log.h"
+#include "cni/plugin_options.h"
+#include "cni/rdma_sysfs.h"
+#include "cni/state.h"
+#include "cni/sysfs_view.h"
+#include "rdmak8s/netns.h"
+#include "rdmak8s/status.h"
+
+namespace rdmak8s::cni {
+
+// What the netconf and the runtime say about the device wanted.
+struct DeviceSelector {
+  std::string device_id;         // netconf deviceID; empty: follow `ifname` in the pod
+  std::string ifname;            // CNI_IFNAME: the pod interface
+  uint32_t port = 0;             // netconf port; 0: no port asked for
+  std::optional<uint16_t> pkey;  // netconf pkey (IB)
+};
+
+// The device an ADD attaches, read where it shows now, and the ports it uses.
+struct UsableDevice {
+  SysfsDevice dev;
+  std::vector<uint32_t> ports;  // PortsOf
+};
+
+class DeviceResolver {
+ public:
+  // `sysfs_root`: the node's sysfs (or a netconf override). `pod_view`: how to read a pod's
+  // sysfs (not owned, outlives the resolver); nullptr: read `sysfs_root` as is for every pod (a
+  // fixture tree). `options`: the rtnetlink and RDMA netlink factories.
+  DeviceResolver(const PluginOptions& options, DeviceSelector selector, std::string sysfs_root,
+                 SysfsView* pod_view, Logger& log, FailureCode& failure);
+
+  const std::string& sysfs_root() const { return sysfs_root_; }
+  // The node's sysfs.
+  const RdmaSysfs& host_sysfs() const { return host_sysfs_; }
+
+  // The RDMA device of this attachment: `deviceID`, in the node's sysfs or else the pod's view;
+  // without one, CNI_IFNAME in the pod followed down its stacked links (macvlan, ipvlan, vlan,
+  // IPoIB child; at most 8) to a netdev of the device. *port: the netdev's port (dev_port) when
+  // known and the device has several, else left as is. *in_pod: the device shows only in the
+  // pod's view (exclusive mode, already moved there). 100 when no device matches (or the
+  // interface can't be read), 101 when the deviceID's device is in another pod's netns, 5 when
+  // rtnetlink can't be opened.
+  Status ResolveDevice(const Netns& pod, std::string* dev, uint32_t* port, bool* in_pod);
+  // ResolveDevice, then the device read where it shows (the pod's view once it is in the pod: a
+  // re-ADD), its ports (PortsOf) and CheckUsable on them. 100 when it can't be read; the codes
+  // of ResolveDevice and CheckUsable otherwise.
+  StatusOr<UsableDevice> ResolveUsable(const Netns& pod);
+  // The root of the pod's sysfs view: opened on first use, kept until the resolver ends. The
+  // view's error otherwise (nothing recorded on the FailureCode).
+  StatusOr<std::string> PodSysfsRoot(const Netns& pod);
+  // fn(the pod's sysfs root); the view's error, or fn's Status.
+  Status InPodSysfs(const Netns& pod, const std::function<Status(const std::string&)>& fn);
+  // fn(the sysfs root under which `rec`'s device shows now): the pod's view when the device is
+  // in the pod (moved, or exclusive mode) and `pod` is given, else the node's sysfs.
+  Status WithDeviceSysfs(const AttachmentRecord& rec, const Netns* pod,
+                         const std::function<Status(const std::string&)>& fn);
+  // The ports of `dev` the attachment uses: the netconf's port, else `resolved_port` (0: none),
+  // else the ACTIVE ones, else all of them (CheckUsable then says why each is not usable).
+  std::vector<uint32_t> PortsOf(const SysfsDevice& dev, uint32_t resolved_port) const;
+  // Whether `dev` can serve on `ports`, read from `sys` (where the device shows): 7 when there
+  // is no such port or the netconf pkey is not in a port's PKey table; for IB, 11 while a port
+  // is INIT or ARMED (the subnet manager is not done), 101 when it is otherwise not ACTIVE, 5
+  // when its state or PKeys can't be read. Other transports: only the port check.
+  Status CheckUsable(const RdmaSysfs& sys, const SysfsDevice& dev, const std::vector<uint32_t>& ports);
+  // CHECK: rec's device read where it shows now (the pod's view once moved) and, for IB,
+  // CheckUsable on its ports. *ports: the ports ADD chose (older records: as ADD would choose
+  // now). 101 when the device can't be read or its sysfs seen; CheckUsable's codes otherwise.
+  Status CheckStillUsable(const AttachmentRecord& rec, const Netns& pod, std::vector<uint32_t>* ports);
+  // Whether RDMA netlink in `ns` (nullptr: the node's) lists `dev`. Netlink's error otherwise
+  // (nothing recorded: the caller decides the code).
+  StatusOr<bool> DeviceVisibleIn(const Netns* ns, const std::string& dev);
+
+ private:
+  const PluginOptions& o_;
+  DeviceSelector sel_;
+  std::string sysfs_root_;
+  RdmaSysfs host_sysfs_;
+  Logger& log_;
+  FailureCode& failure_;
+  std::unique_ptr<FixedSysfsView> fixed_view_;
+  SysfsView* view_ = nullptr;
+  std::map<std::string, std::unique_ptr<SysfsRoot>> pod_roots_;  // by netns path
+};
+
+}  // namespace rdmak8s::cni

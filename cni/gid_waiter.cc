@@ -1,0 +1,91 @@
+#include "cni/gid_waiter.h"
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "cni/rdma_sysfs.h"
+#include "cni/spec.h"
+#include "cni/strings.h"
+
+namespace rdmak8s::cni {
+
+GidWaiter::GidWaiter(const PluginOptions& options, std::string ifname, DeviceResolver& resolver,
+                     Logger& log, FailureCode& failure)
+    : o_(options), ifname_(std::move(ifname)), resolver_(resolver), log_(log), failure_(failure) {}
+
+Status GidWaiter::EnsureIpv6(const Netns& pod) {
+  // /proc/sys/net resolves against the writing thread's netns.
+  return RunInNetns(pod, [&]() -> Status {
+    const std::string path = "/proc/sys/net/ipv6/conf/" + ifname_ + "/disable_ipv6";
+    std::ofstream f(path);
+    if (!f) return ErrnoError(errno, "open " + path);
+    f << "0\n";
+    f.flush();
+    if (!f) return InternalError("write 0 to " + path);
+    return Status::Ok();
+  });
+}
+
+Status GidWaiter::CheckGids(const AttachmentRecord& rec, const Netns& pod,
+                             const std::vector<uint32_t>& ports, int timeout_ms, bool report) {
+  auto route = OpenRouteNetlink(o_, &pod);
+  if (!route.ok()) return failure_.Fail(kErrIo, route.status().Prepend("open rtnetlink in the pod"));
+  auto link = (*route)->GetLinkByName(ifname_);
+  if (!link.ok()) return failure_.Fail(kErrWiring, link.status().Prepend("pod interface for GIDs"));
+  auto addrs = (*route)->ListAddresses(link->ifindex);
+  if (!addrs.ok()) return failure_.Fail(kErrIo, addrs.status().Prepend("addresses of pod interface " + ifname_));
+  std::map<std::string, std::string> wanted;  // gid -> ip
+  for (const auto& a : *addrs) {
+    std::string gid = GidForIp(a.address);
+    if (!gid.empty()) wanted[gid] = a.address;
+  }
+  if (wanted.empty()) {
+    log_.Warning("pod interface " + ifname_ + " has no IP: no GID to wait for");
+    return Status::Ok();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    std::map<std::string, std::pair<uint32_t, uint32_t>> found;  // gid -> (port, GID index)
+    Status s = resolver_.WithDeviceSysfs(rec, &pod, [&](const std::string& root) -> Status {
+      RdmaSysfs sys(root);
+      for (auto port : ports) {
+        std::set<std::string> rest;
+        for (const auto& [gid, ip] : wanted) {
+          if (!found.count(gid)) rest.insert(gid);
+        }
+        if (rest.empty()) break;
+        RDMAK8S_ASSIGN_OR_RETURN(auto hits, sys.FindGids(rec.rdma_dev, port, rest, "RoCE v2"));
+        for (const auto& [gid, index] : hits) found[gid] = {port, index};
+      }
+      return Status::Ok();
+    });
+    if (!s.ok()) return failure_.Fail(kErrIo, s.Prepend("read GID table of " + rec.rdma_dev));
+    std::vector<std::string> missing;
+    for (const auto& [gid, ip] : wanted) {
+      if (!found.count(gid)) missing.push_back(gid + " (" + ip + ")");
+    }
+    if (missing.empty()) {
+      // The index a RoCE application passes as its GID index (ibv_modify_qp's sgid_index,
+      // NCCL_IB_GID_INDEX, perftest -x): it varies per pod, so the log says which it is.
+      for (const auto& [gid, where] : found) {
+        if (report) {
+          log_.Info("RoCE v2 GID index " + std::to_string(where.second) + " for " + wanted[gid] +
+                    " on " + rec.rdma_dev + " port " + std::to_string(where.first));
+        }
+      }
+      return Status::Ok();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return failure_.Fail(
+          kErrGidMissing,
+          DeadlineExceededError("RoCE v2 GID " + Join(missing) + " not in the GID table of " +
+                                rec.rdma_dev + " after " + std::to_string(timeout_ms) + " ms"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(o_.gid_poll_interval_ms));
+  }
+}
+
+}  // namespace rdmak8s::cni

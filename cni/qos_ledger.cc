@@ -1,0 +1,234 @@
+#include "cni/qos_ledger.h"
+
+#include <algorithm>
+#include <map>
+
+#include "cni/knobs.h"
+#include "cni/spec.h"
+#include "cni/strings.h"
+
+namespace rdmak8s::cni {
+
+QosLedger::QosLedger(const PluginOptions& options, StateStore& store, std::string sysfs_root,
+                     std::string configfs_root, QosConfig qos, DeviceResolver& resolver, Logger& log,
+                     FailureCode& failure)
+    : o_(options),
+      store_(store),
+      sysfs_root_(std::move(sysfs_root)),
+      configfs_root_(std::move(configfs_root)),
+      qos_(std::move(qos)),
+      resolver_(resolver),
+      log_(log),
+      failure_(failure) {}
+
+Status QosLedger::PlanKnobs(AttachmentRecord* rec, const SysfsDevice& dev,
+                            std::unique_ptr<DcbNetlink>* dcb) {
+  if (dev.transport == Transport::kRoce && !qos_.empty()) {
+    std::string pf;
+    if (auto p = resolver_.host_sysfs().PfNetdev(dev); p.ok()) {
+      pf = *p;
+    } else {
+      log_.Warning("qos: no PF netdev for " + rec->rdma_dev + ": " + p.status().message());
+    }
+    rec->pf_netdev = pf;
+    rec->knobs = RequiredKnobs(qos_, pf, rec->rdma_dev, rec->ports);
+    // Failing to open DCB netlink is no "knob unsupported by this driver" (that shows when a
+    // knob is read): it is an error, strict or not.
+    auto dcb_knob = std::find_if(rec->knobs.begin(), rec->knobs.end(),
+                                 [](const auto& k) { return IsDcbKnob(k.first); });
+    if (dcb_knob != rec->knobs.end()) {
+      auto d = OpenDcbNetlink(o_);
+      if (!d.ok()) {
+        return failure_.Fail(kErrQos, d.status().Prepend("qos: open DCB netlink for " + dcb_knob->first));
+      }
+      *dcb = std::move(*d);
+    }
+  } else if (!qos_.empty()) {
+    log_.Info("qos: ignored for " + rec->transport + " device " + rec->rdma_dev +
+              " (lossless settings are for RoCE)");
+  }
+  return Status::Ok();
+}
+
+Status QosLedger::CheckKnobConflicts(const AttachmentRecord& rec) {
+  if (rec.knobs.empty()) return Status::Ok();
+  auto others = store_.List();
+  if (!others.ok()) return failure_.Fail(kErrState, others.status().Prepend("read other attachments"));
+  for (const auto& [id, value] : rec.knobs) {
+    for (const auto& o : *others) {
+      if (o.Key() == rec.Key()) continue;
+      auto it = o.knobs.find(id);
+      if (it != o.knobs.end() && it->second != value) {
+        return failure_.Fail(
+            kErrQos,
+            FailedPreconditionError("qos: " + rec.Key() + " needs " + id + " = " + value +
+                                    ", but live attachment " + o.Key() + " needs " + it->second));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status QosLedger::ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb, const Netns* pod) {
+  if (rec->knobs.empty()) return Status::Ok();
+  // Knobs of the RDMA device (tc's sysfs attribute) are read where the device shows now.
+  auto with_ctx = [&](const std::string& id, const std::function<Status(const KnobContext&)>& fn) {
+    if (IsNodeWideKnob(id)) return fn(KnobContext{dcb, sysfs_root_, sysfs_root_, configfs_root_});
+    return resolver_.WithDeviceSysfs(*rec, pod, [&](const std::string& root) -> Status {
+      return fn(KnobContext{dcb, sysfs_root_, root, configfs_root_});
+    });
+  };
+  std::map<std::string, std::string> keep;
+  std::map<std::string, std::string> to_change;  // id -> current value
+  for (const auto& [id, value] : rec->knobs) {
+    StatusOr<std::string> cur = std::string();
+    if (Status s = with_ctx(id, [&](const KnobContext& ctx) {
+          cur = ReadKnob(ctx, id);
+          return Status::Ok();
+        });
+        !s.ok()) {
+      return failure_.Fail(kErrQos, s.Prepend("qos: read " + id));
+    }
+    if (!cur.ok() && cur.status().code() == StatusCode::kUnimplemented) {
+      if (qos_.strict) {
+        return failure_.Fail(kErrQos, cur.status().Prepend("qos (strict): " + id + " unsupported"));
+      }
+      log_.Warning("qos: " + id + " unsupported, skipped: " + cur.status().message());
+      continue;
+    }
+    if (!cur.ok()) return failure_.Fail(kErrQos, cur.status().Prepend("qos: read " + id));
+    keep[id] = value;
+    if (*cur == value) {
+      log_.Info("qos: " + id + " = " + value + " already in place");
+    } else {
+      to_change[id] = *cur;
+    }
+  }
+  if (!to_change.empty()) {
+    // Write-ahead, once for all knobs: the originals are on disk before any knob changes, so a
+    // crash can restore them.
+    auto originals = store_.LoadKnobs();
+    if (!originals.ok()) return failure_.Fail(kErrState, originals.status());
+    bool changed = false;
+    for (const auto& [id, cur] : to_change) {
+      auto it = originals->find(id);
+      if (it == originals->end() || !it->second.left_as.empty()) {
+        // New, or left to an admin earlier: what is there now is the original.
+        (*originals)[id] = SavedKnob{cur, keep[id], ""};
+        changed = true;
+      } else if (it->second.applied != keep[id]) {  // an unrestored one: its original stands
+        it->second.applied = keep[id];
+        changed = true;
+      }
+    }
+    if (changed) {
+      if (Status s = store_.SaveKnobs(*originals); !s.ok()) return failure_.Fail(kErrState, s);
+    }
+    for (const auto& [id, cur] : to_change) {
+      Status s = with_ctx(id, [&](const KnobContext& ctx) { return WriteKnob(ctx, id, keep[id]); });
+      if (!s.ok()) return failure_.Fail(kErrQos, s.Prepend("qos"));
+      log_.Info("qos: " + id + " = " + keep[id] + " applied (was " + cur + ")");
+    }
+  }
+  rec->knobs = std::move(keep);
+  return Status::Ok();
+}
+
+Status QosLedger::CheckKnobs(const AttachmentRecord& rec, const Netns* pod) {
+  std::unique_ptr<DcbNetlink> dcb;
+  if (auto d = OpenDcbNetlink(o_); d.ok()) dcb = std::move(*d);
+  for (const auto& [id, value] : rec.knobs) {
+    StatusOr<std::string> cur = std::string();
+    Status rs = resolver_.WithDeviceSysfs(rec, pod, [&](const std::string& root) -> Status {
+      KnobContext ctx{dcb.get(), sysfs_root_, root, configfs_root_};
+      cur = ReadKnob(ctx, id);
+      return Status::Ok();
+    });
+    if (!rs.ok()) return failure_.Fail(kErrIo, rs);
+    if (!cur.ok()) return failure_.Fail(kErrQos, cur.status().Prepend("qos: read " + id));
+    if (*cur != value) {
+      return failure_.Fail(kErrQos, FailedPreconditionError("qos: " + id + " is " + *cur + ", want " + value));
+    }
+  }
+  return Status::Ok();
+}
+
+Status QosLedger::RestoreUnneededKnobs(const std::string& leaving,
+                                        std::vector<std::string>* pending,
+                                        const std::string& in_pod_dev,
+                                        const std::string& in_pod_root) {
+  auto originals = store_.LoadKnobs();
+  if (!originals.ok()) return failure_.Fail(kErrState, originals.status());
+  if (originals->empty()) return Status::Ok();
+  auto others = store_.List();
+  if (!others.ok()) return failure_.Fail(kErrState, others.status());
+  std::unique_ptr<DcbNetlink> dcb;
+  Status dcb_error;
+  bool dcb_tried = false;
+  bool changed = false;
+  for (auto it = originals->begin(); it != originals->end();) {
+    const std::string& id = it->first;
+    SavedKnob& saved = it->second;
+    const std::string& orig = saved.original;
+    if (!saved.left_as.empty()) {  // decided earlier: the admin's value stays
+      ++it;
+      continue;
+    }
+    bool needed = std::any_of(others->begin(), others->end(), [&](const AttachmentRecord& o) {
+      return o.Key() != leaving && o.knobs.count(id);
+    });
+    if (needed) {  // the last attachment needing it restores it
+      ++it;
+      continue;
+    }
+    if (IsDcbKnob(id) && !dcb_tried) {
+      dcb_tried = true;
+      if (auto d = OpenDcbNetlink(o_); d.ok()) {
+        dcb = std::move(*d);
+      } else {
+        dcb_error = d.status().Prepend("open DCB netlink");
+      }
+    }
+    // Without a DCB handle a DCB knob is NOT restored: WriteKnob's "unsupported" is no success.
+    const bool in_pod = !in_pod_dev.empty() && id.rfind("tc:" + in_pod_dev + ":", 0) == 0;
+    KnobContext ctx{dcb.get(), sysfs_root_, in_pod ? in_pod_root : sysfs_root_, configfs_root_};
+    StatusOr<std::string> now = IsDcbKnob(id) && dcb == nullptr ? StatusOr<std::string>(dcb_error)
+                                                                : ReadKnob(ctx, id);
+    Status s = now.status();
+    if (now.ok() && *now != orig) {
+      // Changed since we set it (applied unknown: records of older releases): someone decided
+      // otherwise, and restoring would undo their change, not ours.
+      if (!saved.applied.empty() && *now != saved.applied) {
+        log_.Warning("qos: " + id + " is " + *now + " now, not " + saved.applied +
+                     " as we set it: changed since by someone else, left as it is (our original " +
+                     orig + " stays on record in " + store_.dir() + "/knobs.json)");
+        saved.left_as = *now;
+        changed = true;
+        ++it;
+        continue;
+      }
+      s = WriteKnob(ctx, id, orig);
+    }
+    if (!s.ok()) {
+      pending->push_back(id + " (original " + orig + "): " + s.message());
+      ++it;
+      continue;
+    }
+    log_.Info("qos: " + id + " restored to " + orig);
+    it = originals->erase(it);
+    changed = true;
+  }
+  if (changed) {
+    if (Status s = store_.SaveKnobs(*originals); !s.ok()) return failure_.Fail(kErrState, s);
+  }
+  return Status::Ok();
+}
+
+Status QosLedger::RetryUnrestoredKnobs() {
+  std::vector<std::string> pending;
+  RDMAK8S_RETURN_IF_ERROR(RestoreUnneededKnobs("", &pending));
+  if (!pending.empty()) log_.Error("qos: still NOT restored: " + Join(pending, "; "));
+  return Status::Ok();
+}
+
+}  // namespace rdmak8s::cni

@@ -1,0 +1,20 @@
+// Joining message parts: lists in log lines and error messages.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rdmak8s::cni {
+
+// "a, b, c" (with `sep` between); "" for none.
+inline std::string Join(const std::vector<std::string>& v, std::string_view sep = ", ") {
+  std::string out;
+  for (const auto& s : v) {
+    if (!out.empty()) out += sep;
+    out += s;
+  }
+  return out;
+}
+
+}  // namespace rdmak8s::cni

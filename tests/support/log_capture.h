@@ -1,12 +1,16 @@
 // LogCapture: while it lives, spdlog's default logger writes "<level letter> <message>" lines
 // (debug and up) to a string instead of the console; the previous logger comes back after.
 //
-// Thread safety: Text() from any thread; one LogCapture at a time.
+// Thread safety: Text() from any thread; one LogCapture at a time. Other threads (a daemon's
+// loop) may log while a LogCapture is made or destroyed: SPDLOG_* takes spdlog's raw default
+// logger pointer and uses it after, so a capture logger is never freed (each one is kept until
+// the process exits; a line logged late lands in its finished capture, harmlessly).
 #pragma once
 
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
@@ -19,6 +23,7 @@ class LogCapture {
     sink_->set_pattern("%L %v");
     auto logger = std::make_shared<spdlog::logger>("capture", sink_);
     logger->set_level(spdlog::level::debug);
+    KeepForever(logger);
     spdlog::set_default_logger(logger);
   }
   ~LogCapture() { spdlog::set_default_logger(previous_); }
@@ -28,6 +33,15 @@ class LogCapture {
   std::string Text() const { return sink_->Text(); }
 
  private:
+  // Found by ASan: a daemon thread logged through the capture logger's raw pointer just as the
+  // test's LogCapture went out of scope and freed it (SEGV in sink::should_log).
+  static void KeepForever(std::shared_ptr<spdlog::logger> logger) {
+    static std::mutex mu;
+    static auto* kept = new std::vector<std::shared_ptr<spdlog::logger>>();
+    std::lock_guard<std::mutex> lock(mu);
+    kept->push_back(std::move(logger));
+  }
+
   class Sink final : public spdlog::sinks::base_sink<std::mutex> {
    public:
     std::string Text() {

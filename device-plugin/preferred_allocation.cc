@@ -29,14 +29,19 @@ struct Dev {
   size_t count = 0;  // available IDs on it
 };
 
+// Hops between two functions of the PCIe tree, from their root-port-to-function paths (as
+// strings, or interned as integers): up to the deepest common ancestor and down again.
+template <typename Elem>
+int TreeHops(const std::vector<Elem>& a, const std::vector<Elem>& b) {
+  if (a.empty() || b.empty()) return kUnknownDistance;
+  size_t common = 0;
+  while (common < a.size() && common < b.size() && a[common] == b[common]) ++common;
+  return static_cast<int>(a.size() - common + b.size() - common);
+}
+
 int Distance(const Dev& a, const Dev& b) {
   if (a.loc == b.loc || a.loc->rdma_dev == b.loc->rdma_dev) return 0;
-  if (a.path.empty() || b.path.empty()) return kUnknownDistance;
-  size_t common = 0;
-  while (common < a.path.size() && common < b.path.size() && a.path[common] == b.path[common]) {
-    ++common;
-  }
-  return static_cast<int>(a.path.size() - common + b.path.size() - common);
+  return TreeHops(a.path, b.path);
 }
 
 }  // namespace
@@ -170,13 +175,7 @@ bool NaturalLess(std::string_view a, std::string_view b) {
 
 int PcieDistance(const IdLocality& a, const IdLocality& b) {
   if (a.rdma_dev == b.rdma_dev) return 0;
-  if (a.pcie_path.empty() || b.pcie_path.empty()) return kUnknownDistance;
-  size_t common = 0;
-  while (common < a.pcie_path.size() && common < b.pcie_path.size() &&
-         a.pcie_path[common] == b.pcie_path[common]) {
-    ++common;
-  }
-  return static_cast<int>(a.pcie_path.size() - common + b.pcie_path.size() - common);
+  return TreeHops(a.pcie_path, b.pcie_path);
 }
 
 int DeviceOf(const AllocationTopology& topology, std::string_view id) {
@@ -206,11 +205,10 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
   std::vector<IdLocality> unknown;
   std::vector<int> dev_of(available.size(), -1);
   std::vector<size_t> count(n, 0);
-  auto dev_of_id = [&topology](std::string_view id) { return DeviceOf(topology, id); };
   for (size_t i = 0; i < available.size(); ++i) {
     const std::string_view id = available[i];
     if (!must.empty() && must.count(id)) continue;
-    int d = dev_of_id(id);
+    int d = DeviceOf(topology, id);
     if (d < 0 || static_cast<size_t>(d) >= n) {
       unknown.push_back(IdLocality{std::string(id), -1, {}});
       d = static_cast<int>(n + unknown.size() - 1);
@@ -227,7 +225,7 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
   std::vector<IdLocality> must_unknown;
   must_unknown.reserve(result.size());
   for (const auto& id : result) {
-    int d = dev_of_id(id);
+    int d = DeviceOf(topology, id);
     if (d >= 0 && static_cast<size_t>(d) < n) {
       must_locs.push_back(&topology.devices[static_cast<size_t>(d)]);
     } else {

@@ -262,6 +262,12 @@ void KubeletLink::ServeAgain(PoolLink& pool, Clock::time_point now) {
   SPDLOG_ERROR("re-serve {}: {}; retrying in 1s", pool.resource, s.message());
 }
 
+void KubeletLink::ServeAndRegisterAgain(PoolLink& pool, Clock::time_point now) {
+  ServeAgain(pool, now);
+  pool.register_failures = 0;
+  Register(pool);  // nothing while the socket could not be served, or in plugin-watcher mode
+}
+
 void KubeletLink::OnDirEvent(uint32_t mask, const std::string& name, Clock::time_point now) {
   const bool device_plugin = options_.mode == RegistrationMode::kDevicePlugin;
   if (device_plugin && name == kKubeletSocket) {
@@ -291,23 +297,14 @@ void KubeletLink::OnDirEvent(uint32_t mask, const std::string& name, Clock::time
     // kubelet only dials what registers: serve again now, and register again at once when
     // kubelet.sock is there (else when it appears).
     SPDLOG_INFO("{} was removed: serving {} again", name, pool.resource);
-    ServeAgain(pool, now);
-    if (device_plugin) {
-      pool.register_failures = 0;
-      Register(pool);
-    }
+    ServeAndRegisterAgain(pool, now);
   }
 }
 
 void KubeletLink::OnTimer(Clock::time_point now) {
   for (auto& [name, pool] : pools_) {
     if (pool.serve_retry_at != Clock::time_point{} && now >= pool.serve_retry_at) {
-      ServeAgain(pool, now);
-      if (pool.serve_retry_at == Clock::time_point{} &&
-          options_.mode == RegistrationMode::kDevicePlugin) {
-        pool.register_failures = 0;
-        Register(pool);
-      }
+      ServeAndRegisterAgain(pool, now);
     }
     if (!pool.registered && pool.retry_at != Clock::time_point{} && now >= pool.retry_at) {
       Register(pool);

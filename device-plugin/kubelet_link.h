@@ -187,6 +187,8 @@ class KubeletLink {
   // Stops and restarts the pool's server (its socket was removed); not registered until the
   // next Register.
   void ServeAgain(PoolLink& pool, Clock::time_point now);
+  // ServeAgain, then a fresh registration (a new backoff) once the socket is served.
+  void ServeAndRegisterAgain(PoolLink& pool, Clock::time_point now);
   void Register(PoolLink& pool);
   void SetRegistered(PoolLink& pool, bool registered);
 

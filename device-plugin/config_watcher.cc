@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <filesystem>
 
+#include "rdmak8s/file_util.h"
+
 namespace rdmak8s::dp {
 
 namespace {
@@ -16,9 +18,10 @@ namespace fs = std::filesystem;
 // at once.
 constexpr char kConfigMapDataLink[] = "..data";
 
-std::string Basename(const std::string& path) { return fs::path(path).filename().string(); }
-std::string Dirname(const std::string& path) {
-  std::string d = fs::path(path).parent_path().string();
+// The directory inotify watches for the config file: its parent ("/" for "/c.json", "." for a
+// bare file name), which rdmak8s::Dirname, being purely lexical, would give as "".
+std::string WatchedDir(const std::string& config_path) {
+  std::string d = fs::path(config_path).parent_path().string();
   return d.empty() ? "." : d;
 }
 
@@ -74,7 +77,7 @@ StatusOr<std::optional<PluginConfig>> ConfigWatcher::Reload(const PluginConfig& 
 
 Status ConfigWatcher::Watch(int inotify_fd) {
   if (config_path_.empty()) return Status::Ok();
-  std::string dir = Dirname(config_path_);
+  std::string dir = WatchedDir(config_path_);
   wd_ = inotify_add_watch(inotify_fd, dir.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO | IN_MASK_ADD);
   if (wd_ < 0) return ErrnoError(errno, "inotify watch " + dir);
   return Status::Ok();

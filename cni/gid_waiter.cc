@@ -8,7 +8,7 @@
 
 #include "cni/rdma_sysfs.h"
 #include "cni/spec.h"
-#include "cni/strings.h"
+#include "rdmak8s/strings.h"
 
 namespace rdmak8s::cni {
 

@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "cni/spec.h"
-#include "cni/strings.h"
+#include "rdmak8s/strings.h"
 
 namespace rdmak8s::cni {
 

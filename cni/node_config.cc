@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cni/strings.h"
+#include "rdmak8s/strings.h"
 #include "rdmak8s/file_util.h"
 
 namespace rdmak8s::cni {

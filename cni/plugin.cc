@@ -23,7 +23,7 @@
 #include "cni/rdma_sysfs.h"
 #include "cni/spec.h"
 #include "cni/state.h"
-#include "cni/strings.h"
+#include "rdmak8s/strings.h"
 #include "rdmak8s/netns.h"
 
 namespace rdmak8s::cni {

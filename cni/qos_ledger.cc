@@ -5,7 +5,7 @@
 
 #include "cni/knobs.h"
 #include "cni/spec.h"
-#include "cni/strings.h"
+#include "rdmak8s/strings.h"
 
 namespace rdmak8s::cni {
 

@@ -13,6 +13,7 @@
 #include "device-plugin/allocate.h"
 #include "device-plugin/preferred_allocation.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
+#include "rdmak8s/strings.h"
 
 namespace rdmak8s::dp {
 
@@ -28,12 +29,6 @@ grpc::Status ToGrpc(const Status& s) {
     default: break;
   }
   return grpc::Status(code, s.message());
-}
-
-std::string Join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
-  return out;
 }
 
 // (st_dev, st_ino) of `path`; (0, 0) when there is nothing.
@@ -103,7 +98,7 @@ class PoolServer::DevicePluginService final : public v1beta1::DevicePlugin::Serv
                                     c.must_include_deviceids().end());
       auto ids = PreferredAllocation(avail, must, c.allocation_size(), *topo);
       SPDLOG_DEBUG("preferred {}: size {} must [{}] -> [{}]", state->resource, c.allocation_size(),
-                   Join(must), Join(ids));
+                   Join(must, ","), Join(ids, ","));
       auto* r = out->add_container_responses();
       for (auto& id : ids) r->add_deviceids(std::move(id));
     }
@@ -122,11 +117,12 @@ class PoolServer::DevicePluginService final : public v1beta1::DevicePlugin::Serv
                                        resp.ok() ? "" : resp.status().message());
       }
       if (!resp.ok()) {
-        SPDLOG_ERROR("allocate {}: [{}] refused: {}", state->resource, Join(ids),
+        SPDLOG_ERROR("allocate {}: [{}] refused: {}", state->resource, Join(ids, ","),
                       resp.status().message());
         return ToGrpc(resp.status().Prepend("allocate " + state->resource));
       }
-      SPDLOG_INFO("allocate {}: [{}] -> devices [{}]", state->resource, Join(ids), Join(devs));
+      SPDLOG_INFO("allocate {}: [{}] -> devices [{}]", state->resource, Join(ids, ","),
+                  Join(devs, ","));
       *out->add_container_responses() = std::move(resp).value();
     }
     return grpc::Status::OK;

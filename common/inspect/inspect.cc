@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "rdmak8s/strings.h"
+
 namespace rdmak8s::inspect {
 namespace {
 
@@ -14,15 +16,6 @@ std::string Hex(uint32_t v, int width) {
   char buf[16];
   std::snprintf(buf, sizeof(buf), "%0*x", width, v);
   return buf;
-}
-
-std::string Join(const std::vector<std::string>& v, const char* sep) {
-  std::string out;
-  for (const std::string& s : v) {
-    if (!out.empty()) out += sep;
-    out += s;
-  }
-  return out;
 }
 
 }  // namespace

@@ -1,11 +1,12 @@
-// Joining message parts: lists in log lines and error messages.
+// Joining message parts: lists in log lines, error messages and the inspect tool's columns,
+// for every binary.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace rdmak8s::cni {
+namespace rdmak8s {
 
 // "a, b, c" (with `sep` between); "" for none.
 inline std::string Join(const std::vector<std::string>& v, std::string_view sep = ", ") {
@@ -17,4 +18,4 @@ inline std::string Join(const std::vector<std::string>& v, std::string_view sep 
   return out;
 }
 
-}  // namespace rdmak8s::cni
+}  // namespace rdmak8s

@@ -1,5 +1,7 @@
 #include "device-plugin/preferred_allocation.h"
 
+#include "device-plugin/device_name_index.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -25,7 +27,7 @@ bool IsDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; 
 // numbers), so that a distance is a few integer compares.
 struct Dev {
   const IdLocality* loc = nullptr;
-  std::vector<int> path;
+  const std::vector<int>* path = nullptr;  // interned
   size_t count = 0;  // available IDs on it
 };
 
@@ -39,89 +41,30 @@ int TreeHops(const std::vector<Elem>& a, const std::vector<Elem>& b) {
   return static_cast<int>(a.size() - common + b.size() - common);
 }
 
+// Heterogeneous look-up: a std::string key found by a string_view, no copy.
+struct ViewHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
 int Distance(const Dev& a, const Dev& b) {
   if (a.loc == b.loc || a.loc->rdma_dev == b.loc->rdma_dev) return 0;
-  return TreeHops(a.path, b.path);
+  return TreeHops(*a.path, *b.path);
 }
 
 }  // namespace
 
-// Device names -> index: open addressing on a word-at-a-time hash. A slot holds the name's
-// first 16 bytes as two words and its length, so a look-up reads the ID's name in at most four
-// loads and touches one slot (one cache line) per probe: no call, no per-byte loop, no pointer
-// to follow for the names devices have (up to 16 bytes; longer ones are compared whole).
-// std::unordered_map with std::hash, or a byte-wise FNV over std::string keys, spend several
-// times longer on each of 100,000 IDs, most of it waiting for memory.
-class DeviceNameIndex {
- public:
-  explicit DeviceNameIndex(std::vector<std::string> names) : names_(std::move(names)) {
-    size_t cap = 16;
-    while (cap < names_.size() * 2) cap <<= 1;
-    slots_.assign(cap, Slot{});
-    for (size_t i = 0; i < names_.size(); ++i) {
-      auto [w0, w1] = Words(names_[i]);
-      size_t at = Hash(names_[i], w0, w1) & (cap - 1);
-      while (slots_[at].index >= 0) at = (at + 1) & (cap - 1);
-      slots_[at] = Slot{w0, w1, static_cast<uint32_t>(names_[i].size()), static_cast<int32_t>(i)};
+std::vector<std::vector<int>> InternPaths(const std::vector<IdLocality>& devices) {
+  std::unordered_map<std::string_view, int> interned;
+  std::vector<std::vector<int>> paths(devices.size());
+  for (size_t d = 0; d < devices.size(); ++d) {
+    paths[d].reserve(devices[d].pcie_path.size());
+    for (const auto& e : devices[d].pcie_path) {
+      paths[d].push_back(interned.emplace(e, static_cast<int>(interned.size())).first->second);
     }
   }
-  int Find(std::string_view name) const {
-    auto [w0, w1] = Words(name);
-    const size_t mask = slots_.size() - 1;
-    for (size_t at = Hash(name, w0, w1) & mask; slots_[at].index >= 0; at = (at + 1) & mask) {
-      const Slot& s = slots_[at];
-      if (s.w0 != w0 || s.w1 != w1 || s.size != name.size()) continue;
-      if (name.size() <= 16 || names_[static_cast<size_t>(s.index)] == name) return s.index;
-    }
-    return -1;
-  }
-  // The device of a shared ID "<rdma_dev>-<k>".
-  int DeviceOfSharedId(std::string_view id) const {
-    size_t dash = id.rfind('-');
-    return dash == std::string_view::npos ? -1 : Find(id.substr(0, dash));
-  }
-
- private:
-  struct Slot {
-    uint64_t w0 = 0, w1 = 0;
-    uint32_t size = 0;
-    int32_t index = -1;
-  };
-  static uint64_t Load8(const char* p) {
-    uint64_t v;
-    std::memcpy(&v, p, 8);
-    return v;
-  }
-  static uint64_t Load4(const char* p) {
-    uint32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
-  // The name's first 16 bytes as two words, read with loads that may overlap (never past its
-  // end): with the length, they determine a name of up to 16 bytes.
-  static std::pair<uint64_t, uint64_t> Words(std::string_view s) {
-    const char* p = s.data();
-    const size_t n = s.size();
-    if (n >= 8) return {Load8(p), Load8(p + std::min<size_t>(n, 16) - 8)};
-    if (n >= 4) return {Load4(p), Load4(p + n - 4)};
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
-    return {v, 0};
-  }
-  static uint64_t Mix(uint64_t a, uint64_t b) {
-    __uint128_t m = static_cast<__uint128_t>(a ^ 0x9e3779b97f4a7c15ull) * (b ^ 0xc2b2ae3d27d4eb4full);
-    return static_cast<uint64_t>(m) ^ static_cast<uint64_t>(m >> 64);
-  }
-  static uint64_t Hash(std::string_view s, uint64_t w0, uint64_t w1) {
-    uint64_t h = Mix(w0, w1 ^ s.size());
-    for (size_t i = 16; i < s.size(); i += 8) {  // names longer than 16 bytes: the rest too
-      h = Mix(h, i + 8 <= s.size() ? Load8(s.data() + i) : Load8(s.data() + s.size() - 8));
-    }
-    return h;
-  }
-  std::vector<std::string> names_;
-  std::vector<Slot> slots_;
-};
+  return paths;
+}
 
 AllocationTopology PoolTopology(const PoolState& state) {
   AllocationTopology topo;
@@ -134,14 +77,16 @@ AllocationTopology PoolTopology(const PoolState& state) {
             [](const IdLocality& a, const IdLocality& b) { return NaturalLess(a.rdma_dev, b.rdma_dev); });
   std::vector<std::string> names;
   for (const auto& l : topo.devices) names.push_back(l.rdma_dev);
+  topo.paths = InternPaths(topo.devices);
   auto index = std::make_shared<const DeviceNameIndex>(std::move(names));
   if (state.pool.mode == PoolMode::kShared) {
     topo.by_name = index;
   } else {
-    auto by_id = std::make_shared<std::unordered_map<std::string, int>>();
+    // Exclusive IDs are few (one per device): a map of them, looked up by view.
+    auto by_id = std::make_shared<std::unordered_map<std::string, int, ViewHash, std::equal_to<>>>();
     for (const auto& [id, dev] : state.id_to_dev) (*by_id)[id] = index->Find(dev);
     topo.device_of = [by_id](std::string_view id) {
-      auto it = by_id->find(std::string(id));
+      auto it = by_id->find(id);
       return it == by_id->end() ? -1 : it->second;
     };
   }
@@ -149,7 +94,12 @@ AllocationTopology PoolTopology(const PoolState& state) {
 }
 
 bool NaturalLess(std::string_view a, std::string_view b) {
-  size_t i = 0, j = 0;
+  // The common prefix compares equal token by token: start after it, at the beginning of the
+  // digit run (if any) it ends in. IDs of one device share their whole name.
+  size_t m = 0;
+  while (m < a.size() && m < b.size() && a[m] == b[m]) ++m;
+  while (m > 0 && IsDigit(a[m - 1])) --m;
+  size_t i = m, j = m;
   while (i < a.size() && j < b.size()) {
     if (IsDigit(a[i]) && IsDigit(b[j])) {
       size_t ie = i, je = j;
@@ -200,37 +150,50 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
   const size_t need = static_cast<size_t>(size) - result.size();
 
   // Step 0, the one pass over the IDs: each available ID's device. Devices [0, n) are the
-  // topology's; an ID of no known device becomes a device of its own after them.
+  // topology's; an ID of no known device becomes a device of its own after them. On a big pool
+  // this pass is the request's cost: it is written once per kind of look-up, so that a shared
+  // pool's (DeviceNameIndex) is inlined.
   const size_t n = topology.devices.size();
   std::vector<IdLocality> unknown;
-  std::vector<int> dev_of(available.size(), -1);
+  std::vector<int32_t> dev_of(available.size(), -1);
   std::vector<size_t> count(n, 0);
-  for (size_t i = 0; i < available.size(); ++i) {
-    const std::string_view id = available[i];
-    if (!must.empty() && must.count(id)) continue;
-    int d = DeviceOf(topology, id);
-    if (d < 0 || static_cast<size_t>(d) >= n) {
-      unknown.push_back(IdLocality{std::string(id), -1, {}});
-      d = static_cast<int>(n + unknown.size() - 1);
-      count.push_back(0);
+  auto group = [&](auto&& device_of) {
+    for (size_t i = 0; i < available.size(); ++i) {
+      const std::string_view id = available[i];
+      if (!must.empty() && must.count(id)) continue;
+      int d = device_of(id);
+      if (d < 0 || static_cast<size_t>(d) >= n) [[unlikely]] {
+        unknown.push_back(IdLocality{std::string(id), -1, {}});
+        d = static_cast<int>(n + unknown.size() - 1);
+        count.push_back(0);
+      }
+      dev_of[i] = d;
+      count[static_cast<size_t>(d)]++;
     }
-    dev_of[i] = d;
-    count[static_cast<size_t>(d)]++;
+  };
+  if (topology.by_name) {
+    const DeviceNameIndex& index = *topology.by_name;
+    group([&index](std::string_view id) { return index.DeviceOfSharedId(id); });
+  } else {
+    group([&topology](std::string_view id) {
+      return topology.device_of ? topology.device_of(id) : -1;
+    });
   }
   auto loc_of = [&](size_t d) -> const IdLocality& {
     return d < n ? topology.devices[d] : unknown[d - n];
   };
-  // Devices of the must-include IDs (their locality counts, whether or not they are available).
-  std::vector<const IdLocality*> must_locs;
+  // Devices of the must-include IDs (their locality counts, whether or not they are available),
+  // with their index in the topology (-1: none).
+  std::vector<std::pair<const IdLocality*, int>> must_locs;
   std::vector<IdLocality> must_unknown;
   must_unknown.reserve(result.size());
   for (const auto& id : result) {
     int d = DeviceOf(topology, id);
     if (d >= 0 && static_cast<size_t>(d) < n) {
-      must_locs.push_back(&topology.devices[static_cast<size_t>(d)]);
+      must_locs.emplace_back(&topology.devices[static_cast<size_t>(d)], d);
     } else {
       must_unknown.push_back(IdLocality{id, -1, {}});
-      must_locs.push_back(&must_unknown.back());
+      must_locs.emplace_back(&must_unknown.back(), -1);
     }
   }
 
@@ -240,7 +203,7 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
     if (count[d] > 0) per_node[loc_of(d).numa_node] += count[d];
   }
   std::set<int> used;
-  for (const auto* l : must_locs) used.insert(l->numa_node);
+  for (const auto& [l, d] : must_locs) used.insert(l->numa_node);
   auto in_used = [&] {
     size_t total = 0;
     for (int node : used) {
@@ -283,23 +246,23 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
   };
   // PoolTopology's devices come in natural order already: checked in one pass, sorted if not.
   if (!std::is_sorted(order.begin(), order.end(), natural)) std::sort(order.begin(), order.end(), natural);
-  std::unordered_map<std::string, int> interned;
-  auto intern = [&](const IdLocality& l) {
-    std::vector<int> path;
-    path.reserve(l.pcie_path.size());
-    for (const auto& e : l.pcie_path) {
-      path.push_back(interned.emplace(e, static_cast<int>(interned.size())).first->second);
-    }
-    return path;
-  };
+  // Interned PCIe paths: the topology's own (PoolTopology builds them once per state), else
+  // built here (a topology assembled by hand, as tests do). IDs of no known device have none.
+  std::vector<std::vector<int>> own_paths;
+  const std::vector<std::vector<int>>& paths =
+      topology.paths.size() == n ? topology.paths : (own_paths = InternPaths(topology.devices));
+  static const std::vector<int> kNoPath;
+  auto path_of = [&](size_t d) -> const std::vector<int>* { return d < n ? &paths[d] : &kNoPath; };
   std::vector<Dev> devs(order.size());
   for (size_t k = 0; k < order.size(); ++k) {
     devs[k].loc = &loc_of(order[k]);
-    devs[k].path = intern(*devs[k].loc);
+    devs[k].path = path_of(order[k]);
     devs[k].count = count[order[k]];
   }
   std::vector<Dev> base;
-  for (const auto* l : must_locs) base.push_back(Dev{l, intern(*l), 0});
+  for (const auto& [l, d] : must_locs) {
+    base.push_back(Dev{l, d >= 0 ? &paths[static_cast<size_t>(d)] : &kNoPath, 0});
+  }
 
   // Step 3: greedy PCIe closeness. Picks device positions in `devs` (repeats allowed once every
   // device is used); the distance sums to the chosen set are kept up to date per pick.
@@ -346,9 +309,9 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
     std::map<std::vector<int>, std::pair<size_t, size_t>> parents;  // parent -> (first, devices)
     std::vector<std::vector<int>> parent_order;
     for (size_t k = 0; k < devs.size(); ++k) {
-      std::vector<int> parent = devs[k].path;
+      std::vector<int> parent = *devs[k].path;
       if (!parent.empty()) parent.pop_back();
-      if (devs[k].path.empty()) parent = {-1 - static_cast<int>(k)};  // no tree: its own
+      if (devs[k].path->empty()) parent = {-1 - static_cast<int>(k)};  // no tree: its own
       auto [it, fresh] = parents.emplace(parent, std::make_pair(k, 0));
       it->second.second++;
       if (fresh) parent_order.push_back(parent);
@@ -376,29 +339,37 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
 
   // Which IDs: per picked device, its naturally first available IDs. One more pass over the
   // IDs, touching only those of picked devices.
-  std::vector<char> wanted(count.size(), 0);  // by device index
-  for (size_t k : picked) wanted[order[k]] = 1;
-  std::unordered_map<size_t, std::vector<std::string_view>> ids;
-  for (size_t i = 0; i < available.size(); ++i) {
-    int d = dev_of[i];
-    if (d >= 0 && wanted[static_cast<size_t>(d)]) ids[static_cast<size_t>(d)].emplace_back(available[i]);
+  std::vector<int32_t> list_of(count.size(), -1);  // by device index: its place in `lists`
+  std::vector<std::vector<std::string_view>> lists;
+  std::vector<size_t> picks;  // by place in `lists`: how many of its IDs
+  for (size_t k : picked) {
+    int32_t& l = list_of[order[k]];
+    if (l < 0) {
+      l = static_cast<int32_t>(lists.size());
+      lists.emplace_back();
+      picks.push_back(0);
+    }
+    picks[static_cast<size_t>(l)]++;
   }
-  std::unordered_map<size_t, size_t> picks;  // by device index: how many of its IDs
-  for (size_t k : picked) picks[order[k]]++;
-  for (auto& [d, v] : ids) {
-    if (picks[d] == 1) {  // the common case: its naturally first ID, one pass
+  for (size_t i = 0; i < available.size(); ++i) {
+    const int32_t d = dev_of[i];
+    if (d < 0) continue;
+    const int32_t l = list_of[static_cast<size_t>(d)];
+    if (l >= 0) lists[static_cast<size_t>(l)].emplace_back(available[i]);
+  }
+  for (size_t l = 0; l < lists.size(); ++l) {
+    auto& v = lists[l];
+    if (picks[l] == 1) {  // the common case: its naturally first ID, one pass
       v = {*std::min_element(v.begin(), v.end(), NaturalLess)};
       continue;
     }
     std::sort(v.begin(), v.end(), NaturalLess);
     v.erase(std::unique(v.begin(), v.end()), v.end());
   }
-  std::unordered_map<size_t, size_t> next;
+  std::vector<size_t> next(lists.size(), 0);
   for (size_t k : picked) {
-    size_t d = order[k];
-    size_t& at = next[d];
-    auto& v = ids[d];
-    if (at < v.size()) result.emplace_back(v[at++]);
+    const auto l = static_cast<size_t>(list_of[order[k]]);
+    if (next[l] < lists[l].size()) result.emplace_back(lists[l][next[l]++]);
   }
   return result;
 }

@@ -37,7 +37,7 @@ struct IdLocality {
   std::vector<std::string> pcie_path;  // root port ... function; empty when not PCI
 };
 
-class DeviceNameIndex;  // preferred_allocation.cc
+class DeviceNameIndex;  // device_name_index.h
 
 // Where a pool's IDs sit: its devices, and which device an ID is on: -1 for an ID of no known
 // device (it counts as a device of its own with unknown NUMA and no PCIe path). Asked once per
@@ -47,7 +47,14 @@ struct AllocationTopology {
   std::vector<IdLocality> devices;
   std::function<int(std::string_view id)> device_of;
   std::shared_ptr<const DeviceNameIndex> by_name;
+  // InternPaths(devices), kept with the topology so that no request interns 1,024 paths again;
+  // when its size is not that of `devices`, the algorithm interns them per request.
+  std::vector<std::vector<int>> paths;
 };
+
+// The devices' PCIe paths with each element replaced by a number (equal strings, equal numbers
+// across all the devices), so that comparing two paths is comparing integers.
+std::vector<std::vector<int>> InternPaths(const std::vector<IdLocality>& devices);
 
 // The index in topology.devices of the device an ID is on, -1 for none: what the algorithm
 // asks once per available ID.
@@ -62,9 +69,9 @@ std::vector<std::string> PreferredAllocation(const std::vector<std::string_view>
                                              int size, const AllocationTopology& topology);
 
 // The topology of a pool's state: its devices (NUMA node, PCIe path) in natural order of their
-// names; a shared ID "<rdma_dev>-<k>" is found by its device name (by_name: a hash of the name,
-// no per-ID map), an exclusive ID through the state's ID map. Built once per published state
-// (PoolServer keeps it), not per request.
+// names, with their interned paths; a shared ID "<rdma_dev>-<k>" is found by its device name
+// (by_name: DeviceNameIndex, no per-ID map), an exclusive ID through the state's ID map. Built
+// once per published state (PoolServer keeps it), not per request.
 AllocationTopology PoolTopology(const PoolState& state);
 
 // Per-ID locality (nullopt: unknown); builds the topology by asking every ID. For small pools

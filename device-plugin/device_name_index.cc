@@ -1,0 +1,57 @@
+#include "device-plugin/device_name_index.h"
+
+namespace rdmak8s::dp {
+
+DeviceNameIndex::DeviceNameIndex(std::vector<std::string> names) : names_(std::move(names)) {
+  // At most a quarter full: most look-ups find their name in the first slot they read.
+  size_t cap = 16;
+  while (cap < names_.size() * 4) cap <<= 1;
+  slots_.assign(cap, Slot{});
+  mask_ = cap - 1;
+  for (size_t i = 0; i < names_.size(); ++i) {
+    if (Find(names_[i]) >= 0) continue;  // a name given twice: its first position
+    uint64_t w0, w1;
+    KeyOf(names_[i], &w0, &w1);
+    size_t at = Mix(w0, w1 ^ names_[i].size()) & mask_;
+    while (slots_[at].index >= 0) at = (at + 1) & mask_;
+    slots_[at] = Slot{w0, w1, static_cast<uint32_t>(names_[i].size()), static_cast<int32_t>(i)};
+  }
+}
+
+void DeviceNameIndex::KeyOf(std::string_view name, uint64_t* w0, uint64_t* w1) {
+  const size_t n = name.size();
+  char first[8] = {};
+  std::memcpy(first, name.data(), n < 8 ? n : 8);
+  *w0 = Load8(first);
+  if (n <= 8) {
+    *w1 = 0;
+  } else if (n <= 16) {
+    *w1 = Load8(name.data() + n - 8);
+  } else {
+    *w1 = Load8(name.data() + 8);
+  }
+}
+
+int DeviceNameIndex::Probe(uint64_t w0, uint64_t w1, size_t n, size_t at) const {
+  for (; slots_[at].index >= 0; at = (at + 1) & mask_) {
+    const Slot& s = slots_[at];
+    if (s.w0 == w0 && s.w1 == w1 && s.size == n) return s.index;
+  }
+  return -1;
+}
+
+int DeviceNameIndex::Find(std::string_view name) const {
+  uint64_t w0, w1;
+  KeyOf(name, &w0, &w1);
+  const size_t n = name.size();
+  if (n <= 16) return Lookup(w0, w1, n);
+  for (size_t at = Mix(w0, w1 ^ n) & mask_; slots_[at].index >= 0; at = (at + 1) & mask_) {
+    const Slot& s = slots_[at];
+    if (s.w0 == w0 && s.w1 == w1 && s.size == n && names_[static_cast<size_t>(s.index)] == name) {
+      return s.index;
+    }
+  }
+  return -1;
+}
+
+}  // namespace rdmak8s::dp

@@ -154,21 +154,19 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
   // this pass is the request's cost: it is written once per kind of look-up, so that a shared
   // pool's (DeviceNameIndex) is inlined.
   const size_t n = topology.devices.size();
-  std::vector<IdLocality> unknown;
-  std::vector<int32_t> dev_of(available.size(), -1);
-  std::vector<size_t> count(n, 0);
+  std::vector<int32_t> dev_of(available.size(), -1);  // -1: a must-include ID
+  std::vector<size_t> count(n + 1, 0);                 // [n] for now: IDs of no known device
   auto group = [&](auto&& device_of) {
+    int32_t* out = dev_of.data();
+    size_t* per_dev = count.data();
+    const auto unknown_dev = static_cast<int32_t>(n);
     for (size_t i = 0; i < available.size(); ++i) {
       const std::string_view id = available[i];
       if (!must.empty() && must.count(id)) continue;
-      int d = device_of(id);
-      if (d < 0 || static_cast<size_t>(d) >= n) [[unlikely]] {
-        unknown.push_back(IdLocality{std::string(id), -1, {}});
-        d = static_cast<int>(n + unknown.size() - 1);
-        count.push_back(0);
-      }
-      dev_of[i] = d;
-      count[static_cast<size_t>(d)]++;
+      int32_t d = device_of(id);
+      if (static_cast<uint32_t>(d) >= static_cast<uint32_t>(n)) d = unknown_dev;
+      out[i] = d;
+      per_dev[d]++;
     }
   };
   if (topology.by_name) {
@@ -178,6 +176,19 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
     group([&topology](std::string_view id) {
       return topology.device_of ? topology.device_of(id) : -1;
     });
+  }
+  // Each ID of no known device becomes a device of its own, in the order given.
+  std::vector<IdLocality> unknown;
+  const size_t unknown_ids = count[n];
+  count.pop_back();
+  if (unknown_ids > 0) {
+    unknown.reserve(unknown_ids);
+    for (size_t i = 0; i < available.size(); ++i) {
+      if (dev_of[i] != static_cast<int32_t>(n)) continue;
+      unknown.push_back(IdLocality{std::string(available[i]), -1, {}});
+      dev_of[i] = static_cast<int32_t>(n + unknown.size() - 1);
+      count.push_back(1);
+    }
   }
   auto loc_of = [&](size_t d) -> const IdLocality& {
     return d < n ? topology.devices[d] : unknown[d - n];

@@ -48,78 +48,17 @@ for t in apt-get dpkg dpkg-deb debootstrap cpio xz depmod modprobe python3 ldd s
 [[ $(id -u) -eq 0 ]] || die "must run as root (debootstrap, chroot, device nodes in the initramfs)"
 
 # The Debian mirror is whatever the machine's apt configuration uses for the main archive.
-debian_mirror() {
-  if [[ -n ${E2E_DEBIAN_MIRROR:-} ]]; then echo "$E2E_DEBIAN_MIRROR"; return; fi
-  python3 - <<'EOF'
-import glob, re, sys
-uris = []
-for path in ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*.list")):
-    try:
-        for line in open(path):
-            line = line.split("#", 1)[0].strip()
-            m = re.match(r"deb\s+(\[[^\]]*\]\s+)?(\S+)\s+(\S+)", line)
-            if m:
-                uris.append((m.group(2), [m.group(3)]))
-    except OSError:
-        pass
-for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
-    try:
-        text = open(path).read()
-    except OSError:
-        continue
-    for stanza in re.split(r"\n\s*\n", text):
-        fields = {}
-        for line in stanza.splitlines():
-            if line.startswith("#") or ":" not in line:
-                continue
-            k, v = line.split(":", 1)
-            fields[k.strip().lower()] = v.split()
-        if "deb" in fields.get("types", []):
-            for u in fields.get("uris", []):
-                uris.append((u, fields.get("suites", [])))
-for uri, suites in uris:
-    if uri.rstrip("/").endswith("/debian") and any(not s.endswith("-security") for s in suites):
-        print(uri.rstrip("/"))
-        sys.exit(0)
-sys.exit("no Debian main-archive mirror (a URI ending in /debian) in /etc/apt/sources.list*; "
-         "set E2E_DEBIAN_MIRROR")
-EOF
-}
-MIRROR=$(debian_mirror) || die "cannot determine the Debian mirror"
+# shellcheck source=../scripts/lib/debian-apt.sh
+. "$SRC_ROOT/scripts/lib/debian-apt.sh"
+MIRROR=$(DEBIAN_MIRROR=${E2E_DEBIAN_MIRROR:-${DEBIAN_MIRROR:-}} debian_mirror) || die "cannot determine the Debian mirror"
 
 # ---------------------------------------------------------------------------------------------
 # Private apt configuration for trixie-backports (kernel, headers version, linux-source).
 APT_ROOT=$CACHE/apt
-mkdir -p "$APT_ROOT"/{etc/apt/sources.list.d,etc/apt/preferences.d,etc/apt/apt.conf.d,etc/apt/trusted.gpg.d} \
-         "$APT_ROOT"/state/lists/partial "$APT_ROOT"/cache/archives/partial
-touch "$APT_ROOT/state/status"
-echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $MIRROR trixie-backports main" \
-  > "$APT_ROOT/etc/apt/sources.list"
-cat > "$APT_ROOT/apt.conf" <<EOF
-Dir::Etc "$APT_ROOT/etc/apt";
-Dir::State "$APT_ROOT/state";
-Dir::State::status "$APT_ROOT/state/status";
-Dir::Cache "$APT_ROOT/cache";
-APT::Architecture "amd64";
-APT::Architectures { "amd64"; };
-Acquire::Languages "none";
-APT::Sandbox::User "root";
-EOF
-export APT_CONFIG=$APT_ROOT/apt.conf
-lists_age_ok() {
-  local stamp=$APT_ROOT/state/updated
-  [[ -f $stamp && $(( $(date +%s) - $(stat -c %Y "$stamp") )) -lt 43200 ]] && \
-    [[ -n $(ls "$APT_ROOT"/state/lists/*Packages* 2>/dev/null) ]]
-}
-if [[ ${E2E_APT_REFRESH:-0} == 1 ]] || ! lists_age_ok; then
+private_apt "$APT_ROOT" "$MIRROR" trixie-backports
+if [[ ${E2E_APT_REFRESH:-0} == 1 ]] || ! private_apt_lists_fresh "$APT_ROOT" 43200; then
   log "apt-get update (private configuration: trixie-backports)"
-  if apt-get update -qq >"$CACHE/apt-update.log" 2>&1; then
-    touch "$APT_ROOT/state/updated"
-  elif [[ -n $(ls "$APT_ROOT"/state/lists/*Packages* 2>/dev/null) ]]; then
-    log "apt-get update failed (see $CACHE/apt-update.log); using the package lists already cached"
-  else
-    die "apt-get update for trixie-backports failed: $(tail -3 "$CACHE/apt-update.log")"
-  fi
+  private_apt_update "$APT_ROOT" "$CACHE/apt-update.log" build-image || exit 1
 fi
 
 # Which kernel: trixie-backports' linux-image-amd64, unless pinned.

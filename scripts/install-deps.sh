@@ -15,18 +15,13 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev iproute2 kmod procps
   # CNI driven as runtimes drive it: libcni (Go) and the reference plugins
   golang-go golang-github-appc-cni-dev containernetworking-plugins
-  # manifests rendered and checked (kubectl: see below)
-  python3 python3-yaml
+  # manifests checked (kustomize and kubectl are trixie's, fetched by the tests:
+  # scripts/fetch-trixie-tools.sh; Debian 12's kubectl 1.20 cannot render them)
+  python3 python3-yaml debian-archive-keyring
   # e2e VM: soft RDMA under qemu, userspace from Debian packages
   qemu-system-x86 busybox-static debootstrap cpio xz-utils
   ibverbs-utils rdmacm-utils perftest jq
 )
-
-# kubectl renders the kustomize manifests. Debian ships it as kubernetes-client; a machine that
-# already has a kubectl from another package (which would conflict on /usr/bin/kubectl) keeps it.
-if ! command -v kubectl >/dev/null 2>&1; then
-  PACKAGES+=(kubernetes-client)
-fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

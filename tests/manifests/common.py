@@ -12,7 +12,6 @@ SOURCE_DIR = os.environ.get(
     os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 MANIFESTS = os.path.join(SOURCE_DIR, "manifests")
 IMAGES = os.path.join(SOURCE_DIR, "images")
-KUBECTL = os.environ.get("KUBECTL", "kubectl")
 
 SKIP = 77  # ctest SKIP_RETURN_CODE
 
@@ -24,8 +23,46 @@ def project_version():
     return m.group(1)
 
 
-def kustomizations():
-    """Every directory under manifests/ holding a kustomization.yaml, relative to manifests/."""
+def _tools():
+    """{'KUSTOMIZE': path, 'KUBECTL': path}: trixie's kustomize 5 and kubectl 1.32.
+
+    From the environment when both are set, else from $RDMAK8S_TOOLS_ENV, the file that the ctest
+    fixture manifests.trixie_tools_fetched writes with `scripts/fetch-trixie-tools.sh --print`.
+    """
+    if os.environ.get("KUSTOMIZE") and os.environ.get("KUBECTL"):
+        return {"KUSTOMIZE": os.environ["KUSTOMIZE"], "KUBECTL": os.environ["KUBECTL"]}
+    path = os.environ.get("RDMAK8S_TOOLS_ENV", "")
+    tools = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                k, sep, v = line.strip().partition("=")
+                if sep:
+                    tools[k] = v
+    except OSError as e:
+        raise AssertionError(f"no kustomize/kubectl: cannot read RDMAK8S_TOOLS_ENV={path!r} ({e}); "
+                             "run scripts/fetch-trixie-tools.sh --print, or set KUSTOMIZE and "
+                             "KUBECTL") from None
+    missing = {"KUSTOMIZE", "KUBECTL"} - set(tools)
+    assert not missing, f"{path} names no {sorted(missing)}"
+    return tools
+
+
+def kustomize():
+    return _tools()["KUSTOMIZE"]
+
+
+def kubectl():
+    return _tools()["KUBECTL"]
+
+
+def _kustomization_kind(rel):
+    import yaml
+    with open(os.path.join(MANIFESTS, rel, "kustomization.yaml")) as f:
+        return (yaml.safe_load(f) or {}).get("kind", "Kustomization")
+
+
+def _kustomization_dirs():
     found = []
     for dirpath, _, files in os.walk(MANIFESTS):
         if "kustomization.yaml" in files:
@@ -33,10 +70,21 @@ def kustomizations():
     return sorted(found)
 
 
+def kustomizations():
+    """Every directory under manifests/ holding a buildable kustomization.yaml (kind
+    Kustomization), relative to manifests/."""
+    return [rel for rel in _kustomization_dirs() if _kustomization_kind(rel) == "Kustomization"]
+
+
+def components():
+    """Every directory under manifests/ holding a kustomize Component, relative to manifests/."""
+    return [rel for rel in _kustomization_dirs() if _kustomization_kind(rel) == "Component"]
+
+
 @functools.lru_cache(maxsize=None)
 def _tree_key():
-    """Digest of the kubectl used and of every file under manifests/: the render cache key."""
-    h = hashlib.sha256(KUBECTL.encode())
+    """Digest of the kustomize used and of every file under manifests/: the render cache key."""
+    h = hashlib.sha256(os.path.realpath(kustomize()).encode())
     for dirpath, dirs, files in sorted(os.walk(MANIFESTS)):
         dirs.sort()
         for name in sorted(files):
@@ -47,40 +95,76 @@ def _tree_key():
     return h.hexdigest()[:16]
 
 
-def _kustomize(rel):
-    proc = subprocess.run([KUBECTL, "kustomize", os.path.join(MANIFESTS, rel)],
-                          capture_output=True, text=True)
+def run_render(argv, what):
+    """Runs a render command; its stdout, or raises naming `what` on a non-zero exit or on any
+    output on stderr (kustomize prints its deprecation warnings there and still exits 0)."""
+    proc = subprocess.run(argv, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise AssertionError(f"{KUBECTL} kustomize manifests/{rel}: exit {proc.returncode}: "
+        raise AssertionError(f"{' '.join(argv[:2])} {what}: exit {proc.returncode}: "
                              f"{proc.stderr.strip()}")
+    if proc.stderr.strip():
+        raise AssertionError(f"{' '.join(argv[:2])} {what}: warns: {proc.stderr.strip()}")
     return proc.stdout
 
 
+def _composition_dir(resource, comps):
+    """A kustomization (in a fresh directory under the render cache or /tmp) of manifests/<resource>
+    with manifests/<comps...>: how an operator adds a component to an overlay. kustomize takes
+    only relative paths, so they are written relative to that directory."""
+    import yaml
+    parent = os.environ.get("RDMAK8S_RENDER_CACHE") or None
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    d = tempfile.mkdtemp(prefix="compose-", dir=parent)
+    rel = lambda r: os.path.relpath(os.path.join(MANIFESTS, r), d)
+    with open(os.path.join(d, "kustomization.yaml"), "w") as f:
+        yaml.safe_dump({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                        "resources": [rel(resource)], "components": [rel(c) for c in comps]}, f)
+    return d
+
+
+def render_text(rel, comps=(), tool="kustomize"):
+    """The rendered YAML of manifests/<rel> (plus manifests/<comps...> when given) by trixie's
+    kustomize (`kustomize build`) or kubectl (`kubectl kustomize`); raises on an error or warning."""
+    import shutil
+    d = _composition_dir(rel, comps) if comps else os.path.join(MANIFESTS, rel)
+    what = f"manifests/{rel}" + "".join(f" + manifests/{c}" for c in comps)
+    argv = [kustomize(), "build", d] if tool == "kustomize" else [kubectl(), "kustomize", d]
+    try:
+        return run_render(argv, what)
+    finally:
+        if comps:
+            shutil.rmtree(d, ignore_errors=True)
+
+
 @functools.lru_cache(maxsize=None)
-def render(rel):
-    """`kubectl kustomize manifests/<rel>` parsed into a list of objects; raises with stderr.
+def render(rel, comps=()):
+    """`kustomize build manifests/<rel>` (with the components manifests/<comps...> added, when
+    given) parsed into a list of objects; raises with stderr on an error or any warning.
 
     Renders are cached under $RDMAK8S_RENDER_CACHE (set by ctest to a build directory) keyed by
-    the content of manifests/ and the kubectl used, so the ~40 test processes share one render
+    the content of manifests/ and the kustomize used, so the ~40 test processes share one render
     per directory. Writes go to a temporary name and are renamed: safe under ctest -j.
     """
     import yaml
+    comps = tuple(comps)
     cache_dir = os.environ.get("RDMAK8S_RENDER_CACHE")
     text = None
     if cache_dir:
-        cached = os.path.join(cache_dir, f"{_tree_key()}-{rel.replace('/', '_')}.yaml")
+        name = "+".join((rel,) + comps).replace("/", "_")
+        cached = os.path.join(cache_dir, f"{_tree_key()}-{name}.yaml")
         if os.path.exists(cached):
             with open(cached) as f:
                 text = f.read()
         else:
-            text = _kustomize(rel)
+            text = render_text(rel, comps)
             os.makedirs(cache_dir, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=cache_dir)
             with os.fdopen(fd, "w") as f:
                 f.write(text)
             os.replace(tmp, cached)
     else:
-        text = _kustomize(rel)
+        text = render_text(rel, comps)
     return [d for d in yaml.safe_load_all(text) if d]
 
 

@@ -3,7 +3,8 @@
 
 Run by ctest, one entry per test (tests/manifests/CMakeLists.txt):
   manifests_test.py ManifestsTest.test_name
-KUBECTL (environment) names the kubectl to render with.
+Renders with trixie's kustomize 5 and kubectl 1.32 (common.py: KUSTOMIZE and KUBECTL in the
+environment, or the file RDMAK8S_TOOLS_ENV written by scripts/fetch-trixie-tools.sh --print).
 """
 import json
 import os
@@ -11,14 +12,32 @@ import re
 import sys
 import unittest
 
-from common import (IMAGES, MANIFESTS, dockerfile_stages, find, kustomizations, nad_configs,
-                    one, plugin_config, project_version, render)
+from common import (IMAGES, MANIFESTS, components, dockerfile_stages, find, kustomizations,
+                    nad_configs, one, plugin_config, project_version, render, render_text)
 
 BASES = ["base"]
 OVERLAYS = ["overlays/roce-shared", "overlays/exclusive-vf", "overlays/infiniband",
             "overlays/iwarp", "overlays/cdi", "overlays/verbs-health"]
 EXAMPLES = ["examples/perftest", "examples/nccl-multi-nic"]
 DEPLOYABLE = BASES + OVERLAYS
+# Features an operator adds to any overlay (`components:`), and the overlays made of a fabric
+# overlay plus one of them.
+COMPONENTS = ["components/cdi", "components/verbs-health"]
+FABRIC_OVERLAYS = ["overlays/roce-shared", "overlays/exclusive-vf", "overlays/infiniband",
+                   "overlays/iwarp"]
+FEATURE_OVERLAYS = {"overlays/cdi": ("overlays/roce-shared", "components/cdi"),
+                    "overlays/verbs-health": ("overlays/roce-shared", "components/verbs-health")}
+# Every fabric overlay with every non-empty set of components: what operators may combine.
+COMPOSITIONS = [(o, cs) for o in FABRIC_OVERLAYS
+                for cs in (("components/cdi",), ("components/verbs-health",),
+                           ("components/cdi", "components/verbs-health"))]
+# Kinds without a namespace (the tree has none today; a namespace on one is an error).
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
+                  "PriorityClass", "StorageClass", "RuntimeClass", "DeviceClass",
+                  "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}
+# Fields kustomize 5 deprecates (it warns, and `kustomize edit fix` rewrites them).
+DEPRECATED_FIELDS = {"bases", "patchesJson6902", "patchesStrategicMerge", "commonLabels", "vars",
+                     "imageTags"}
 
 # Per overlay: what its pools must select, which main CNI plugins its NADs chain before rdmak8s,
 # and whether those NADs are RoCE (qos block expected) or InfiniBand (pkey expected).
@@ -127,28 +146,141 @@ class ManifestsTest(unittest.TestCase):
                 failures.append(str(e))
         self.assertEqual(failures, [])
 
-    def test_kustomizations_use_only_what_debian12_kubectl_understands(self):
-        # Debian 12's kubernetes-client is kubectl 1.20, whose kustomize (v2.0.3) rejects
-        # components, labels, patches and directories under resources. Checked statically so that
-        # a machine with a newer kubectl still catches a regression.
+    def test_kustomizations_use_current_syntax(self):
+        # kustomize 5 (trixie's 5.6, kubectl 1.32's 5.5) warns on the fields of kustomize v2/v3;
+        # checked statically too, so that the reason is named before anything renders.
         import yaml
-        allowed = {"apiVersion", "kind", "namespace", "namePrefix", "nameSuffix", "commonLabels",
-                   "commonAnnotations", "resources", "bases", "patchesStrategicMerge",
-                   "patchesJson6902", "configMapGenerator", "secretGenerator", "generatorOptions",
-                   "images", "vars", "crds"}
-        for rel in kustomizations():
+        self.assertEqual(components(), COMPONENTS)
+        for rel in kustomizations() + components():
             with self.subTest(rel):
-                path = os.path.join(MANIFESTS, rel, "kustomization.yaml")
-                with open(path) as f:
+                with open(os.path.join(MANIFESTS, rel, "kustomization.yaml")) as f:
                     k = yaml.safe_load(f)
-                self.assertEqual(k.get("kind", "Kustomization"), "Kustomization")
-                self.assertLessEqual(set(k), allowed)
+                self.assertEqual(set(k) & DEPRECATED_FIELDS, set())
+                if rel.startswith("components/"):
+                    self.assertEqual((k["apiVersion"], k["kind"]),
+                                     ("kustomize.config.k8s.io/v1alpha1", "Component"))
+                else:
+                    self.assertEqual((k["apiVersion"], k["kind"]),
+                                     ("kustomize.config.k8s.io/v1beta1", "Kustomization"))
                 for r in k.get("resources", []):
-                    self.assertTrue(os.path.isfile(os.path.join(MANIFESTS, rel, r)),
-                                    f"{r}: kustomize v2 takes only files under resources")
-                for g in k.get("configMapGenerator", []):
-                    self.assertLessEqual(set(g), {"name", "namespace", "behavior", "files",
-                                                  "literals", "env"})
+                    self.assertTrue(os.path.exists(os.path.join(MANIFESTS, rel, r)), r)
+                for c in k.get("components", []):
+                    target = os.path.normpath(os.path.join(rel, c))
+                    self.assertIn(target, COMPONENTS, f"{c}: not a component under components/")
+                for p in k.get("patches", []):
+                    self.assertTrue(os.path.isfile(os.path.join(MANIFESTS, rel, p["path"])),
+                                    p["path"])
+                    # A target names exactly one object, so a patch never lands twice.
+                    self.assertLessEqual({"kind", "name", "namespace"}, set(p["target"]))
+
+    def test_kustomize5_and_kubectl132_render_everything_alike_without_warnings(self):
+        # render_text raises on a non-zero exit or any stderr (kustomize's warnings).
+        failures = []
+        for rel, comps in [(r, ()) for r in kustomizations()] + COMPOSITIONS:
+            try:
+                by_kustomize = render_text(rel, comps, tool="kustomize")
+                by_kubectl = render_text(rel, comps, tool="kubectl")
+                if by_kustomize != by_kubectl:
+                    failures.append(f"manifests/{rel} {comps}: kubectl kustomize and kustomize "
+                                    "build render differently")
+            except AssertionError as e:
+                failures.append(str(e))
+        self.assertEqual(failures, [])
+
+    def test_every_rendered_object_has_api_version_kind_and_a_unique_name(self):
+        for rel, comps in [(r, ()) for r in kustomizations()] + COMPOSITIONS:
+            with self.subTest(f"{rel} {comps}"):
+                seen = set()
+                for o in render(rel, comps):
+                    self.assertRegex(o.get("apiVersion", ""), r"^([a-z0-9.-]+/)?v[0-9]+[a-z0-9]*$", o)
+                    self.assertRegex(o.get("kind", ""), r"^[A-Z][A-Za-z]+$", o)
+                    name = o.get("metadata", {}).get("name", "")
+                    self.assertRegex(name, r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", o.get("kind"))
+                    key = (o["apiVersion"].split("/")[0], o["kind"],
+                           o["metadata"].get("namespace"), name)
+                    self.assertNotIn(key, seen, "an object rendered twice")
+                    seen.add(key)
+
+    def test_namespaces_are_consistent(self):
+        # Namespaced objects say where they go (no reliance on kubectl's current context), the
+        # node agents and everything they mount live in kube-system, and an example's objects all
+        # share one namespace with the networks its pods attach.
+        for rel, comps in [(r, ()) for r in kustomizations()] + COMPOSITIONS:
+            with self.subTest(f"{rel} {comps}"):
+                objs = render(rel, comps)
+                for o in objs:
+                    ns = o["metadata"].get("namespace")
+                    if o["kind"] in CLUSTER_SCOPED:
+                        self.assertIsNone(ns, f"{o['kind']}/{o['metadata']['name']}")
+                    else:
+                        self.assertTrue(ns, f"{o['kind']}/{o['metadata']['name']} has no namespace")
+                for ds in find(objs, "DaemonSet"):
+                    ns = ds["metadata"]["namespace"]
+                    self.assertEqual(ns, "kube-system")
+                    spec = ds["spec"]["template"]["spec"]
+                    sa = spec.get("serviceAccountName")
+                    self.assertTrue(sa, "an agent runs under its own ServiceAccount")
+                    self.assertEqual(one(objs, "ServiceAccount", sa)["metadata"]["namespace"], ns)
+                    for v in spec.get("volumes", []):
+                        if "configMap" in v:
+                            cm = one(objs, "ConfigMap", v["configMap"]["name"])
+                            self.assertEqual(cm["metadata"]["namespace"], ns)
+                if rel.startswith("examples/"):
+                    self.assertEqual(len({o["metadata"]["namespace"] for o in objs}), 1)
+
+    def test_workload_selectors_match_their_template_labels(self):
+        for rel, comps in [(r, ()) for r in kustomizations()] + COMPOSITIONS:
+            objs = render(rel, comps)
+            for o in objs:
+                name = f"{rel} {comps} {o['kind']}/{o['metadata']['name']}"
+                if o["kind"] in ("DaemonSet", "Deployment", "StatefulSet", "ReplicaSet", "Job"):
+                    with self.subTest(name):
+                        sel = o["spec"]["selector"]
+                        self.assertEqual(set(sel), {"matchLabels"}, "matchLabels only")
+                        self.assertTrue(sel["matchLabels"])
+                        labels = o["spec"]["template"]["metadata"]["labels"]
+                        for k, v in sel["matchLabels"].items():
+                            self.assertEqual(labels.get(k), v, "selector must match the template")
+                elif o["kind"] == "Service" and o["spec"].get("selector"):
+                    with self.subTest(name):
+                        sel = o["spec"]["selector"]
+                        self.assertTrue(any(all(p["metadata"].get("labels", {}).get(k) == v
+                                                for k, v in sel.items())
+                                            for p in pods(objs)
+                                            if p["metadata"]["namespace"] ==
+                                            o["metadata"]["namespace"]),
+                                        "a Service that selects no pod of its kustomization")
+
+    def test_components_add_their_feature_to_every_fabric_overlay_and_change_nothing_else(self):
+        for overlay, comps in COMPOSITIONS:
+            with self.subTest(f"{overlay} + {comps}"):
+                plain, objs = render(overlay), render(overlay, comps)
+                ds_key = ("DaemonSet", "rdmak8s-device-plugin")
+                others = lambda os_: sorted((json.dumps(o, sort_keys=True) for o in os_
+                                             if (o["kind"], o["metadata"]["name"]) != ds_key))
+                self.assertEqual(others(objs), others(plain))
+                c = container(one(objs, "DaemonSet", "rdmak8s-device-plugin"))
+                a = args_map(c)
+                self.assertLessEqual(set(a), PLUGIN_FLAGS)
+                self.assertEqual(len(c["args"]), len(set(c["args"])), "an argument given twice")
+                m = host_mounts(one(objs, "DaemonSet", "rdmak8s-device-plugin"))
+                cdi = "components/cdi" in comps
+                verbs = "components/verbs-health" in comps
+                self.assertEqual(a.get("--cdi") == "true", cdi)
+                self.assertEqual(a.get("--cdi-dir") == "/var/run/cdi", cdi)
+                self.assertEqual(m.get("/var/run/cdi") == ("/var/run/cdi", False), cdi)
+                self.assertEqual("--no-verbs" not in c["args"], verbs)
+                self.assertEqual(c["securityContext"].get("privileged", False), verbs)
+                self.assertEqual(c["securityContext"].get("allowPrivilegeEscalation"), verbs)
+                # The images stay ours, at the project version.
+                for cc in c, container(one(objs, "DaemonSet", "rdmak8s-cni-installer")):
+                    self.assertTrue(cc["image"].startswith(OUR_REPO), cc["image"])
+                    self.assertTrue(cc["image"].endswith(":" + project_version()), cc["image"])
+
+    def test_feature_overlays_are_roce_shared_plus_their_component(self):
+        for rel, (overlay, comp) in FEATURE_OVERLAYS.items():
+            with self.subTest(rel):
+                self.assertEqual(render(rel), render(overlay, (comp,)))
 
     def test_device_plugin_mounts_kubelet_dirs_sysfs_and_dev_infiniband(self):
         for rel in DEPLOYABLE:

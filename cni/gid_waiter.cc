@@ -3,6 +3,7 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -47,8 +48,18 @@ Status GidWaiter::CheckGids(const AttachmentRecord& rec, const Netns& pod,
     return Status::Ok();
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  // Each poll reads the table's filled prefix, where the kernel puts a GID it adds (first free
+  // slot), not all of rxe's 1,024 slots. A wanted GID can also sit past a hole a freed GID left:
+  // the whole table is read once the prefix stops changing (the kernel is done adding), and at
+  // the deadline, before the GID is called missing.
+  std::optional<uint64_t> last_free;   // sum of the ports' first free slots at the last poll
+  std::optional<uint64_t> whole_at;    // ... when the whole tables were last read
+  bool whole = false;
   for (;;) {
+    const bool last = std::chrono::steady_clock::now() >= deadline;
+    whole = whole || last;
     std::map<std::string, std::pair<uint32_t, uint32_t>> found;  // gid -> (port, GID index)
+    uint64_t first_free = 0;
     Status s = resolver_.WithDeviceSysfs(rec, &pod, [&](const std::string& root) -> Status {
       RdmaSysfs sys(root);
       for (auto port : ports) {
@@ -57,8 +68,11 @@ Status GidWaiter::CheckGids(const AttachmentRecord& rec, const Netns& pod,
           if (!found.count(gid)) rest.insert(gid);
         }
         if (rest.empty()) break;
-        RDMAK8S_ASSIGN_OR_RETURN(auto hits, sys.FindGids(rec.rdma_dev, port, rest, "RoCE v2"));
-        for (const auto& [gid, index] : hits) found[gid] = {port, index};
+        RDMAK8S_ASSIGN_OR_RETURN(
+            auto hits, sys.SearchGids(rec.rdma_dev, port, rest, "RoCE v2",
+                                      whole ? GidScope::kWholeTable : GidScope::kFilledPrefix));
+        for (const auto& [gid, index] : hits.found) found[gid] = {port, index};
+        first_free += hits.first_free;
       }
       return Status::Ok();
     });
@@ -78,7 +92,20 @@ Status GidWaiter::CheckGids(const AttachmentRecord& rec, const Netns& pod,
       }
       return Status::Ok();
     }
-    if (std::chrono::steady_clock::now() >= deadline) {
+    if (!whole) {
+      // The same prefix twice and no whole read of it yet: what is missing is past a hole or
+      // not coming; the deadline's pass reads it all anyway, so look now.
+      const bool settled = last_free == first_free && whole_at != first_free;
+      last_free = first_free;
+      if (settled) {
+        whole = true;
+        continue;
+      }
+    } else if (!last) {
+      whole = false;
+      whole_at = last_free = first_free;
+    }
+    if (last && whole) {
       return failure_.Fail(
           kErrGidMissing,
           DeadlineExceededError("RoCE v2 GID " + Join(missing) + " not in the GID table of " +

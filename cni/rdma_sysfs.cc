@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "rdmak8s/device_id.h"
 #include "rdmak8s/file_util.h"
@@ -18,22 +19,6 @@
 namespace rdmak8s::cni {
 
 namespace {
-
-StatusOr<std::string> ReadAttr(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(errno, "read " + path);
-  char buf[512];
-  ssize_t n;
-  do {
-    n = read(fd, buf, sizeof buf - 1);
-  } while (n < 0 && errno == EINTR);
-  int e = errno;
-  close(fd);
-  if (n < 0) return ErrnoError(e, "read " + path);
-  std::string s(buf, static_cast<size_t>(n));
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 StatusOr<std::vector<std::string>> ListDir(const std::string& path) {
   DIR* d = opendir(path.c_str());
@@ -47,6 +32,41 @@ StatusOr<std::vector<std::string>> ListDir(const std::string& path) {
   std::sort(out.begin(), out.end());
   return out;
 }
+
+// An open descriptor, closed with this object.
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// A sysfs attribute's text without its trailing newline: `name` opened relative to the
+// directory `dir` (AT_FDCWD: a path), `shown` naming it in errors.
+StatusOr<std::string> ReadAttrAt(int dir, const char* name, const std::string& shown) {
+  int fd = openat(dir, name, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, "read " + shown);
+  char buf[512];
+  ssize_t n;
+  do {
+    n = read(fd, buf, sizeof buf - 1);
+  } while (n < 0 && errno == EINTR);
+  int e = errno;
+  close(fd);
+  if (n < 0) return ErrnoError(e, "read " + shown);
+  std::string s(buf, static_cast<size_t>(n));
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+StatusOr<std::string> ReadAttr(const std::string& path) { return ReadAttrAt(AT_FDCWD, path.c_str(), path); }
 
 // The target of the symlink at `path`; "" if it is none or cannot be read.
 std::string ReadLink(const std::string& path) {
@@ -220,30 +240,70 @@ StatusOr<std::string> RdmaSysfs::ResolveHiddenDeviceId(const std::string& id) co
 StatusOr<std::map<std::string, uint32_t>> RdmaSysfs::FindGids(
     const std::string& dev, uint32_t port, const std::set<std::string>& wanted,
     const std::string& type) const {
+  RDMAK8S_ASSIGN_OR_RETURN(GidSearch r, SearchGids(dev, port, wanted, type, GidScope::kWholeTable));
+  return std::move(r.found);
+}
+
+StatusOr<GidSearch> RdmaSysfs::SearchGids(const std::string& dev, uint32_t port,
+                                          const std::set<std::string>& wanted, const std::string& type,
+                                          GidScope scope) const {
   const std::string base = root_ + "/class/infiniband/" + dev + "/ports/" + std::to_string(port);
-  std::map<std::string, uint32_t> found;
-  if (wanted.empty()) return found;
-  RDMAK8S_ASSIGN_OR_RETURN(auto names, ListDir(base + "/gids"));
-  std::vector<uint32_t> indexes;
-  indexes.reserve(names.size());
-  for (const auto& n : names) indexes.push_back(static_cast<uint32_t>(std::atoi(n.c_str())));
-  std::sort(indexes.begin(), indexes.end());
-  for (uint32_t i : indexes) {
-    const std::string idx = std::to_string(i);
-    auto g = ReadAttr(base + "/gids/" + idx);
-    if (!g.ok()) {
-      if (g.status().code() == StatusCode::kNotFound) continue;  // removed meanwhile
-      return g.status();
-    }
-    const std::string gid = GidForIp(*g);  // the same spelling as `wanted`
-    if (!wanted.count(gid) || found.count(gid)) continue;
-    // The kernel answers EINVAL for attributes of an entry freed meanwhile: not this type.
-    auto t = ReadAttr(base + "/gid_attrs/types/" + idx);
-    if (!t.ok() || *t != type) continue;
-    found[gid] = i;
-    if (found.size() == wanted.size()) break;
+  GidSearch r;
+  if (wanted.empty()) return r;
+  const std::string gids_path = base + "/gids", types_path = base + "/gid_attrs/types";
+  std::vector<uint32_t> indexes;  // kWholeTable: every slot listed
+  if (scope == GidScope::kWholeTable) {
+    RDMAK8S_ASSIGN_OR_RETURN(auto names, ListDir(gids_path));
+    indexes.reserve(names.size());
+    for (const auto& n : names) indexes.push_back(static_cast<uint32_t>(std::atoi(n.c_str())));
+    std::sort(indexes.begin(), indexes.end());
+    r.first_free = indexes.empty() ? 0 : indexes.back() + 1;
   }
-  return found;
+  Fd gids(open(gids_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (gids.get() < 0) return ErrnoError(errno, "list " + gids_path);
+  std::optional<Fd> types;  // opened for the first wanted GID
+  bool free_seen = false;
+  for (size_t k = 0;; ++k) {
+    uint32_t i;
+    if (scope == GidScope::kWholeTable) {
+      if (k == indexes.size()) break;
+      i = indexes[k];
+    } else {
+      i = static_cast<uint32_t>(k);
+    }
+    const std::string idx = std::to_string(i);
+    auto g = ReadAttrAt(gids.get(), idx.c_str(), gids_path + "/" + idx);
+    if (!g.ok()) {
+      if (g.status().code() != StatusCode::kNotFound) return g.status();
+      if (scope == GidScope::kFilledPrefix) {  // past the table's end
+        if (!free_seen) r.first_free = i;
+        break;
+      }
+      continue;  // removed meanwhile
+    }
+    ++r.slots_read;
+    unsigned char bytes[16];
+    const bool empty = !ParseGid(*g, bytes) ||
+                       std::all_of(bytes, bytes + 16, [](unsigned char c) { return c == 0; });
+    if (empty && i >= kFirstFreeGidIndex && !free_seen) {
+      free_seen = true;
+      r.first_free = i;
+      if (scope == GidScope::kFilledPrefix) break;
+    }
+    if (empty) continue;
+    const std::string gid = GidForIp(*g);  // the same spelling as `wanted`
+    if (!wanted.count(gid) || r.found.count(gid)) continue;
+    if (!types) {
+      types.emplace(open(types_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      if (types->get() < 0) continue;  // no attributes: no type to match
+    }
+    // The kernel answers EINVAL for attributes of an entry freed meanwhile: not this type.
+    auto t = ReadAttrAt(types->get(), idx.c_str(), types_path + "/" + idx);
+    if (!t.ok() || *t != type) continue;
+    r.found[gid] = i;
+    if (r.found.size() == wanted.size()) break;
+  }
+  return r;
 }
 
 std::string RdmaSysfs::NetdevBusDevice(const std::string& netdev) const {

@@ -27,6 +27,32 @@ struct SysfsGid {
   std::string netdev;
 };
 
+// How much of a port's GID table one search reads.
+enum class GidScope {
+  // Every slot (a directory listing, then gids/<i> in index order until all wanted are found).
+  kWholeTable,
+  // The filled prefix: gids/<i> from 0 up to and including the first empty slot past the
+  // reserved default ones (kFirstFreeGidIndex). The kernel adds a RoCE GID in the first free
+  // slot (drivers/infiniband/core/cache.c, find_gid's `empty`), so a GID added while a caller
+  // waits shows there; one added before a lower slot was freed may sit past the hole, which only
+  // kWholeTable finds. A missing gids/<i> ends the prefix (the kernel lists every slot).
+  kFilledPrefix,
+};
+
+// The lowest index where a GID search may stop at an empty slot: RoCE ports reserve the first
+// slots for their default (link-local) GIDs, one per GID type (ib_cache_setup_one,
+// gid_table_reserve_default), at most IB/RoCE v1 and RoCE v2.
+inline constexpr uint32_t kFirstFreeGidIndex = 2;
+
+// What one GID search found, and how much of the table it read.
+struct GidSearch {
+  std::map<std::string, uint32_t> found;  // wanted GID -> its index
+  // Index of the first empty slot at or past kFirstFreeGidIndex (the table's size when none was
+  // read): where the kernel's next GID goes, and unchanged while the table is.
+  uint32_t first_free = 0;
+  uint32_t slots_read = 0;  // gids/<i> files opened
+};
+
 struct SysfsPort {
   uint32_t port_num = 0;
   PortState state = PortState::kNop;
@@ -70,6 +96,12 @@ class RdmaSysfs {
   StatusOr<std::map<std::string, uint32_t>> FindGids(const std::string& rdma_dev, uint32_t port,
                                                      const std::set<std::string>& wanted,
                                                      const std::string& type) const;
+  // The same search over `scope` of the table, with what it read. Reads go through descriptors
+  // on gids/ and gid_attrs/types/ (openat: one path walk per directory, not per slot). The
+  // first read error other than a missing file, naming its path.
+  StatusOr<GidSearch> SearchGids(const std::string& rdma_dev, uint32_t port,
+                                 const std::set<std::string>& wanted, const std::string& type,
+                                 GidScope scope) const;
   // The RDMA device on the bus device named `parent` (IFLA_PARENT_DEV_NAME).
   StatusOr<std::string> ResolveByParent(const std::string& parent) const;
   // The RDMA device of a netdev visible in this sysfs: its bus device, or (VLAN, bond) its lower

@@ -20,7 +20,32 @@ Status SysfsView::InNetns(const Netns& ns, const std::function<Status(const std:
   return fn(root->path());
 }
 
-StatusOr<std::unique_ptr<SysfsRoot>> MountingSysfsView::Open(const Netns& ns) {
+namespace {
+
+// The new mount API (Linux 5.2; glibc 2.36 wrappers), from this thread switched into `ns`:
+// fsopen tags the sysfs superblock with the caller's netns (sysfs_init_fs_context:
+// kobj_ns_grab_current), fsmount makes a detached mount of it, attached nowhere.
+StatusOr<int> DetachedSysfsMount(const Netns& ns) {
+  int mnt = -1;
+  RDMAK8S_RETURN_IF_ERROR(RunInNetns(ns, [&]() -> Status {
+    int fs = fsopen("sysfs", FSOPEN_CLOEXEC);
+    if (fs < 0) return ErrnoError(errno, "fsopen sysfs in netns " + ns.path());
+    Status r;
+    if (fsconfig(fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
+      r = ErrnoError(errno, "create a sysfs superblock in netns " + ns.path());
+    } else {
+      mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+      if (mnt < 0) r = ErrnoError(errno, "fsmount the sysfs of netns " + ns.path());
+    }
+    close(fs);
+    return r;
+  }));
+  return mnt;
+}
+
+// The same with the old mount(2): in a short-lived thread's private mount namespace, on a
+// temporary directory, detached once a descriptor holds it.
+StatusOr<int> MountedAndDetachedSysfs(const Netns& ns) {
   Status result;
   int fd = -1;
   // A dedicated thread: unsharing its fs/mount namespace and joining the pod netns must not
@@ -56,7 +81,21 @@ StatusOr<std::unique_ptr<SysfsRoot>> MountingSysfsView::Open(const Netns& ns) {
   });
   t.join();
   if (!result.ok()) return result;
-  return std::make_unique<SysfsRoot>("/proc/self/fd/" + std::to_string(fd), fd);
+  return fd;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<SysfsRoot>> MountingSysfsView::Open(const Netns& ns) {
+  StatusOr<int> fd = UnimplementedError("the new mount API is not used");
+  if (new_mount_api_) fd = DetachedSysfsMount(ns);
+  if (!fd.ok()) {
+    // Kernels before 5.2, or a seccomp filter that denies the new calls: the old way, whose
+    // error is the one reported.
+    fd = MountedAndDetachedSysfs(ns);
+    if (!fd.ok()) return fd.status();
+  }
+  return std::make_unique<SysfsRoot>("/proc/self/fd/" + std::to_string(*fd), *fd);
 }
 
 }  // namespace rdmak8s::cni

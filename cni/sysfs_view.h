@@ -4,12 +4,16 @@
 // ns_type = net_ns_type_operations since Linux 5.2): which entries a sysfs mount shows is fixed
 // by the netns of the task that MOUNTED it, not of the task reading it. So after an exclusive
 // mode move, the host's /sys no longer shows the RDMA device, and setns(2) into the pod does not
-// change what /sys shows. MountingSysfsView therefore mounts a fresh sysfs while inside the pod's
-// netns, in a private mount namespace of a short-lived thread (unshare(CLONE_FS|CLONE_NEWNS)),
-// keeps an O_PATH descriptor on the mount's root and detaches the mount (umount2 MNT_DETACH)
-// before the thread ends: nothing is left mounted anywhere, the descriptor keeps the detached
+// change what /sys shows. MountingSysfsView therefore makes a fresh sysfs mount while inside the
+// pod's netns, never attached anywhere: with the new mount API (fsopen, fsconfig CMD_CREATE,
+// fsmount; Linux 5.2+) from the calling thread switched into the pod's netns for those three
+// calls. Where the kernel lacks them or refuses them (ENOSYS, a seccomp filter), the old way: a
+// mount(2) in a private mount namespace of a short-lived thread (unshare(CLONE_FS|CLONE_NEWNS))
+// on a temporary directory, an O_PATH descriptor on its root, then umount2 MNT_DETACH before the
+// thread ends. Either way nothing is left mounted anywhere, the descriptor keeps the detached
 // mount alive, and "/proc/self/fd/<fd>/..." reaches it from any thread of the process, with the
-// pod's tags, for as long as the handle lives. One mount per invocation, however many reads.
+// pod's tags, for as long as the handle lives. One mount per invocation, however many reads
+// (DeviceResolver keeps the handle).
 //
 // FixedSysfsView hands back a fixed root: fixture trees in tests, or a netconf sysfsRoot.
 #pragma once
@@ -59,7 +63,12 @@ class FixedSysfsView : public SysfsView {
 
 class MountingSysfsView : public SysfsView {
  public:
+  // `new_mount_api` false: only the old way (tests of the fallback).
+  explicit MountingSysfsView(bool new_mount_api = true) : new_mount_api_(new_mount_api) {}
   StatusOr<std::unique_ptr<SysfsRoot>> Open(const Netns& ns) override;
+
+ private:
+  bool new_mount_api_;
 };
 
 }  // namespace rdmak8s::cni

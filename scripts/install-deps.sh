@@ -13,6 +13,7 @@ PACKAGES=(
   libcli11-dev libspdlog-dev prometheus-cpp-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev iproute2 kmod procps
+  strace  # cni_exec_bench counts the CNI's syscalls per ADD/DEL
   # CNI driven as runtimes drive it: libcni (Go) and the reference plugins
   golang-go golang-github-appc-cni-dev containernetworking-plugins
   # manifests checked (kustomize and kubectl are trixie's, fetched by the tests:

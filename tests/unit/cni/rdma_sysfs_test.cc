@@ -230,5 +230,49 @@ TEST_F(RdmaSysfsWorldTest, FindGidsReadsUpToTheLastWantedGidAcrossHoles) {
   EXPECT_TRUE(none->empty());
 }
 
+TEST_F(RdmaSysfsWorldTest, AFilledPrefixSearchStopsAtTheFirstFreeSlotAndReadsNothingPastIt) {
+  // mlx5_0 port 1: defaults at 0 and 1, three IPv4 GIDs (v1 and v2) at 2..7, slot 8 free. Every
+  // slot past it is a directory: a read there fails, so the search must not need them.
+  for (int i = 9; i < 16; ++i) {
+    std::filesystem::remove(gids("mlx5_0") + "gids/" + std::to_string(i));
+    std::filesystem::create_directories(gids("mlx5_0") + "gids/" + std::to_string(i));
+  }
+  RdmaSysfs s(node_);
+  auto present = s.SearchGids("mlx5_0", 1, {GidForIp("192.168.100.1")}, "RoCE v2", GidScope::kFilledPrefix);
+  ASSERT_TRUE(present.ok()) << present.status().ToString();
+  EXPECT_EQ(present->found, (std::map<std::string, uint32_t>{{GidForIp("192.168.100.1"), 5}}));
+  EXPECT_EQ(present->slots_read, 6u) << "stops at the last wanted GID";
+
+  auto missing = s.SearchGids("mlx5_0", 1, {GidForIp("10.9.9.9")}, "RoCE v2", GidScope::kFilledPrefix);
+  ASSERT_TRUE(missing.ok()) << missing.status().ToString();
+  EXPECT_TRUE(missing->found.empty());
+  EXPECT_EQ(missing->first_free, 8u);
+  EXPECT_EQ(missing->slots_read, 9u) << "0..7 and the free slot 8, nothing past it";
+  EXPECT_FALSE(s.SearchGids("mlx5_0", 1, {GidForIp("10.9.9.9")}, "RoCE v2", GidScope::kWholeTable).ok())
+      << "the whole table does read past the free slot";
+}
+
+TEST_F(RdmaSysfsWorldTest, AFreeDefaultSlotDoesNotEndTheFilledPrefix) {
+  // A port whose default GID slots are empty (its netdev had no MAC-based GID yet): the
+  // kernel never puts another GID there, so the prefix goes on to the first free slot past them.
+  const std::string zero = "0000:0000:0000:0000:0000:0000:0000:0000";
+  ASSERT_TRUE(testing::WriteFile(gids("mlx5_0") + "gids/0", zero + "\n"));
+  ASSERT_TRUE(testing::WriteFile(gids("mlx5_0") + "gids/1", zero + "\n"));
+  auto r = RdmaSysfs(node_).SearchGids("mlx5_0", 1, {GidForIp("192.168.10.50")}, "RoCE v2",
+                                       GidScope::kFilledPrefix);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->found, (std::map<std::string, uint32_t>{{GidForIp("192.168.10.50"), 7}}));
+}
+
+TEST_F(RdmaSysfsWorldTest, AFilledPrefixOfAFullTableEndsWhereTheSlotsEnd) {
+  for (int i = 8; i < 16; ++i) {
+    ASSERT_TRUE(testing::WriteFile(gids("mlx5_0") + "gids/" + std::to_string(i), GidForIp("10.0.1." + std::to_string(i)) + "\n"));
+  }
+  auto r = RdmaSysfs(node_).SearchGids("mlx5_0", 1, {GidForIp("10.9.9.9")}, "RoCE v2", GidScope::kFilledPrefix);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->first_free, 16u);
+  EXPECT_EQ(r->slots_read, 16u);
+}
+
 }  // namespace
 }  // namespace rdmak8s::cni

@@ -17,7 +17,7 @@ using rdmak8s::testing::ShIn;
 // class/net is netns-tagged: the node's /sys can't show a pod's netdev, a sysfs mounted inside
 // the pod's netns can (and class/infiniband behaves the same way for moved RDMA devices), and it
 // hides the netdevs of the netns it was opened from.
-TEST(MountingSysfsViewTest, ShowsThePodsNetdevsAndHidesTheNodes) {
+void ExpectShowsThePodsNetdevsAndHidesTheNodes(bool new_mount_api) {
   auto node = NewThrowawayNetns();
   auto pod = NewThrowawayNetns();
   ASSERT_TRUE(node.ok());
@@ -27,7 +27,7 @@ TEST(MountingSysfsViewTest, ShowsThePodsNetdevsAndHidesTheNodes) {
   ASSERT_TRUE(ShIn(*pod, "ip link add " + pod_dev + " type veth peer name " + pod_dev + "p").ok());
   ASSERT_TRUE(ShIn(*node, "ip link add " + node_dev + " type veth peer name " + node_dev + "p").ok());
   EXPECT_NE(access(("/sys/class/net/" + pod_dev).c_str(), F_OK), 0);
-  MountingSysfsView view;
+  MountingSysfsView view(new_mount_api);
   std::string seen_root;
   bool pod_dev_seen = false, node_dev_seen = true, seen_from_another_thread = false;
   // Opened from the node's netns, as the plugin runs.
@@ -54,6 +54,16 @@ TEST(MountingSysfsViewTest, ShowsThePodsNetdevsAndHidesTheNodes) {
   while (std::getline(mounts, line)) {
     EXPECT_EQ(line.find("rdmak8s-sysfs-"), std::string::npos) << "left mounted: " << line;
   }
+}
+
+TEST(MountingSysfsViewTest, ShowsThePodsNetdevsAndHidesTheNodes) {
+  ExpectShowsThePodsNetdevsAndHidesTheNodes(/*new_mount_api=*/true);
+}
+
+// Kernels before 5.2 (no fsopen/fsmount) get the same view through mount(2) in a private mount
+// namespace.
+TEST(MountingSysfsViewTest, WithoutTheNewMountApiShowsThePodsNetdevsAndHidesTheNodes) {
+  ExpectShowsThePodsNetdevsAndHidesTheNodes(/*new_mount_api=*/false);
 }
 
 TEST(MountingSysfsViewTest, ReturnsTheReadersStatus) {

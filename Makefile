@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 DEPS := scripts/install-deps.sh
 
-.PHONY: deps build test test-unit test-sanitize demo demo-inspect bench images clean e2e
+.PHONY: deps build test test-unit test-sanitize demo demo-inspect bench bench-e2e images clean e2e
 
 deps:
 	@bash $(DEPS)
@@ -47,6 +47,11 @@ bench: deps
 	@cmake --preset release >/dev/null
 	@cmake --build --preset release -j $(JOBS)
 	@bash scripts/bench.sh build/release
+
+# The CNI's ADD/DEL figures where only the kernel can give them: our binary exec'ed 270 times per
+# command on a real rxe in exclusive mode, in the e2e VM (e2e/guest/scenarios/cni-bench.sh).
+bench-e2e: build
+	@python3 e2e/run.py --build-dir build/default -s cni-bench
 
 # Container images (images/*/Dockerfile) with docker, podman or buildah, whichever works. Exits 2
 # with a clear message when no container engine works: nothing built is not success.

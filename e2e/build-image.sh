@@ -288,6 +288,17 @@ for p in "$HERE"/cni/*; do [[ -f $p ]] && install -m 0755 "$p" "$STAGE/opt/cni/b
 mkdir -p "$STAGE/e2e/lib"
 for c in "$HERE"/guest-src/*.c; do
   [[ -f $c ]] || continue
+  if [[ $c == *_tool.c ]]; then  # a program of its own, not a preload library
+    exe=$CACHE/guest-src/$(basename "${c%_tool.c}")-$(sha256sum "$c" | cut -c1-12)
+    if [[ ! -f $exe ]]; then
+      mkdir -p "$CACHE/guest-src"
+      gcc -O2 -Wall -Wextra -Werror -o "$exe.tmp" "$c" || die "compile $c failed"
+      mv "$exe.tmp" "$exe"
+    fi
+    mkdir -p "$STAGE/e2e/bin"
+    cp "$exe" "$STAGE/e2e/bin/$(basename "${c%_tool.c}")"
+    continue
+  fi
   so=$CACHE/guest-src/$(basename "${c%.c}")-$(sha256sum "$c" | cut -c1-12).so
   if [[ ! -f $so ]]; then
     mkdir -p "$CACHE/guest-src"

@@ -56,9 +56,13 @@ def scenario_meta(name):
     return meta
 
 
-def all_scenarios():
+def all_scenarios(include_optional=False):
+    """Every scenario; those whose header says `# e2e-default: no` (benchmarks) only when asked
+    for by name or with include_optional."""
     names = sorted(f[:-3] for f in os.listdir(SCENARIO_DIR)
                    if f.endswith(".sh") and f[:-3] != DEMO_SCENARIO)
+    if not include_optional:
+        names = [n for n in names if scenario_meta(n).get("default", "yes") != "no"]
     ordered = [n for n in ORDER if n in names]
     return ordered + [n for n in names if n not in ordered]
 
@@ -282,9 +286,10 @@ def main():
         return run_demo(args)
 
     if args.list:
-        for s in all_scenarios():
+        for s in all_scenarios(include_optional=True):
             meta = scenario_meta(s)
-            print(f"{s:24} netns mode {meta['netns-mode']:9} needs: {meta['needs'] or '-'}")
+            only = "  (only when named: -s)" if meta.get("default", "yes") == "no" else ""
+            print(f"{s:24} netns mode {meta['netns-mode']:9} needs: {meta['needs'] or '-'}{only}")
         return 0
     scenarios = args.scenario or all_scenarios()
     for s in scenarios:

@@ -1,0 +1,43 @@
+# e2e-netns-mode: exclusive
+# e2e-needs: rdmak8s
+# e2e-default: no
+# e2e-timeout: 900
+# Benchmark (issue 11 item 7): our CNI binary exec'ed as a runtime does, ADD then DEL, 270 pairs,
+# on one rxe in RDMA netns mode exclusive, with one prevResult (the pod interface and its IPv4).
+# Every ADD resolves the device, checks its port, moves it into the pod, waits for the pod's GIDs,
+# writes the RoCE ToS and saves its record (fsync'd); every DEL moves it home and removes the
+# record. The figures are printed, never asserted; what is asserted is that every command
+# succeeded and the node is as it was after the last DEL. Run: make bench-e2e.
+PAIRS=${E2E_CNI_PAIRS:-270}
+A_IP=198.18.0.1
+if need_binaries rdmak8s && err=$(slot_add slot1 rxe "$A_IP/24" 2>&1); then
+  result slot PASS "netns slot1, net1 $A_IP, rxe_slot1 (in the root namespace)"
+  mkdir -p /etc/cni/rdmak8s /tmp/cni-bench
+  [ -f /etc/cni/rdmak8s/node.json ] || echo '{"logFile": "/tmp/rdmak8s-cni.log"}' > /etc/cni/rdmak8s/node.json
+  jq -n --arg ip "$A_IP/24" '{
+    cniVersion: "1.0.0", name: "bench", type: "rdmak8s", deviceID: "rxe_slot1",
+    netnsMode: "exclusive", qos: {roceTos: 106},
+    prevResult: {cniVersion: "1.0.0",
+                 interfaces: [{name: "net1", sandbox: "/run/netns/slot1"}],
+                 ips: [{address: $ip, interface: 0}]}}' > /tmp/cni-bench/netconf.json
+  if out=$(CNI_CONTAINERID=bench-1 CNI_NETNS=/run/netns/slot1 CNI_IFNAME=net1 CNI_PATH=$CNI_BIN \
+           /e2e/bin/cni_exec_loop "$CNI_BIN/rdmak8s" "$PAIRS" /tmp/cni-bench/netconf.json 2>&1); then
+    result pairs PASS "$PAIRS ADD/DEL pairs, every one exited 0"
+    echo "$out" | while read -r name value unit; do figure "cni-$name" "$value" "$unit"; done
+  else
+    result pairs FAIL "$out"
+    show /tmp/rdmak8s-cni.log
+  fi
+  if [ -d /sys/class/infiniband/rxe_slot1 ]; then
+    result device-home PASS "rxe_slot1 back in the root namespace after the last DEL"
+  else
+    result device-home FAIL "rxe_slot1 not in the root namespace after the last DEL"
+  fi
+  if left=$(cni_state_left); then
+    result no-state-left PASS "no attachment record or saved knob left"
+  else
+    result no-state-left FAIL "left: $left"
+  fi
+else
+  result slot FAIL "${err:-the image lacks rdmak8s}"
+fi

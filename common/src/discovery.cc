@@ -565,22 +565,13 @@ StatusOr<RdmaDevice> ReadDevice(Context& ctx, const std::string& name) {
     }
   }
 
-  // Classification (issue 2): RNIC -> iWARP (siw shows "IB/RoCE v1" GIDs: never classify iWARP
-  // by GID type); a CA/switch/router by link layer; anything else is reported as unknown.
-  if (d.node_type == NodeType::kRnic) {
-    d.transport = Transport::kIwarp;
-  } else if (d.node_type == NodeType::kCa || d.node_type == NodeType::kSwitch ||
-             d.node_type == NodeType::kRouter) {
-    const std::string ll = d.ports.empty() ? std::string() : d.ports.front().link_layer;
-    if (ll == "InfiniBand") {
-      d.transport = Transport::kIb;
-    } else if (ll == "Ethernet") {
-      d.transport = Transport::kRoce;
-      for (const Port& p : d.ports) {
-        for (const GidEntry& g : p.gids) {
-          d.roce_v1 = d.roce_v1 || g.type == GidType::kRoceV1;
-          d.roce_v2 = d.roce_v2 || g.type == GidType::kRoceV2;
-        }
+  // Classification (issue 2): the one transport rule (device.h).
+  d.transport = TransportOf(d.node_type, d.ports.empty() ? "" : d.ports.front().link_layer);
+  if (d.transport == Transport::kRoce) {
+    for (const Port& p : d.ports) {
+      for (const GidEntry& g : p.gids) {
+        d.roce_v1 = d.roce_v1 || g.type == GidType::kRoceV1;
+        d.roce_v2 = d.roce_v2 || g.type == GidType::kRoceV2;
       }
     }
   }

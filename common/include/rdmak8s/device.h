@@ -153,6 +153,10 @@ struct RdmaDevice {
   Parent parent;
   std::vector<Port> ports;
   std::vector<std::string> netdevs;           // union of the ports' netdevs
+  // The other RDMA devices the kernel lists on the same bus device (<bus device>/infiniband/) in
+  // this sysfs view, sorted; empty for a soft device. Two RDMA drivers on one function make
+  // its bus device ID ambiguous (device_id.h ExclusiveDeviceId).
+  std::vector<std::string> bus_peers;
   std::vector<CharDevice> char_devices;       // uverbs, umad, issm of this device, and rdma_cm
   std::optional<VerbsAttrs> verbs;            // when enriched through libibverbs
 

@@ -69,7 +69,7 @@ Status DeviceResolver::ResolveDevice(const Netns& pod, std::string* dev, uint32_
     // in the pod's view.
     StatusOr<std::string> there = r.status();
     Status s = InPodSysfs(pod, [&](const std::string& root) -> Status {
-      there = RdmaSysfs(root).ResolveDeviceId(id);
+      there = DeviceLookup(root).ResolveDeviceId(id);
       return Status::Ok();
     });
     if (!s.ok()) return failure_.Fail(kErrDeviceNotFound, s.Prepend("deviceID " + id + ": the pod's sysfs"));
@@ -146,7 +146,7 @@ Status DeviceResolver::ResolveDevice(const Netns& pod, std::string* dev, uint32_
   }
   if (!cur.parent_dev.empty()) {  // a VF or host-device netdev (IFLA_PARENT_DEV_NAME, 5.16+)
     auto r = host_sysfs_.ResolveByParent(cur.parent_dev);
-    std::optional<RdmaSysfs> pod_sysfs;
+    std::optional<DeviceLookup> pod_sysfs;
     if (!r.ok() && r.status().code() == StatusCode::kNotFound) {
       // Already in the pod (exclusive mode): only the pod's view shows it.
       auto root = PodSysfsRoot(pod);
@@ -160,10 +160,10 @@ Status DeviceResolver::ResolveDevice(const Netns& pod, std::string* dev, uint32_
     if (!r.ok()) return failure_.Fail(kErrDeviceNotFound, r.status().Prepend(via));
     *dev = *r;
     // Which port only matters on a multi-port device, and costs a sysfs mount to learn.
-    const RdmaSysfs& where = *in_pod ? *pod_sysfs : host_sysfs_;
+    const DeviceLookup& where = *in_pod ? *pod_sysfs : host_sysfs_;
     if (auto d = where.ReadDevice(*r); d.ok() && d->ports.size() > 1) {
       Status ps = InPodSysfs(pod, [&](const std::string& root) -> Status {
-        if (uint32_t n = RdmaSysfs(root).NetdevPort(cur.name); n != 0) *port = n;
+        if (uint32_t n = DeviceLookup(root).NetdevPort(cur.name); n != 0) *port = n;
         return Status::Ok();
       });
       if (!ps.ok()) {
@@ -185,7 +185,7 @@ Status DeviceResolver::ResolveDevice(const Netns& pod, std::string* dev, uint32_
     if (access(base.c_str(), F_OK) != 0) {
       return ErrnoError(errno, "netdev " + cur.name + " in the pod's sysfs (" + root + ")");
     }
-    RdmaSysfs view(root);
+    DeviceLookup view(root);
     bus = view.NetdevBusDevice(cur.name);
     in_view = view.ResolveByNetdev(cur.name, &view_port);
     return Status::Ok();
@@ -213,13 +213,13 @@ StatusOr<UsableDevice> DeviceResolver::ResolveUsable(const Netns& pod) {
   bool in_pod = false;
   RDMAK8S_RETURN_IF_ERROR(ResolveDevice(pod, &dev_name, &resolved_port, &in_pod));
   // Read the device where it shows: the pod's view once it is in the pod (a re-ADD).
-  std::optional<RdmaSysfs> pod_sysfs;
+  std::optional<DeviceLookup> pod_sysfs;
   if (in_pod) {
     auto root = PodSysfsRoot(pod);
     if (!root.ok()) return failure_.Fail(kErrDeviceNotFound, root.status().Prepend("the pod's sysfs"));
     pod_sysfs.emplace(*root);
   }
-  const RdmaSysfs& dev_sysfs = in_pod ? *pod_sysfs : host_sysfs_;
+  const DeviceLookup& dev_sysfs = in_pod ? *pod_sysfs : host_sysfs_;
   auto dev = dev_sysfs.ReadDevice(dev_name);
   if (!dev.ok()) return failure_.Fail(kErrDeviceNotFound, dev.status().Prepend("read RDMA device"));
   UsableDevice out{std::move(*dev), {}};
@@ -228,7 +228,7 @@ StatusOr<UsableDevice> DeviceResolver::ResolveUsable(const Netns& pod) {
   return out;
 }
 
-Status DeviceResolver::CheckUsable(const RdmaSysfs& sys, const SysfsDevice& dev,
+Status DeviceResolver::CheckUsable(const DeviceLookup& sys, const SysfsDevice& dev,
                                const std::vector<uint32_t>& ports) {
   if (ports.empty()) {
     return failure_.Fail(kErrInvalidConfig,
@@ -274,7 +274,7 @@ Status DeviceResolver::CheckStillUsable(const AttachmentRecord& rec, const Netns
   *ports = rec.ports;
   failure_.set(kErrWiring);
   return WithDeviceSysfs(rec, &pod, [&](const std::string& root) -> Status {
-    RdmaSysfs sys(root);
+    DeviceLookup sys(root);
     auto dev = sys.ReadDevice(rec.rdma_dev);
     if (!dev.ok()) return failure_.Fail(kErrWiring, dev.status().Prepend("read RDMA device"));
     if (ports->empty()) *ports = PortsOf(*dev, 0);

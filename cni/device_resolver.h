@@ -21,7 +21,7 @@
 #include "cni/failure_code.h"
 #include "cni/log.h"
 #include "cni/plugin_options.h"
-#include "cni/rdma_sysfs.h"
+#include "rdmak8s/device_lookup.h"
 #include "cni/state.h"
 #include "cni/sysfs_view.h"
 #include "rdmak8s/netns.h"
@@ -53,7 +53,7 @@ class DeviceResolver {
 
   const std::string& sysfs_root() const { return sysfs_root_; }
   // The node's sysfs.
-  const RdmaSysfs& host_sysfs() const { return host_sysfs_; }
+  const DeviceLookup& host_sysfs() const { return host_sysfs_; }
 
   // The RDMA device of this attachment: `deviceID`, in the node's sysfs or else the pod's view;
   // without one, CNI_IFNAME in the pod followed down its stacked links (macvlan, ipvlan, vlan,
@@ -83,7 +83,7 @@ class DeviceResolver {
   // is no such port or the netconf pkey is not in a port's PKey table; for IB, 11 while a port
   // is INIT or ARMED (the subnet manager is not done), 101 when it is otherwise not ACTIVE, 5
   // when its state or PKeys can't be read. Other transports: only the port check.
-  Status CheckUsable(const RdmaSysfs& sys, const SysfsDevice& dev, const std::vector<uint32_t>& ports);
+  Status CheckUsable(const DeviceLookup& sys, const SysfsDevice& dev, const std::vector<uint32_t>& ports);
   // CHECK: rec's device read where it shows now (the pod's view once moved) and, for IB,
   // CheckUsable on its ports. *ports: the ports ADD chose (older records: as ADD would choose
   // now). 101 when the device can't be read or its sysfs seen; CheckUsable's codes otherwise.
@@ -96,7 +96,7 @@ class DeviceResolver {
   const PluginOptions& o_;
   DeviceSelector sel_;
   std::string sysfs_root_;
-  RdmaSysfs host_sysfs_;
+  DeviceLookup host_sysfs_;
   Logger& log_;
   FailureCode& failure_;
   std::unique_ptr<FixedSysfsView> fixed_view_;

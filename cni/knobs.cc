@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "rdmak8s/file_util.h"
+#include "rdmak8s/sysfs_attr.h"
 
 namespace rdmak8s::cni {
 
@@ -33,17 +34,7 @@ struct KnobFile {
   std::string path() const { return root + "/" + rel; }
 };
 
-StatusOr<std::string> ReadText(const KnobFile& f) {
-  RDMAK8S_ASSIGN_OR_RETURN(int fd, OpenBeneath(f.root, f.rel, O_RDONLY));
-  char buf[128];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  int e = errno;
-  close(fd);
-  if (n < 0) return ErrnoError(e, "read " + f.path());
-  std::string s(buf, static_cast<size_t>(n));
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
+StatusOr<std::string> ReadText(const KnobFile& f) { return ReadSysfsAttrBeneath(f.root, f.rel); }
 
 Status WriteText(const KnobFile& f, const std::string& value) {
   auto fd = OpenBeneath(f.root, f.rel, O_WRONLY | O_TRUNC);

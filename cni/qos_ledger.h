@@ -24,7 +24,7 @@
 #include "cni/log.h"
 #include "cni/netconf.h"
 #include "cni/plugin_options.h"
-#include "cni/rdma_sysfs.h"
+#include "rdmak8s/device_lookup.h"
 #include "cni/state.h"
 #include "rdmak8s/dcb_netlink.h"
 #include "rdmak8s/netns.h"

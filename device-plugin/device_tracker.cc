@@ -53,7 +53,7 @@ void DeviceTracker::Found(RdmaDevice dev) {
   DeviceHealth h = Evaluate(dev);
   auto it = known_.find(dev.name);
   if (it == known_.end()) {
-    SPDLOG_INFO("found {} ({}, {})", dev.name, TransportKey(dev.transport),
+    SPDLOG_INFO("found {} ({}, {})", dev.name, TransportName(dev.transport),
                 h.healthy ? "healthy" : h.reason);
   } else if (it->second.presence != Presence::kPresent) {
     SPDLOG_INFO("{} is back on the node (was {}): {}", dev.name, PresenceName(it->second.presence),

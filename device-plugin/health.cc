@@ -1,6 +1,6 @@
 #include "device-plugin/health.h"
 
-#include <fstream>
+#include "rdmak8s/sysfs_attr.h"
 
 namespace rdmak8s::dp {
 
@@ -36,9 +36,9 @@ DeviceHealth EvaluateHealth(const RdmaDevice& dev, const NetdevUpFn& netdev_up) 
 }
 
 std::optional<bool> ReadNetdevUp(const std::string& sysfs_root, std::string_view netdev) {
-  std::ifstream in(sysfs_root + "/class/net/" + std::string(netdev) + "/operstate");
-  std::string state;
-  if (!in || !std::getline(in, state)) return std::nullopt;
+  StatusOr<std::string> read = ReadSysfsAttr(sysfs_root + "/class/net/" + std::string(netdev) + "/operstate");
+  if (!read.ok()) return std::nullopt;
+  const std::string& state = *read;
   if (state == "up" || state == "unknown") return true;
   if (state == "down" || state == "lowerlayerdown" || state == "notpresent" ||
       state == "dormant") {

@@ -1,6 +1,7 @@
 #include "device-plugin/metrics.h"
 
 #include <atomic>
+#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "device-plugin/http_server.h"
+#include "rdmak8s/sysfs_attr.h"
 
 namespace rdmak8s::dp {
 
@@ -47,9 +49,11 @@ class PortCounters final : public prometheus::Collectable {
             // hw_counters/lifespan is how long (ms) the kernel caches the values, not a counter
             // (drivers/infiniband/core/sysfs.c).
             if (e.path().filename() == "lifespan") continue;
-            std::ifstream in(e.path());
+            StatusOr<std::string> text = ReadSysfsAttr(e.path().string());
+            if (!text.ok()) continue;
             uint64_t v = 0;
-            if (!(in >> v)) continue;
+            auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
+            if (ec != std::errc() || end == text->data()) continue;
             prometheus::ClientMetric m;
             m.label = {{"rdma_dev", dev}, {"port", std::to_string(port)},
                        {"counter", e.path().filename().string()}, {"source", dir}};

@@ -25,8 +25,7 @@ int EffectiveCapacity(const PoolConfig& pool, const RdmaDevice& dev) {
 }
 
 std::string ExclusiveId(const RdmaDevice& dev) {
-  std::string bus = dev.bus_device_id();
-  return bus.empty() ? dev.name : bus;
+  return ExclusiveDeviceId(dev.name, dev.bus_device_id(), !dev.bus_peers.empty());
 }
 
 std::vector<std::string> DeviceIds(const PoolConfig& pool, const RdmaDevice& dev) {
@@ -43,6 +42,8 @@ void FillIds(PoolState& state) {
   state.id_to_dev.clear();
   // Two RDMA devices on one bus device (a driver registering several per function) would share
   // an exclusive ID: those keep their RDMA device names, so every ID names exactly one device.
+  // ExclusiveId already counts the devices discovery saw on the function, in any pool (what the
+  // CNI counts when it resolves the ID); this also covers devices tracked without that count.
   std::map<std::string, int> bus_ids;
   if (state.pool.mode == PoolMode::kExclusive) {
     for (const auto& [name, tracked] : state.devices) ++bus_ids[ExclusiveId(tracked.dev)];

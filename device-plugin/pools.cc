@@ -35,16 +35,6 @@ std::vector<std::string> PfNetdevs(const RdmaDevice& dev, const std::vector<Rdma
 
 }  // namespace
 
-std::string_view TransportKey(Transport t) {
-  switch (t) {
-    case Transport::kIb: return "ib";
-    case Transport::kRoce: return "roce";
-    case Transport::kIwarp: return "iwarp";
-    case Transport::kUnknown: break;
-  }
-  return "unknown";
-}
-
 std::string LinkTypeKey(const RdmaDevice& dev) {
   if (dev.ports.empty()) return "";
   std::string ll = dev.ports.front().link_layer;
@@ -76,7 +66,7 @@ bool SelectorsMatch(const Selectors& s, const RdmaDevice& dev, const std::vector
     if (!any) return false;
   }
   if (!s.link_types.empty() && !Contains(s.link_types, LinkTypeKey(dev))) return false;
-  if (!s.transports.empty() && !Contains(s.transports, std::string(TransportKey(dev.transport)))) {
+  if (!s.transports.empty() && !Contains(s.transports, std::string(TransportName(dev.transport)))) {
     return false;
   }
   if (!s.numa_nodes.empty() && !Contains(s.numa_nodes, dev.numa_node())) return false;

@@ -25,9 +25,6 @@ struct PoolMatch {
 bool SelectorsMatch(const Selectors& s, const RdmaDevice& dev, const std::vector<RdmaDevice>& all);
 PoolMatch MatchPools(const PluginConfig& config, const std::vector<RdmaDevice>& all);
 
-// "ib" | "roce" | "iwarp" | "unknown" (kept here so the plugin does not depend on more of the
-// common library than it must).
-std::string_view TransportKey(Transport t);
 // "infiniband" | "ethernet" | "" from the first port's link_layer.
 std::string LinkTypeKey(const RdmaDevice& dev);
 

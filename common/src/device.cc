@@ -12,6 +12,16 @@ std::string_view TransportName(Transport t) {
   return "unknown";
 }
 
+Transport TransportOf(NodeType node_type, std::string_view first_link_layer) {
+  if (node_type == NodeType::kRnic) return Transport::kIwarp;
+  if (node_type != NodeType::kCa && node_type != NodeType::kSwitch && node_type != NodeType::kRouter) {
+    return Transport::kUnknown;
+  }
+  if (first_link_layer == "InfiniBand") return Transport::kIb;
+  if (first_link_layer == "Ethernet") return Transport::kRoce;
+  return Transport::kUnknown;
+}
+
 // The names drivers/infiniband/core/sysfs.c prints after the number in `node_type`.
 std::string_view NodeTypeName(NodeType t) {
   switch (t) {

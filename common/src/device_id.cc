@@ -16,6 +16,10 @@ bool AllDigits(std::string_view s) {
 
 }  // namespace
 
+bool IsRdmaDeviceName(std::string_view s) {
+  return !s.empty() && s != "." && s != ".." && s.find('/') == std::string_view::npos;
+}
+
 bool IsPciAddress(std::string_view s) {
   // dddd:bb:dd.f
   if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') return false;
@@ -31,6 +35,11 @@ bool IsAuxiliaryDeviceName(std::string_view s) {
   const size_t first = s.find('.');
   // Module and name both non-empty: "<module>.<name>.<id>".
   return first > 0 && first < last - 1 && s.find('/') == std::string_view::npos;
+}
+
+std::string ExclusiveDeviceId(std::string_view rdma_dev, std::string_view bus_device,
+                              bool bus_shared) {
+  return std::string(bus_device.empty() || bus_shared ? rdma_dev : bus_device);
 }
 
 std::string SharedDeviceId(std::string_view rdma_dev, int k) {

@@ -12,6 +12,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "rdmak8s/device_lookup.h"
 #include "rdmak8s/file_util.h"
 #include "rdmak8s/verbs.h"
 #include "sysfs.h"
@@ -508,6 +509,14 @@ StatusOr<RdmaDevice> ReadDevice(Context& ctx, const std::string& name) {
     d.rdma_driver = d.driver;
   }
 
+  // Other RDMA drivers on the same bus device (device_id.h ExclusiveDeviceId).
+  if (!parent_dir.empty() && d.parent.kind != ParentKind::kVirtual) {
+    RDMAK8S_ASSIGN_OR_RETURN(std::vector<std::string> on_bus, RdmaDevicesOnBusDir(parent_dir));
+    for (std::string& n : on_bus) {
+      if (n != name) d.bus_peers.push_back(std::move(n));
+    }
+  }
+
   // A char device on this device's parent could not be read: it may be ours.
   const std::string char_parent = parent_dir.empty() ? ctx.root + "/devices/virtual" : parent_dir;
   for (const auto& [dir_of, status] : ctx.char_failures) {
@@ -565,22 +574,13 @@ StatusOr<RdmaDevice> ReadDevice(Context& ctx, const std::string& name) {
     }
   }
 
-  // Classification (issue 2): RNIC -> iWARP (siw shows "IB/RoCE v1" GIDs: never classify iWARP
-  // by GID type); a CA/switch/router by link layer; anything else is reported as unknown.
-  if (d.node_type == NodeType::kRnic) {
-    d.transport = Transport::kIwarp;
-  } else if (d.node_type == NodeType::kCa || d.node_type == NodeType::kSwitch ||
-             d.node_type == NodeType::kRouter) {
-    const std::string ll = d.ports.empty() ? std::string() : d.ports.front().link_layer;
-    if (ll == "InfiniBand") {
-      d.transport = Transport::kIb;
-    } else if (ll == "Ethernet") {
-      d.transport = Transport::kRoce;
-      for (const Port& p : d.ports) {
-        for (const GidEntry& g : p.gids) {
-          d.roce_v1 = d.roce_v1 || g.type == GidType::kRoceV1;
-          d.roce_v2 = d.roce_v2 || g.type == GidType::kRoceV2;
-        }
+  // Classification (issue 2): the one transport rule (device.h).
+  d.transport = TransportOf(d.node_type, d.ports.empty() ? "" : d.ports.front().link_layer);
+  if (d.transport == Transport::kRoce) {
+    for (const Port& p : d.ports) {
+      for (const GidEntry& g : p.gids) {
+        d.roce_v1 = d.roce_v1 || g.type == GidType::kRoceV1;
+        d.roce_v2 = d.roce_v2 || g.type == GidType::kRoceV2;
       }
     }
   }
@@ -641,10 +641,6 @@ std::string NormalRoot(const std::string& root) {
   return r;
 }
 
-bool ValidDeviceName(std::string_view name) {
-  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string_view::npos;
-}
-
 }  // namespace
 
 SysfsDiscovery::SysfsDiscovery(DiscoveryOptions options) : options_(std::move(options)) {}
@@ -685,7 +681,7 @@ StatusOr<DiscoveryResult> SysfsDiscovery::DiscoverAll() {
 
 StatusOr<RdmaDevice> SysfsDiscovery::DiscoverOne(std::string_view rdma_dev) {
   std::string name(rdma_dev);
-  if (!ValidDeviceName(name)) return InvalidArgumentError("bad RDMA device name \"" + name + "\"");
+  if (!IsRdmaDeviceName(name)) return InvalidArgumentError("bad RDMA device name \"" + name + "\"");
   const std::string root = NormalRoot(options_.sysfs_root);
   StatusOr<SysfsDir> dev = SysfsDir::Open(root + "/class/infiniband/" + name);
   if (!dev.ok()) return dev.status().Prepend("discover " + name);

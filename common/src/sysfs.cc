@@ -5,10 +5,15 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
+
+#include "rdmak8s/file_util.h"
+#include "rdmak8s/sysfs_attr.h"
 
 namespace rdmak8s::internal {
 
@@ -44,22 +49,24 @@ std::string SysfsDir::PathOf(std::string_view rel) const {
   return p;
 }
 
-Status SysfsDir::ErrorFor(int err, std::string_view op, std::string_view rel) const {
-  std::string what = std::string(op) + " " + PathOf(rel);
+namespace {
+
+// The error of `op` on `rel` relative to `dirfd` (AT_FDCWD: `rel` is a path), named `shown`.
+Status ErrorAt(int dirfd, int err, std::string_view op, const std::string& rel,
+               const std::string& shown) {
+  std::string what = std::string(op) + " " + shown;
   if (err == ENOENT && !rel.empty()) {
     // A name that exists but resolves nowhere is broken, not missing.
     struct stat st;
-    if (::fstatat(fd_, std::string(rel).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (::fstatat(dirfd, rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
       return InternalError(what + ": dangling symlink").WithErrno(err);
     }
   }
   return ErrnoError(err, what).WithErrno(err);
 }
 
-StatusOr<std::string> SysfsDir::Read(std::string_view rel) const {
-  std::string rel_s(rel);
-  int fd = ::openat(fd_, rel_s.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrorFor(errno, "read", rel);
+// Reads the open attribute `fd` (closed here) to its end; errors name `shown`.
+StatusOr<std::string> ReadAttrFd(int fd, int dirfd, const std::string& rel, const std::string& shown) {
   // sysfs attributes are at most a page; regular files (fixtures) are read to the end.
   std::string out;
   char buf[4096];
@@ -69,7 +76,7 @@ StatusOr<std::string> SysfsDir::Read(std::string_view rel) const {
       if (errno == EINTR) continue;
       int err = errno;
       ::close(fd);
-      return ErrorFor(err, "read", rel);
+      return ErrorAt(dirfd, err, "read", rel, shown);
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
@@ -81,6 +88,23 @@ StatusOr<std::string> SysfsDir::Read(std::string_view rel) const {
   ::close(fd);
   while (!out.empty() && std::isspace(static_cast<unsigned char>(out.back()))) out.pop_back();
   return out;
+}
+
+// The one attribute reader: `rel` relative to `dirfd` (AT_FDCWD: a path), named `shown`.
+StatusOr<std::string> ReadAttrAt(int dirfd, const std::string& rel, const std::string& shown) {
+  int fd = ::openat(dirfd, rel.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrorAt(dirfd, errno, "read", rel, shown);
+  return ReadAttrFd(fd, dirfd, rel, shown);
+}
+
+}  // namespace
+
+Status SysfsDir::ErrorFor(int err, std::string_view op, std::string_view rel) const {
+  return ErrorAt(fd_, err, op, std::string(rel), PathOf(rel));
+}
+
+StatusOr<std::string> SysfsDir::Read(std::string_view rel) const {
+  return ReadAttrAt(fd_, std::string(rel), PathOf(rel));
 }
 
 StatusOr<std::optional<std::string>> SysfsDir::ReadOptional(std::string_view rel) const {
@@ -152,6 +176,53 @@ StatusOr<std::vector<std::string>> ListPath(const std::string& path) {
   if (int err = ListFd(fd, &names); err != 0) return ErrnoError(err, "list " + path).WithErrno(err);
   return names;
 }
+
+}  // namespace rdmak8s::internal
+
+namespace rdmak8s {
+
+StatusOr<std::string> ReadSysfsAttr(const std::string& path) {
+  return internal::ReadAttrAt(AT_FDCWD, path, path);
+}
+
+StatusOr<std::string> ReadSysfsAttrAt(int dirfd, const std::string& name, const std::string& dir_path) {
+  return internal::ReadAttrAt(dirfd, name, dir_path + "/" + name);
+}
+
+StatusOr<std::string> ReadSysfsAttrBeneath(const std::string& root, const std::string& rel) {
+  const std::string path = root + "/" + rel;
+  StatusOr<int> fd = OpenBeneath(root, rel, O_RDONLY);
+  if (!fd.ok()) return fd.status();
+  return internal::ReadAttrFd(*fd, AT_FDCWD, path, path);
+}
+
+StatusOr<std::vector<std::string>> ListSysfsDir(const std::string& path) {
+  RDMAK8S_ASSIGN_OR_RETURN(std::vector<std::string> names, internal::ListPath(path));
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string ResolveInSysfsTree(const std::string& root, const std::string& rel) {
+  namespace fs = std::filesystem;
+  fs::path cur;
+  for (const auto& part : fs::path(rel)) {
+    fs::path next = cur / part;
+    StatusOr<std::string> target = internal::ReadLinkPath(root + "/" + next.string());
+    if (target.ok()) {
+      if (target->empty() || target->front() == '/') return "";  // leaves the tree
+      next = (cur / *target).lexically_normal();
+      if (next.empty() || *next.begin() == "..") return "";
+    } else if (target.status().code() != StatusCode::kInvalidArgument) {  // EINVAL: not a link
+      return "";
+    }
+    cur = next;
+  }
+  return cur.string();
+}
+
+}  // namespace rdmak8s
+
+namespace rdmak8s::internal {
 
 StatusOr<SysfsDir> SysfsDir::Sub(std::string_view rel) const {
   std::string rel_s(rel);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "rdmak8s/device_id.h"
+#include "rdmak8s/sysfs_attr.h"
 #include "rdmak8s/port_state.h"
 #include "rdmak8s/status.h"
 

@@ -58,6 +58,11 @@ std::string_view ParentKindName(ParentKind k);   // "pci", "auxiliary", "virtual
 std::string_view PortStateName(PortState s);     // "ACTIVE", "DOWN", ...
 std::string_view GidTypeName(GidType t);         // "IB", "RoCE v1", "RoCE v2", "unknown"
 
+// The one transport rule, for discovery and the CNI: an RNIC is iWARP (siw shows "IB/RoCE v1"
+// GIDs: never classify iWARP by GID type); a CA, switch or router by the link layer of its first
+// port ("InfiniBand", "Ethernet"; "" when it has none); anything else is kUnknown.
+Transport TransportOf(NodeType node_type, std::string_view first_link_layer);
+
 struct GidEntry {
   uint32_t index = 0;
   std::string gid;     // as sysfs prints it: "fe80:0000:0000:0000:0202:c9ff:fe00:0001"
@@ -148,6 +153,10 @@ struct RdmaDevice {
   Parent parent;
   std::vector<Port> ports;
   std::vector<std::string> netdevs;           // union of the ports' netdevs
+  // The other RDMA devices the kernel lists on the same bus device (<bus device>/infiniband/) in
+  // this sysfs view, sorted; empty for a soft device. Two RDMA drivers on one function make
+  // its bus device ID ambiguous (device_id.h ExclusiveDeviceId).
+  std::vector<std::string> bus_peers;
   std::vector<CharDevice> char_devices;       // uverbs, umad, issm of this device, and rdma_cm
   std::optional<VerbsAttrs> verbs;            // when enriched through libibverbs
 

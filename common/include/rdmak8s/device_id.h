@@ -14,6 +14,9 @@
 
 namespace rdmak8s {
 
+// A name that can be an RDMA device's (a directory entry of class/infiniband): not empty, not
+// "." or "..", no '/'. What every lookup by name checks before it builds a path.
+bool IsRdmaDeviceName(std::string_view s);
 // A PCI address with domain, as sysfs names PCI functions: "0000:3b:00.0" (hex digits).
 bool IsPciAddress(std::string_view s);
 // An auxiliary bus device name: "<module>.<name>.<id>" (auxiliary_device_add names them
@@ -21,6 +24,15 @@ bool IsPciAddress(std::string_view s);
 bool IsAuxiliaryDeviceName(std::string_view s);
 // A bus device an RDMA device can sit on: a PCI function or an auxiliary device.
 inline bool IsBusDeviceId(std::string_view s) { return IsPciAddress(s) || IsAuxiliaryDeviceName(s); }
+
+// The ID of an RDMA device in an exclusive pool: its bus device (`bus_device`, a PCI address or
+// an auxiliary device name) when it is the only RDMA device on it, else its RDMA device name
+// (also when it has no bus device: rxe, siw). `bus_shared`: another RDMA device sits on the same
+// bus device (two RDMA drivers on one function), counted on the node whatever pool it is in, so
+// that the CNI, which resolves a bus device ID to the one RDMA device on it, reads back the
+// device the plugin meant.
+std::string ExclusiveDeviceId(std::string_view rdma_dev, std::string_view bus_device,
+                              bool bus_shared);
 
 // "<rdma_dev>-<k>": the k-th ID of a device in a shared pool.
 std::string SharedDeviceId(std::string_view rdma_dev, int k);

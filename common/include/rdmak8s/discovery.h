@@ -7,7 +7,8 @@
 //                                      gids/<i>,gid_attrs/{types,ndevs}/<i>,pkeys/<i>}
 //   class/infiniband_verbs/uverbs<N>/{ibdev,dev}, class/infiniband_mad/{umad,issm}<N>/{ibdev,port,dev},
 //   class/misc/rdma_cm/dev, bus/pci/devices/<bdf>/{vendor,device,numa_node,physfn,virtfn<N>,...},
-//   class/net/<netdev>/{device,upper_*}
+//   class/net/<netdev>/{device,upper_*}, <bus device>/infiniband/ (RdmaDevice::bus_peers, the rule
+//   device_lookup.h RdmaDevicesOnBusDir gives the CNI too)
 //
 // Errors: a missing class/infiniband means "no RDMA on this host" (an empty, OK result). A
 // device that can't be read fully lands in DiscoveryResult::failures with a Status naming the

@@ -38,5 +38,13 @@ TEST(DeviceIdTest, SharedIdsRoundTripToTheirDevice) {
   EXPECT_EQ(SharedDeviceIdDevice("mlx5_0-3a"), std::nullopt);
 }
 
+TEST(DeviceIdTest, AnExclusiveIdIsTheBusDeviceUnlessItIsSharedOrAbsent) {
+  EXPECT_EQ(ExclusiveDeviceId("mlx5_1", "0000:5e:00.2", false), "0000:5e:00.2");
+  EXPECT_EQ(ExclusiveDeviceId("mlx5_3", "mlx5_core.sf.2", false), "mlx5_core.sf.2");
+  EXPECT_EQ(ExclusiveDeviceId("mlx5_0", "0000:3b:00.0", true), "mlx5_0")
+      << "two RDMA drivers on one function";
+  EXPECT_EQ(ExclusiveDeviceId("rxe0", "", false), "rxe0");
+}
+
 }  // namespace
 }  // namespace rdmak8s

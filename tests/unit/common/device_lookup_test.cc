@@ -1,0 +1,145 @@
+#include "rdmak8s/device_lookup.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "rdmak8s/device_id.h"
+#include "rdmak8s/discovery.h"
+#include "rdmak8s/sysfs_attr.h"
+#include "support/sysfs_builder.h"
+#include "support/temp_dir.h"
+
+namespace rdmak8s {
+namespace {
+
+std::string Fixture(const std::string& name) {
+  return std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/" + name;
+}
+
+// A node with two RDMA drivers on function 0000:3b:00.0 (mlx5_0, mlx5_7) and one on 0000:3c:00.0.
+class TwoDriversOnOneFunctionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::SysfsBuilder b(tmp_.path());
+    for (auto addr : {"0000:3b:00.0", "0000:3c:00.0"}) {
+      testing::PciFunctionSpec nic;
+      nic.address = addr;
+      ASSERT_TRUE(b.AddPciFunction(nic).ok());
+    }
+    for (auto [name, parent] : {std::pair{"mlx5_0", "0000:3b:00.0"}, std::pair{"mlx5_7", "0000:3b:00.0"},
+                                std::pair{"mlx5_2", "0000:3c:00.0"}}) {
+      testing::RdmaDeviceSpec d;
+      d.name = name;
+      d.parent_name = parent;
+      d.ports = {testing::PortSpec{}};
+      ASSERT_TRUE(b.AddRdmaDevice(d).ok());
+    }
+    ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  }
+  testing::TempDir tmp_;
+};
+
+// The device plugin names a device by its bus device only when the CNI, resolving that ID, finds
+// exactly that device there: both count the RDMA devices on the function, whatever the pool.
+TEST_F(TwoDriversOnOneFunctionTest, DevicePluginAndCniAgreeOnWhatTheFunctionIdNames) {
+  SysfsDiscovery discovery({tmp_.path(), nullptr});
+  auto all = discovery.DiscoverAll();
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_TRUE(all->failures.empty()) << all->failures.front().status.ToString();
+  DeviceLookup lookup(tmp_.path());
+  for (const RdmaDevice& d : all->devices) {
+    SCOPED_TRACE(d.name);
+    // DiscoverOne sees the same peers as DiscoverAll.
+    auto one = discovery.DiscoverOne(d.name);
+    ASSERT_TRUE(one.ok()) << one.status().ToString();
+    EXPECT_EQ(one->bus_peers, d.bus_peers);
+    const std::string id = ExclusiveDeviceId(d.name, d.bus_device_id(), !d.bus_peers.empty());
+    auto back = lookup.ResolveDeviceId(id);
+    ASSERT_TRUE(back.ok()) << id << ": " << back.status().ToString();
+    EXPECT_EQ(*back, d.name) << "the ID the plugin publishes resolves to its device";
+  }
+  const RdmaDevice* mlx5_0 = FindByName(all->devices, "mlx5_0");
+  ASSERT_NE(mlx5_0, nullptr);
+  EXPECT_EQ(mlx5_0->bus_peers, std::vector<std::string>{"mlx5_7"});
+  EXPECT_EQ(ExclusiveDeviceId("mlx5_0", "0000:3b:00.0", true), "mlx5_0");
+  const RdmaDevice* mlx5_2 = FindByName(all->devices, "mlx5_2");
+  ASSERT_NE(mlx5_2, nullptr);
+  EXPECT_TRUE(mlx5_2->bus_peers.empty());
+  EXPECT_EQ(ExclusiveDeviceId("mlx5_2", mlx5_2->bus_device_id(), false), "0000:3c:00.0");
+  EXPECT_EQ(*lookup.ResolveDeviceId("0000:3c:00.0"), "mlx5_2");
+  // The shared function's ID names no one device: an error listing both.
+  auto r = lookup.ResolveDeviceId("0000:3b:00.0");
+  ASSERT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("mlx5_0, mlx5_7"), std::string::npos) << r.status().message();
+}
+
+// The CNI's view of a pod's sysfs is "/proc/self/fd/<fd>" (cni/sysfs_view.h): links resolve
+// inside that tree, for the lookup and for discovery alike, never into the caller's namespace.
+TEST(DeviceLookupTest, AProcSelfFdRootResolvesLinksInsideTheTree) {
+  int fd = open(Fixture("mlx5_roce_sriov").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const std::string root = "/proc/self/fd/" + std::to_string(fd);
+  DeviceLookup lookup(root);
+  auto d = lookup.ReadDevice("mlx5_3");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->parent, "mlx5_core.sf.2");
+  EXPECT_EQ(d->parent_rel, "devices/pci0000:5d/0000:5d:00.0/0000:5e:00.0/mlx5_core.sf.2");
+  EXPECT_EQ(ResolveInSysfsTree(root, "class/infiniband/mlx5_3/device"), d->parent_rel);
+  EXPECT_EQ(*lookup.ResolveDeviceId("mlx5_core.sf.2"), "mlx5_3");
+  EXPECT_EQ(*lookup.ResolveDeviceId("0000:5e:00.2"), "mlx5_1");
+  auto one = SysfsDiscovery({root, nullptr}).DiscoverOne("mlx5_1");
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(one->bus_device_id(), "0000:5e:00.2");
+  EXPECT_EQ(one->transport, d->transport);
+  close(fd);
+}
+
+TEST(DeviceLookupTest, ReadsTransportByTheOneRuleDiscoveryUses) {
+  for (auto name : {"mlx5_roce_sriov", "mlx5_ib_2port", "irdma_iwarp", "siw_veth", "efa_unknown"}) {
+    SCOPED_TRACE(name);
+    auto all = SysfsDiscovery({Fixture(name), nullptr}).DiscoverAll();
+    ASSERT_TRUE(all.ok());
+    for (const RdmaDevice& dev : all->devices) {
+      auto d = DeviceLookup(Fixture(name)).ReadDevice(dev.name);
+      ASSERT_TRUE(d.ok()) << d.status().ToString();
+      EXPECT_EQ(d->transport, dev.transport) << dev.name;
+    }
+  }
+  EXPECT_EQ(TransportOf(NodeType::kRnic, "Ethernet"), Transport::kIwarp);
+  EXPECT_EQ(TransportOf(NodeType::kCa, "InfiniBand"), Transport::kIb);
+  EXPECT_EQ(TransportOf(NodeType::kCa, "Ethernet"), Transport::kRoce);
+  EXPECT_EQ(TransportOf(NodeType::kUsnic, "Ethernet"), Transport::kUnknown);
+  EXPECT_EQ(TransportOf(NodeType::kCa, ""), Transport::kUnknown);
+}
+
+TEST(SysfsAttrTest, MissingIsNotFoundAndUnreadableIsNot) {
+  testing::TempDir tmp;
+  const std::string dir = tmp.path();
+  { std::ofstream(dir + "/attr") << "4: ACTIVE\n"; }
+  EXPECT_EQ(*ReadSysfsAttr(dir + "/attr"), "4: ACTIVE");
+  auto missing = ReadSysfsAttr(dir + "/nosuch");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find(dir + "/nosuch"), std::string::npos);
+  std::filesystem::create_symlink("gone", dir + "/dangling");
+  EXPECT_EQ(ReadSysfsAttr(dir + "/dangling").status().code(), StatusCode::kInternal)
+      << "a dangling link is broken, not missing";
+  std::filesystem::create_directory(dir + "/sub");
+  auto unreadable = ReadSysfsAttr(dir + "/sub");
+  EXPECT_FALSE(unreadable.ok());
+  EXPECT_NE(unreadable.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(ListSysfsDir(dir + "/nosuch").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(*ListSysfsDir(dir), (std::vector<std::string>{"attr", "dangling", "sub"}));
+  // A link that leaves the tree resolves to nothing.
+  std::filesystem::create_symlink("/etc", dir + "/abs");
+  std::filesystem::create_symlink("../..", dir + "/sub/up");
+  EXPECT_EQ(ResolveInSysfsTree(dir, "abs"), "");
+  EXPECT_EQ(ResolveInSysfsTree(dir, "sub/up"), "");
+  EXPECT_EQ(ResolveInSysfsTree(dir, "sub"), "sub");
+}
+
+}  // namespace
+}  // namespace rdmak8s

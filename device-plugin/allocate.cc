@@ -50,6 +50,21 @@ std::vector<std::string> DevicesOf(const PoolState& state, const std::vector<std
   return out;
 }
 
+std::map<std::string, std::string> AllocationEnv(const std::vector<const RdmaDevice*>& devs,
+                                                 const AllocateOptions& options) {
+  std::map<std::string, std::string> env = options.extra_env;
+  std::string nccl, ucx;
+  for (const RdmaDevice* dev : devs) {
+    nccl += (nccl.empty() ? "=" : ",") + dev->name;
+    for (const auto& port : dev->ports) {
+      ucx += (ucx.empty() ? "" : ",") + dev->name + ":" + std::to_string(port.port_num);
+    }
+  }
+  if (options.nccl_env) env["NCCL_IB_HCA"] = nccl;
+  if (options.ucx_env) env["UCX_NET_DEVICES"] = ucx;
+  return env;
+}
+
 StatusOr<v1beta1::ContainerAllocateResponse> BuildContainerResponse(
     const PoolState& state, const std::vector<std::string>& ids) {
   if (ids.empty()) return InvalidArgumentError("no device IDs requested");
@@ -65,14 +80,12 @@ StatusOr<v1beta1::ContainerAllocateResponse> BuildContainerResponse(
   }
   v1beta1::ContainerAllocateResponse resp;
   std::vector<std::string> devs = DevicesOf(state, ids);
-  std::string dev_list, nccl, ucx;
+  std::vector<const RdmaDevice*> models;
+  std::string dev_list;
   for (const auto& name : devs) {
     const RdmaDevice& dev = state.devices.at(name).dev;
+    models.push_back(&dev);
     dev_list += (dev_list.empty() ? "" : ",") + name;
-    nccl += (nccl.empty() ? "=" : ",") + name;
-    for (const auto& port : dev.ports) {
-      ucx += (ucx.empty() ? "" : ",") + name + ":" + std::to_string(port.port_num);
-    }
     if (state.cdi) {
       resp.add_cdi_devices()->set_name(state.cdi_kind + "=" + name);
       continue;
@@ -88,10 +101,8 @@ StatusOr<v1beta1::ContainerAllocateResponse> BuildContainerResponse(
     }
   }
   auto& envs = *resp.mutable_envs();
-  for (const auto& [k, v] : state.pool.allocate.extra_env) envs[k] = v;
+  for (const auto& [k, v] : AllocationEnv(models, state.pool.allocate)) envs[k] = v;
   envs[PoolEnvName(state.pool.name)] = dev_list;
-  if (state.pool.allocate.nccl_env) envs["NCCL_IB_HCA"] = nccl;
-  if (state.pool.allocate.ucx_env) envs["UCX_NET_DEVICES"] = ucx;
   return resp;
 }
 

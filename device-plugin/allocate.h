@@ -11,6 +11,7 @@
 // UCX_NET_DEVICES=<dev:port,...> when the pool opts in; allocate.env as given.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,12 @@ std::vector<CharDeviceRef> CharDevicesFor(const RdmaDevice& dev, const AllocateO
 // behind an ID is unhealthy (kubelet raced a health update), naming the device and why.
 StatusOr<v1beta1::ContainerAllocateResponse> BuildContainerResponse(
     const PoolState& state, const std::vector<std::string>& ids);
+
+// The env every allocation of `devs` gets under `options`: options.extra_env, then
+// NCCL_IB_HCA==<dev,dev> and UCX_NET_DEVICES=<dev:port,...> when opted in (the device plugin
+// adds its pool's RDMAK8S_<POOL>_DEVICES on top; the DRA driver uses this as is).
+std::map<std::string, std::string> AllocationEnv(const std::vector<const RdmaDevice*>& devs,
+                                                 const AllocateOptions& options);
 
 // The distinct rdma_devs behind `ids`, in first-seen order (no validation).
 std::vector<std::string> DevicesOf(const PoolState& state, const std::vector<std::string>& ids);

@@ -12,18 +12,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "device-plugin/allocate.h"
 
 namespace rdmak8s::dp {
 
 using nlohmann::json;
 
-std::string BuildCdiSpec(const PoolState& state) {
-  json devices = json::array();
+std::string BuildCdiSpecDocument(const std::string& kind, const std::vector<CdiDevice>& devices) {
+  json out_devices = json::array();
   json rdma_cm = json::array();
-  for (const auto& [name, tracked] : state.devices) {
+  for (const auto& d : devices) {
     json nodes = json::array();
-    for (const auto& c : CharDevicesFor(tracked.dev, state.pool.allocate, state.dev_root)) {
+    for (const auto& c : d.char_devices) {
       json node = {{"path", c.container_path}, {"hostPath", c.host_path}, {"permissions", "rw"}};
       if (c.name == "rdma_cm") {
         if (rdma_cm.empty()) rdma_cm.push_back(node);
@@ -31,11 +30,25 @@ std::string BuildCdiSpec(const PoolState& state) {
       }
       nodes.push_back(node);
     }
-    devices.push_back({{"name", name}, {"containerEdits", {{"deviceNodes", nodes}}}});
+    json edits = {{"deviceNodes", nodes}};
+    if (!d.env.empty()) {
+      json env = json::array();
+      for (const auto& [k, v] : d.env) env.push_back(k + "=" + v);
+      edits["env"] = env;
+    }
+    out_devices.push_back({{"name", d.name}, {"containerEdits", edits}});
   }
-  json spec = {{"cdiVersion", "0.5.0"}, {"kind", state.cdi_kind}, {"devices", devices}};
+  json spec = {{"cdiVersion", "0.5.0"}, {"kind", kind}, {"devices", out_devices}};
   if (!rdma_cm.empty()) spec["containerEdits"] = {{"deviceNodes", rdma_cm}};
   return spec.dump(2) + "\n";
+}
+
+std::string BuildCdiSpec(const PoolState& state) {
+  std::vector<CdiDevice> devices;
+  for (const auto& [name, tracked] : state.devices) {
+    devices.push_back({name, CharDevicesFor(tracked.dev, state.pool.allocate, state.dev_root), {}});
+  }
+  return BuildCdiSpecDocument(state.cdi_kind, devices);
 }
 
 std::string CdiSpecPath(const std::string& cdi_dir, const std::string& resource) {

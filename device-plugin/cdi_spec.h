@@ -5,14 +5,27 @@
 // the content did not change.
 #pragma once
 
+#include <map>
 #include <string>
+#include <vector>
 
+#include "device-plugin/allocate.h"
 #include "device-plugin/pool_state.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dp {
 
-// The CDI spec document (JSON text, stable key order) for `state`.
+// One CDI device of a spec: its name (after "<kind>=") and what its containerEdits carry.
+struct CdiDevice {
+  std::string name;
+  std::vector<CharDeviceRef> char_devices;  // rdma_cm among them goes spec-wide (below)
+  std::map<std::string, std::string> env;   // containerEdits.env, "K=V"; omitted when empty
+};
+
+// A CDI spec document (JSON text, stable key order) of `kind`: each device's own nodes in its
+// containerEdits, rdma_cm (one node every device shares) once in the spec-wide containerEdits.
+std::string BuildCdiSpecDocument(const std::string& kind, const std::vector<CdiDevice>& devices);
+// The CDI spec document for `state`: one CdiDevice per RDMA device, named after it.
 std::string BuildCdiSpec(const PoolState& state);
 // "<cdi_dir>/rdmak8s-<prefix>-<pool>.json" with '/' in the prefix made '_'.
 std::string CdiSpecPath(const std::string& cdi_dir, const std::string& resource);

@@ -252,6 +252,12 @@ StatusOr<PoolConfig> ParsePool(const json& j, const std::string& path) {
 
 }  // namespace
 
+StatusOr<AllocateOptions> ParseAllocateOptions(std::string_view json_text) {
+  json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/false);
+  if (j.is_discarded()) return InvalidArgumentError("$: invalid JSON");
+  return ParseAllocate(j, "$");
+}
+
 StatusOr<PluginConfig> ParseConfig(std::string_view json_text) {
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/false);
   if (j.is_discarded()) {

@@ -69,6 +69,9 @@ struct PluginConfig {
 
 // Parses and validates the JSON text of a config file.
 StatusOr<PluginConfig> ParseConfig(std::string_view json_text);
+// The JSON text of one "allocate" object alone (the DRA driver's opaque claim parameters take
+// the same shape); errors name the JSON path from "$" ("$.ncclEnv: must be true or false").
+StatusOr<AllocateOptions> ParseAllocateOptions(std::string_view json_text);
 // Reads and parses `path`; errors are prefixed with "config <path>".
 StatusOr<PluginConfig> LoadConfigFile(const std::string& path);
 // With --cdi every resource is also a CDI kind "<vendor>/<class>" = "<resourcePrefix>/<pool>",

@@ -1,5 +1,7 @@
 #include "device-plugin/daemon.h"
 
+#include "device-plugin/tracker_events.h"
+
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -285,73 +287,33 @@ void Daemon::HandleSignal() {
 }
 
 void Daemon::HandleLinkEvents() {
-  std::set<std::string> ports_only, reread;
-  std::vector<std::string> unknown;
-  Status s = deps_.link_monitor->ReadEvents([&](const LinkEvent& ev) {
-    std::vector<std::string> on = tracker_.DevicesOnNetdev(ev.link.name);
-    ports_only.insert(on.begin(), on.end());
-    if (on.empty() && ev.type == LinkEvent::Type::kNew) unknown.push_back(ev.link.name);
-  });
-  if (!s.ok()) {
-    SPDLOG_WARN("link events: {}: full rescan", s.message());
+  TrackerEventOutcome o = ApplyLinkEvents(tracker_, *deps_.link_monitor);
+  if (o.rescan) {
     FullRescan();
     return;
   }
-  // A netdev nobody tracks (every pod's veth) is read for the RDMA devices it may bring (a
-  // hot-plugged function), and only those: no rescan, no verbs context reopened.
-  for (const auto& n : unknown) {
-    for (auto& d : tracker_.RdmaDevicesOfNetdev(n)) reread.insert(std::move(d));
-  }
-  // A link event changes link and port state, not the device's shape: re-read just those
-  // (a device that vanished or reads oddly gets the full re-read).
-  for (const auto& d : ports_only) {
-    if (reread.count(d)) continue;
-    if (Status ps = tracker_.RefreshPorts(d); !ps.ok()) {
-      SPDLOG_DEBUG("{}: full re-read", ps.message());
-      reread.insert(d);
-    }
-  }
-  for (const auto& d : reread) tracker_.Refresh(d);
-  if (ports_only.empty() && reread.empty()) return;
+  if (!o.changed) return;
   RebuildPools();
-  if (!reread.empty()) WatchDeviceEvents();  // a device that came (back) gets its async events
+  if (o.devices_reread) WatchDeviceEvents();  // a device that came (back) gets its async events
 }
 
 void Daemon::HandleDeviceEvents() {
-  std::set<std::string> devs;
-  bool fatal = false;
-  Status s = deps_.device_events->ReadEvents([&](const DeviceEvent& ev) {
-    SPDLOG_INFO("async event on {} port {}: {}", ev.rdma_dev, ev.port_num, ev.what);
-    devs.insert(ev.rdma_dev);
-    fatal |= ev.what == "device fatal" || ev.what == "local catastrophic error";
-  });
-  if (!s.ok()) SPDLOG_WARN("async events: {}", s.message());
-  if (fatal) {
+  AsyncEventsOutcome o = ReadAsyncEvents(*deps_.device_events);
+  if (o.rescan) {
     watched_.clear();  // the source dropped the fatal device's context: let it reopen what is back
     FullRescan();
     return;
   }
-  for (const auto& d : devs) RefreshDevice(d);
+  for (const auto& d : o.devices) RefreshDevice(d);
 }
 
 void Daemon::HandleUevents() {
-  std::vector<DeviceEvent> evs;
-  Status s = deps_.uevents->ReadEvents([&](const DeviceEvent& ev) { evs.push_back(ev); });
-  if (!s.ok()) {
-    // Lost events (ENOBUFS): only a full rescan knows what changed.
-    SPDLOG_WARN("uevents: {}: full rescan", s.message());
+  TrackerEventOutcome o = ApplyUevents(tracker_, *deps_.uevents);
+  if (o.rescan) {
     FullRescan();
     return;
   }
-  for (const auto& ev : evs) {
-    SPDLOG_INFO("{} {} (uevent)", ev.rdma_dev, ev.what);
-    if (ev.what == "unregistered") {
-      tracker_.Unregistered(ev.rdma_dev);
-    } else {
-      tracker_.Refresh(ev.rdma_dev);
-    }
-  }
-  if (evs.empty()) return;
+  if (!o.changed) return;
   RebuildPools();
   WatchDeviceEvents();  // published first; then a new device's async events, none of a gone one
 }

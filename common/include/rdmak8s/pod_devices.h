@@ -1,0 +1,53 @@
+// Which RDMA devices a pod holds through DRA claims, on the node's disk: the DRA driver writes a
+// record per (pod, claim) when it prepares a claim reserved for the pod, and removes it when the
+// claim is unprepared; the CNI, which sees only K8S_POD_UID, reads the pod's records to find the
+// device to wire (issue 12, item 5).
+//
+// Layout: <dir>/<pod_uid>/<claim_uid>.json, one JSON object per file (version 1). The writer
+// makes <dir> and each <dir>/<pod_uid> private directories (EnsurePrivateDir: ours, 0700) and
+// replaces files atomically (WriteFileAtomic). The reader trusts only what the writer could have
+// made: <dir> and the pod directory must be real directories owned by the user it runs as (root
+// on a node) and writable by nobody else, and each record a regular file with the same owner,
+// opened without following symlinks; anything else is refused (kFailedPrecondition naming the
+// path), never silently skipped. Pod and claim UIDs are used as file names only when they are
+// plain names ([A-Za-z0-9-], at most 128 characters): kInvalidArgument otherwise.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rdmak8s/status.h"
+
+namespace rdmak8s {
+
+struct PodClaimDevice {
+  std::string request;   // the claim's request that got the device
+  std::string driver;    // the DRA driver name
+  std::string pool;
+  std::string device;    // DRA device name in the ResourceSlice
+  std::string rdma_dev;  // "mlx5_0" when prepared
+  std::string bus_id;    // PCI or auxiliary address; "" for a soft device (rxe, siw)
+  friend bool operator==(const PodClaimDevice&, const PodClaimDevice&) = default;
+};
+
+struct PodClaimRecord {
+  std::string claim_namespace;
+  std::string claim_name;
+  std::string claim_uid;
+  std::vector<PodClaimDevice> devices;
+  friend bool operator==(const PodClaimRecord&, const PodClaimRecord&) = default;
+};
+
+// Writes (or replaces) <dir>/<pod_uid>/<record.claim_uid>.json.
+Status WritePodClaimRecord(const std::string& dir, const std::string& pod_uid,
+                           const PodClaimRecord& record);
+// Removes the pod's record of `claim_uid`, and the pod directory once it is empty. A record
+// that is not there is success (unprepare may run twice).
+Status RemovePodClaimRecord(const std::string& dir, const std::string& pod_uid,
+                            const std::string& claim_uid);
+// Every record of `pod_uid`, ordered by claim UID. kNotFound when the pod has none (no
+// directory, or an empty one); a record that cannot be read or parsed is an error naming it.
+StatusOr<std::vector<PodClaimRecord>> ReadPodClaimRecords(const std::string& dir,
+                                                          const std::string& pod_uid);
+
+}  // namespace rdmak8s

@@ -1,0 +1,190 @@
+#include "rdmak8s/pod_devices.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include <nlohmann/json.hpp>
+
+#include "rdmak8s/file_util.h"
+
+namespace rdmak8s {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kVersion = 1;
+constexpr size_t kMaxRecordBytes = 1 << 20;
+constexpr char kSuffix[] = ".json";
+
+Status CheckName(const std::string& what, const std::string& name) {
+  bool ok = !name.empty() && name.size() <= 128;
+  for (char c : name) {
+    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-');
+  }
+  if (!ok) return InvalidArgumentError(what + " \"" + name + "\" is not a plain name ([A-Za-z0-9-])");
+  return Status::Ok();
+}
+
+// What the writer makes: ours, not a symlink, nobody else may write.
+Status CheckTrusted(const std::string& path, const struct stat& st, bool want_dir) {
+  if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+    return FailedPreconditionError(path + " is not a " + (want_dir ? "directory" : "regular file"));
+  }
+  if (st.st_uid != ::geteuid()) {
+    return FailedPreconditionError(path + " is owned by uid " + std::to_string(st.st_uid) +
+                                   ", not " + std::to_string(::geteuid()));
+  }
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    return FailedPreconditionError(path + " is writable by group or others");
+  }
+  return Status::Ok();
+}
+
+// kNotFound when missing; a symlink or an untrusted directory is refused.
+Status CheckTrustedDir(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return ErrnoError(errno, "stat " + path);
+  if (S_ISLNK(st.st_mode)) return FailedPreconditionError(path + " is a symlink");
+  return CheckTrusted(path, st, /*want_dir=*/true);
+}
+
+json ToJson(const PodClaimRecord& r) {
+  json devices = json::array();
+  for (const auto& d : r.devices) {
+    devices.push_back({{"request", d.request},
+                       {"driver", d.driver},
+                       {"pool", d.pool},
+                       {"device", d.device},
+                       {"rdmaDev", d.rdma_dev},
+                       {"busId", d.bus_id}});
+  }
+  return {{"version", kVersion},
+          {"claim", {{"namespace", r.claim_namespace}, {"name", r.claim_name}, {"uid", r.claim_uid}}},
+          {"devices", devices}};
+}
+
+StatusOr<std::string> StringAt(const json& obj, const char* key, const std::string& path) {
+  if (!obj.is_object() || !obj.contains(key) || !obj[key].is_string()) {
+    return InvalidArgumentError(path + "." + key + ": must be a string");
+  }
+  return obj[key].get<std::string>();
+}
+
+StatusOr<PodClaimRecord> FromJson(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return InvalidArgumentError("$: not a JSON object");
+  if (!j.contains("version") || j["version"] != kVersion) {
+    return InvalidArgumentError("$.version: must be " + std::to_string(kVersion));
+  }
+  PodClaimRecord r;
+  if (!j.contains("claim")) return InvalidArgumentError("$.claim: is required");
+  RDMAK8S_ASSIGN_OR_RETURN(r.claim_namespace, StringAt(j["claim"], "namespace", "$.claim"));
+  RDMAK8S_ASSIGN_OR_RETURN(r.claim_name, StringAt(j["claim"], "name", "$.claim"));
+  RDMAK8S_ASSIGN_OR_RETURN(r.claim_uid, StringAt(j["claim"], "uid", "$.claim"));
+  if (!j.contains("devices") || !j["devices"].is_array()) {
+    return InvalidArgumentError("$.devices: must be an array");
+  }
+  for (size_t i = 0; i < j["devices"].size(); ++i) {
+    const json& d = j["devices"][i];
+    std::string p = "$.devices[" + std::to_string(i) + "]";
+    PodClaimDevice out;
+    RDMAK8S_ASSIGN_OR_RETURN(out.request, StringAt(d, "request", p));
+    RDMAK8S_ASSIGN_OR_RETURN(out.driver, StringAt(d, "driver", p));
+    RDMAK8S_ASSIGN_OR_RETURN(out.pool, StringAt(d, "pool", p));
+    RDMAK8S_ASSIGN_OR_RETURN(out.device, StringAt(d, "device", p));
+    RDMAK8S_ASSIGN_OR_RETURN(out.rdma_dev, StringAt(d, "rdmaDev", p));
+    RDMAK8S_ASSIGN_OR_RETURN(out.bus_id, StringAt(d, "busId", p));
+    r.devices.push_back(std::move(out));
+  }
+  return r;
+}
+
+StatusOr<PodClaimRecord> ReadRecord(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return ErrnoError(errno, "open " + path);
+  struct stat st;
+  Status trusted = ::fstat(fd, &st) == 0 ? CheckTrusted(path, st, /*want_dir=*/false)
+                                         : ErrnoError(errno, "stat " + path);
+  if (!trusted.ok()) {
+    ::close(fd);
+    return trusted;
+  }
+  StatusOr<std::string> text = ReadFd(fd, path, kMaxRecordBytes);
+  ::close(fd);
+  if (!text.ok()) return text.status();
+  StatusOr<PodClaimRecord> r = FromJson(*text);
+  if (!r.ok()) return r.status().Prepend("pod record " + path);
+  return r;
+}
+
+}  // namespace
+
+Status WritePodClaimRecord(const std::string& dir, const std::string& pod_uid,
+                           const PodClaimRecord& record) {
+  RDMAK8S_RETURN_IF_ERROR(CheckName("pod UID", pod_uid));
+  RDMAK8S_RETURN_IF_ERROR(CheckName("claim UID", record.claim_uid));
+  RDMAK8S_RETURN_IF_ERROR_CTX(EnsurePrivateDir(dir), "pod records dir");
+  std::string pod_dir = dir + "/" + pod_uid;
+  RDMAK8S_RETURN_IF_ERROR_CTX(EnsurePrivateDir(pod_dir), "pod records dir");
+  return WriteFileAtomic(pod_dir + "/" + record.claim_uid + kSuffix, ToJson(record).dump(2) + "\n",
+                         0600)
+      .Prepend("write pod record");
+}
+
+Status RemovePodClaimRecord(const std::string& dir, const std::string& pod_uid,
+                            const std::string& claim_uid) {
+  RDMAK8S_RETURN_IF_ERROR(CheckName("pod UID", pod_uid));
+  RDMAK8S_RETURN_IF_ERROR(CheckName("claim UID", claim_uid));
+  std::string pod_dir = dir + "/" + pod_uid;
+  std::string path = pod_dir + "/" + claim_uid + kSuffix;
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoError(errno, "remove " + path);
+  // Only an empty directory goes; another claim's record keeps it.
+  if (::rmdir(pod_dir.c_str()) != 0 && errno != ENOENT && errno != ENOTEMPTY && errno != EEXIST) {
+    return ErrnoError(errno, "remove " + pod_dir);
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<PodClaimRecord>> ReadPodClaimRecords(const std::string& dir,
+                                                          const std::string& pod_uid) {
+  RDMAK8S_RETURN_IF_ERROR(CheckName("pod UID", pod_uid));
+  Status root = CheckTrustedDir(dir);
+  if (root.code() == StatusCode::kNotFound) {
+    return NotFoundError("no DRA device records for pod " + pod_uid + " (" + dir + " missing)");
+  }
+  RDMAK8S_RETURN_IF_ERROR(root);
+  std::string pod_dir = dir + "/" + pod_uid;
+  Status pod = CheckTrustedDir(pod_dir);
+  if (pod.code() == StatusCode::kNotFound) {
+    return NotFoundError("no DRA device records for pod " + pod_uid);
+  }
+  RDMAK8S_RETURN_IF_ERROR(pod);
+  DIR* d = ::opendir(pod_dir.c_str());
+  if (d == nullptr) return ErrnoError(errno, "open " + pod_dir);
+  std::vector<std::string> names;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() <= sizeof(kSuffix) - 1 ||
+        name.compare(name.size() - (sizeof(kSuffix) - 1), std::string::npos, kSuffix) != 0) {
+      continue;  // ".", "..", WriteFileAtomic's temporaries
+    }
+    names.push_back(name);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  std::vector<PodClaimRecord> out;
+  for (const auto& name : names) {
+    RDMAK8S_ASSIGN_OR_RETURN(PodClaimRecord r, ReadRecord(pod_dir + "/" + name));
+    out.push_back(std::move(r));
+  }
+  if (out.empty()) return NotFoundError("no DRA device records for pod " + pod_uid);
+  return out;
+}
+
+}  // namespace rdmak8s

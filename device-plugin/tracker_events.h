@@ -1,0 +1,46 @@
+// What the node's events mean for a DeviceTracker: one batch of link events (rtnetlink), kernel
+// uevents or verbs async events applied to the tracker, and what the caller must do next. The
+// device plugin's daemon and the DRA driver's health watcher both drive their tracker through
+// these, so a port going down means the same thing in both.
+//
+// Each function reads what is queued on its source without blocking, logs what it decided
+// (once, here), and reports:
+//   changed         the tracker was touched: publish (pools, ResourceSlices, health streams);
+//   devices_reread  a device was re-read as a whole (it may be new, or back): re-open verbs
+//                   async events on the present devices;
+//   rescan          events were lost (socket overrun) or a device died (fatal async event):
+//                   only a full Rescan knows what changed; nothing else was applied.
+// Not thread safe: the tracker's thread.
+#pragma once
+
+#include <set>
+#include <string>
+
+#include "device-plugin/device_events.h"
+#include "device-plugin/device_tracker.h"
+#include "rdmak8s/route_netlink.h"
+
+namespace rdmak8s::dp {
+
+struct TrackerEventOutcome {
+  bool changed = false;
+  bool devices_reread = false;
+  bool rescan = false;
+};
+
+// Link events: a tracked device's netdev changed -> its ports re-read (RefreshPorts; the whole
+// device when that fails); a netdev nobody tracks that appeared -> the RDMA devices it may bring
+// (a hot-plugged function) are read, and only those.
+TrackerEventOutcome ApplyLinkEvents(DeviceTracker& tracker, LinkMonitor& links);
+// Uevents of RDMA devices: "unregistered" -> Unregistered, anything else -> Refresh.
+TrackerEventOutcome ApplyUevents(DeviceTracker& tracker, DeviceEventSource& uevents);
+
+// Verbs async events: the devices to re-read (each with Refresh, publishing after each), or
+// rescan when a device reported a fatal error (its context is gone: re-open everything).
+struct AsyncEventsOutcome {
+  std::set<std::string> devices;
+  bool rescan = false;
+};
+AsyncEventsOutcome ReadAsyncEvents(DeviceEventSource& async_events);
+
+}  // namespace rdmak8s::dp

@@ -1,0 +1,156 @@
+#include "dra/checkpoint.h"
+
+#include <cerrno>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "rdmak8s/file_util.h"
+
+namespace rdmak8s::dra {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kVersion = 1;
+constexpr size_t kMaxCheckpointBytes = 64 << 20;
+
+std::string_view PhaseName(ClaimPhase p) {
+  return p == ClaimPhase::kPrepared ? "prepared" : "preparing";
+}
+
+Status Bad(const std::string& path, const std::string& what) {
+  return InvalidArgumentError(path + ": " + what);
+}
+
+Status GetString(const json& obj, const char* key, const std::string& path, std::string& out) {
+  if (!obj.contains(key)) return Bad(path + "." + key, "is required");
+  if (!obj[key].is_string()) return Bad(path + "." + key, "must be a string");
+  out = obj[key].get<std::string>();
+  return Status::Ok();
+}
+
+Status GetStrings(const json& obj, const char* key, const std::string& path,
+                  std::vector<std::string>& out) {
+  if (!obj.contains(key)) return Status::Ok();
+  const json& a = obj[key];
+  if (!a.is_array()) return Bad(path + "." + key, "must be an array");
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].is_string()) {
+      return Bad(path + "." + key + "[" + std::to_string(i) + "]", "must be a string");
+    }
+    out.push_back(a[i].get<std::string>());
+  }
+  return Status::Ok();
+}
+
+StatusOr<PreparedDevice> ParseDevice(const json& j, const std::string& path) {
+  if (!j.is_object()) return Bad(path, "must be an object");
+  PreparedDevice d;
+  RDMAK8S_RETURN_IF_ERROR(GetString(j, "request", path, d.request));
+  RDMAK8S_RETURN_IF_ERROR(GetString(j, "pool", path, d.pool));
+  RDMAK8S_RETURN_IF_ERROR(GetString(j, "device", path, d.device));
+  RDMAK8S_RETURN_IF_ERROR(GetString(j, "rdmaDev", path, d.rdma_dev));
+  RDMAK8S_RETURN_IF_ERROR(GetString(j, "busId", path, d.bus_id));
+  RDMAK8S_RETURN_IF_ERROR(GetStrings(j, "cdiDeviceIds", path, d.cdi_device_ids));
+  return d;
+}
+
+StatusOr<PreparedClaim> ParseClaim(const json& j, const std::string& path) {
+  if (!j.is_object()) return Bad(path, "must be an object");
+  PreparedClaim c;
+  RDMAK8S_RETURN_IF_ERROR(GetString(j, "uid", path, c.uid));
+  RDMAK8S_RETURN_IF_ERROR(GetString(j, "namespace", path, c.namespace_name));
+  RDMAK8S_RETURN_IF_ERROR(GetString(j, "name", path, c.name));
+  std::string phase;
+  RDMAK8S_RETURN_IF_ERROR(GetString(j, "phase", path, phase));
+  if (phase == "prepared") {
+    c.phase = ClaimPhase::kPrepared;
+  } else if (phase == "preparing") {
+    c.phase = ClaimPhase::kPreparing;
+  } else {
+    return Bad(path + ".phase", "must be \"preparing\" or \"prepared\", got \"" + phase + "\"");
+  }
+  RDMAK8S_RETURN_IF_ERROR(GetString(j, "cdiSpecPath", path, c.cdi_spec_path));
+  RDMAK8S_RETURN_IF_ERROR(GetStrings(j, "podUids", path, c.pod_uids));
+  if (j.contains("devices")) {
+    if (!j["devices"].is_array()) return Bad(path + ".devices", "must be an array");
+    for (size_t i = 0; i < j["devices"].size(); ++i) {
+      RDMAK8S_ASSIGN_OR_RETURN(
+          PreparedDevice d, ParseDevice(j["devices"][i], path + ".devices[" + std::to_string(i) + "]"));
+      c.devices.push_back(std::move(d));
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+std::string SerializeCheckpoint(const ClaimMap& claims) {
+  json arr = json::array();
+  for (const auto& [uid, c] : claims) {
+    json devices = json::array();
+    for (const auto& d : c.devices) {
+      devices.push_back({{"request", d.request},
+                         {"pool", d.pool},
+                         {"device", d.device},
+                         {"rdmaDev", d.rdma_dev},
+                         {"busId", d.bus_id},
+                         {"cdiDeviceIds", d.cdi_device_ids}});
+    }
+    arr.push_back({{"uid", c.uid},
+                   {"namespace", c.namespace_name},
+                   {"name", c.name},
+                   {"phase", PhaseName(c.phase)},
+                   {"devices", devices},
+                   {"podUids", c.pod_uids},
+                   {"cdiSpecPath", c.cdi_spec_path}});
+  }
+  return json{{"version", kVersion}, {"claims", arr}}.dump(2) + "\n";
+}
+
+StatusOr<ClaimMap> ParseCheckpoint(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Bad("$", "invalid JSON");
+  if (!j.is_object()) return Bad("$", "must be an object");
+  if (!j.contains("version") || !j["version"].is_number_integer() ||
+      j["version"].get<int>() != kVersion) {
+    return Bad("$.version", "must be " + std::to_string(kVersion));
+  }
+  ClaimMap out;
+  if (!j.contains("claims")) return out;
+  if (!j["claims"].is_array()) return Bad("$.claims", "must be an array");
+  for (size_t i = 0; i < j["claims"].size(); ++i) {
+    std::string path = "$.claims[" + std::to_string(i) + "]";
+    RDMAK8S_ASSIGN_OR_RETURN(PreparedClaim c, ParseClaim(j["claims"][i], path));
+    if (out.count(c.uid)) return Bad(path + ".uid", "\"" + c.uid + "\" appears twice");
+    out[c.uid] = std::move(c);
+  }
+  return out;
+}
+
+Checkpoint::Checkpoint(std::string state_dir) : dir_(std::move(state_dir)) {}
+
+StatusOr<ClaimMap> Checkpoint::Load() const {
+  RDMAK8S_RETURN_IF_ERROR_CTX(EnsurePrivateDir(dir_), "state dir");
+  int fd = ::open(path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    if (errno == ENOENT) return ClaimMap{};
+    return ErrnoError(errno, "open " + path());
+  }
+  StatusOr<std::string> text = ReadFd(fd, path(), kMaxCheckpointBytes);
+  ::close(fd);
+  if (!text.ok()) return text.status();
+  StatusOr<ClaimMap> claims = ParseCheckpoint(*text);
+  if (!claims.ok()) return claims.status().Prepend("checkpoint " + path());
+  return claims;
+}
+
+Status Checkpoint::Save(const ClaimMap& claims) const {
+  RDMAK8S_RETURN_IF_ERROR_CTX(EnsurePrivateDir(dir_), "state dir");
+  return WriteFileAtomic(path(), SerializeCheckpoint(claims), 0600).Prepend("save checkpoint");
+}
+
+}  // namespace rdmak8s::dra

@@ -1,0 +1,36 @@
+// The CDI spec of one prepared claim (CDI spec 0.5.0), which the runtime reads to give the
+// pod's containers their devices: kind "<driver>/claim"; one CDI device per allocated device,
+// named "<claim_uid>-<device>" so that two claims sharing a device never define the same CDI
+// name; the device's char devices by transport (dp::CharDevicesFor: uverbs and rdma_cm always,
+// umad for IB, issm only with the "issm" option, umad on RoCE only with "roceUmad") and the env
+// of its request (dp::AllocationEnv over every device of that request: ncclEnv, ucxEnv, env),
+// options coming from the claim's opaque config. One file per claim,
+// <cdi_dir>/rdmak8s-dra-<claim_uid>.json. Pure.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "device-plugin/config.h"
+#include "rdmak8s/device.h"
+
+namespace rdmak8s::dra {
+
+struct ClaimDevice {
+  std::string request;
+  std::string device;  // DRA device name
+  RdmaDevice dev;
+  dp::AllocateOptions options;  // of its request
+};
+
+std::string ClaimCdiKind(const std::string& driver);
+// "<driver>/claim=<claim_uid>-<device>", what kubelet hands the runtime.
+std::string ClaimCdiDeviceId(const std::string& driver, const std::string& claim_uid,
+                             const std::string& device);
+std::string ClaimCdiSpecPath(const std::string& cdi_dir, const std::string& claim_uid);
+// The spec document (JSON text) for `devices` of claim `claim_uid`; host paths under
+// `dev_root`.
+std::string BuildClaimCdiSpec(const std::string& driver, const std::string& claim_uid,
+                              const std::vector<ClaimDevice>& devices, const std::string& dev_root);
+
+}  // namespace rdmak8s::dra

@@ -1,0 +1,69 @@
+// ClaimReader: the seam between NodePrepareResources and the API server. Kubelet names a claim
+// by namespace, name and UID only; what the driver must prepare is in the ResourceClaim object
+// (resource.k8s.io/v1, also v1beta1 on older servers: the fields below are the same in both).
+// The real implementation (an API-server client, dra/api/) and the tests' in-memory fake
+// implement it; the preparer never talks HTTP.
+//
+// Thread safety: implementations must allow concurrent calls (kubelet may prepare claims of
+// several pods at once).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rdmak8s/status.h"
+
+namespace rdmak8s::dra {
+
+// status.allocation.devices.results[]: one allocated device.
+struct DeviceResult {
+  std::string request;  // the claim's request that got it ("nic", or "nic/subrequest")
+  std::string driver;   // the DRA driver that prepares it: ours or another's
+  std::string pool;
+  std::string device;   // the device's name in its ResourceSlice
+  friend bool operator==(const DeviceResult&, const DeviceResult&) = default;
+};
+
+// status.allocation.devices.config[] with an opaque entry: parameters a DeviceClass or the
+// claim hands a driver.
+struct OpaqueConfig {
+  std::string source;                 // "FromClass" | "FromClaim"
+  std::vector<std::string> requests;  // the requests it applies to; empty: every request
+  std::string driver;                 // opaque.driver
+  std::string parameters;             // opaque.parameters, as JSON text
+  friend bool operator==(const OpaqueConfig&, const OpaqueConfig&) = default;
+};
+
+// status.reservedFor[]: who may use the claim. Pods are {resource: "pods", name, uid}.
+struct ConsumerReference {
+  std::string api_group;  // "" for pods
+  std::string resource;   // "pods"
+  std::string name;
+  std::string uid;
+  friend bool operator==(const ConsumerReference&, const ConsumerReference&) = default;
+};
+
+// What the preparer needs of one ResourceClaim.
+struct ResourceClaim {
+  std::string namespace_name;  // metadata.namespace
+  std::string name;            // metadata.name
+  std::string uid;             // metadata.uid
+  bool allocated = false;      // status.allocation is set
+  std::vector<DeviceResult> results;
+  std::vector<OpaqueConfig> config;
+  std::vector<ConsumerReference> reserved_for;
+  friend bool operator==(const ResourceClaim&, const ResourceClaim&) = default;
+};
+
+class ClaimReader {
+ public:
+  virtual ~ClaimReader() = default;
+  // The current ResourceClaim `namespace_name`/`name`, read fresh (not from a cache that may
+  // hold a deleted claim's namesake). kNotFound when the server has no such claim; kUnavailable
+  // (or another code) when it could not be asked, naming the claim and the cause. The UID is
+  // not checked here: the caller compares it with the one kubelet sent.
+  virtual StatusOr<ResourceClaim> GetClaim(const std::string& namespace_name,
+                                           const std::string& name) = 0;
+};
+
+}  // namespace rdmak8s::dra

@@ -1,0 +1,80 @@
+#include "dra/dra_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include "dra/v1/api.grpc.pb.h"
+#include "dra/v1beta1/api.grpc.pb.h"
+
+namespace rdmak8s::dra {
+
+namespace {
+
+namespace v1 = k8s::io::kubelet::pkg::apis::dra::v1;
+namespace v1beta1 = k8s::io::kubelet::pkg::apis::dra::v1beta1;
+
+template <class ClaimMsg>
+ClaimRef RefOf(const ClaimMsg& c) {
+  return {c.namespace_(), c.uid(), c.name()};
+}
+
+// One implementation for both versions: `Api` is the generated namespace's service.
+template <class Base, class PrepareReq, class PrepareResp, class UnprepareReq, class UnprepareResp>
+class DraService final : public Base {
+ public:
+  DraService(Preparer* preparer, const char* version) : preparer_(preparer), version_(version) {}
+
+  grpc::Status NodePrepareResources(grpc::ServerContext*, const PrepareReq* req,
+                                    PrepareResp* resp) override {
+    for (const auto& c : req->claims()) {
+      auto& out = (*resp->mutable_claims())[c.uid()];
+      StatusOr<std::vector<PreparedDevice>> devices = preparer_->Prepare(RefOf(c));
+      if (!devices.ok()) {
+        SPDLOG_ERROR("{} NodePrepareResources: {}", version_, devices.status().message());
+        out.set_error(devices.status().message());
+        continue;
+      }
+      for (const auto& d : *devices) {
+        auto* dev = out.add_devices();
+        dev->add_request_names(d.request);
+        dev->set_pool_name(d.pool);
+        dev->set_device_name(d.device);
+        for (const auto& id : d.cdi_device_ids) dev->add_cdi_device_ids(id);
+      }
+    }
+    return grpc::Status::OK;
+  }
+
+  grpc::Status NodeUnprepareResources(grpc::ServerContext*, const UnprepareReq* req,
+                                      UnprepareResp* resp) override {
+    for (const auto& c : req->claims()) {
+      auto& out = (*resp->mutable_claims())[c.uid()];
+      Status s = preparer_->Unprepare(RefOf(c));
+      if (!s.ok()) {
+        SPDLOG_ERROR("{} NodeUnprepareResources: {}", version_, s.message());
+        out.set_error(s.message());
+      }
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  Preparer* preparer_;
+  const char* version_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::Service> NewDraServiceV1(Preparer* preparer) {
+  return std::make_unique<DraService<v1::DRAPlugin::Service, v1::NodePrepareResourcesRequest,
+                                     v1::NodePrepareResourcesResponse, v1::NodeUnprepareResourcesRequest,
+                                     v1::NodeUnprepareResourcesResponse>>(preparer, "v1");
+}
+
+std::unique_ptr<grpc::Service> NewDraServiceV1beta1(Preparer* preparer) {
+  return std::make_unique<
+      DraService<v1beta1::DRAPlugin::Service, v1beta1::NodePrepareResourcesRequest,
+                 v1beta1::NodePrepareResourcesResponse, v1beta1::NodeUnprepareResourcesRequest,
+                 v1beta1::NodeUnprepareResourcesResponse>>(preparer, "v1beta1");
+}
+
+}  // namespace rdmak8s::dra

@@ -1,0 +1,61 @@
+// HealthWatcher: keeps the DeviceCatalog in step with the node, event-driven, with the device
+// plugin's own machinery: a dp::DeviceTracker over Discovery, fed link events (rtnetlink),
+// kernel uevents and verbs async events through dp::tracker_events.h, exactly as the device
+// plugin's daemon does; after every change the tracker's devices go to DeviceCatalog::Update
+// (and so to the health stream and to NodePrepareResources). A slow periodic rescan is the
+// safety net, as in the daemon.
+//
+// Every source is optional (null: not listened to); tests pass a uevent source on a socketpair.
+// Thread safety: Start and Run on one thread; Stop from any.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "device-plugin/device_events.h"
+#include "device-plugin/device_tracker.h"
+#include "dra/device_catalog.h"
+#include "rdmak8s/discovery.h"
+#include "rdmak8s/route_netlink.h"
+#include "rdmak8s/status.h"
+
+namespace rdmak8s::dra {
+
+struct HealthWatcherDeps {
+  std::unique_ptr<Discovery> discovery;                  // required
+  std::unique_ptr<LinkMonitor> links;                    // optional
+  std::unique_ptr<dp::DeviceEventSource> uevents;        // optional
+  std::unique_ptr<dp::DeviceEventSource> async_events;   // optional
+};
+
+class HealthWatcher {
+ public:
+  // `catalog` is not owned and must outlive the watcher; `sysfs_root` is the root `discovery`
+  // reads.
+  HealthWatcher(HealthWatcherDeps deps, std::string sysfs_root, DeviceCatalog* catalog,
+                std::chrono::seconds rescan_interval);
+  ~HealthWatcher();
+  HealthWatcher(const HealthWatcher&) = delete;
+  HealthWatcher& operator=(const HealthWatcher&) = delete;
+
+  // The first full read of the node, published to the catalog. An error is discovery's as a
+  // whole (an unreadable device only turns Unhealthy).
+  Status Start();
+  // Waits for events and applies them until Stop(). An error is a broken poll, not an event.
+  Status Run();
+  void Stop();
+
+ private:
+  void Rescan();
+  void Publish();
+  void WatchAsync();
+
+  HealthWatcherDeps deps_;
+  dp::DeviceTracker tracker_;
+  DeviceCatalog* catalog_;
+  const std::chrono::seconds rescan_interval_;
+  int stop_fd_ = -1;
+};
+
+}  // namespace rdmak8s::dra

@@ -1,0 +1,113 @@
+#include "dra/plugin.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+
+#include <spdlog/spdlog.h>
+
+#include "dra/dra_service.h"
+#include "dra/health_service.h"
+
+namespace rdmak8s::dra {
+
+DraPlugin::DraPlugin(DraPluginOptions options, Preparer* preparer, DeviceCatalog* catalog)
+    : options_(std::move(options)), preparer_(preparer), catalog_(catalog) {}
+
+DraPlugin::~DraPlugin() { Stop(); }
+
+Status DraPlugin::Serve(Served& s) {
+  // gRPC removes the path it listened on when it shuts down, whoever's socket is there by then.
+  // Binding a private name and renaming it over the public one (which also replaces a stale
+  // file atomically) leaves gRPC only its own private name to remove.
+  const std::string staging = s.path + ".staging." + std::to_string(::getpid());
+  ::unlink(staging.c_str());
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix://" + staging, grpc::InsecureServerCredentials());
+  for (auto& service : s.services) builder.RegisterService(service.get());
+  s.server = builder.BuildAndStart();
+  if (!s.server) return InternalError("serve " + s.path + ": gRPC could not listen on " + staging);
+  struct stat st;
+  if (::rename(staging.c_str(), s.path.c_str()) != 0 || ::stat(s.path.c_str(), &st) != 0) {
+    Status err = ErrnoError(errno, "serve " + s.path + ": rename " + staging);
+    s.server->Shutdown(std::chrono::system_clock::now());
+    s.server->Wait();
+    s.server.reset();
+    ::unlink(staging.c_str());
+    return err;
+  }
+  s.ino = st.st_ino;
+  s.dev = st.st_dev;
+  return Status::Ok();
+}
+
+bool DraPlugin::StillOurs(const Served& s) {
+  struct stat st;
+  return s.ino != 0 && ::stat(s.path.c_str(), &st) == 0 && st.st_ino == s.ino && st.st_dev == s.dev;
+}
+
+void DraPlugin::Unserve(Served& s) {
+  if (!s.server) return;
+  bool ours = StillOurs(s);
+  s.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  s.server->Wait();
+  s.server.reset();
+  s.services.clear();
+  if (ours) ::unlink(s.path.c_str());  // a newer instance's socket stays
+  s.ino = 0;
+}
+
+Status DraPlugin::Start() {
+  std::error_code ec;
+  std::filesystem::create_directories(options_.plugin_dir, ec);
+  if (ec) return InternalError("create " + options_.plugin_dir + ": " + ec.message());
+
+  dra_.path = dra_socket();
+  dra_.services.push_back(NewDraServiceV1(preparer_));
+  dra_.services.push_back(NewDraServiceV1beta1(preparer_));
+  dra_.services.push_back(NewHealthService(catalog_));
+  if (Status s = Serve(dra_); !s.ok()) {
+    dra_.services.clear();
+    return s;
+  }
+  StatusOr<bool> reg = ServeRegistrationAgain();
+  if (!reg.ok()) {
+    Unserve(dra_);
+    return reg.status();
+  }
+  SPDLOG_INFO("DRA driver {} serving {}, registered through {}", options_.driver_name, dra_socket(),
+              registration_socket());
+  return Status::Ok();
+}
+
+StatusOr<bool> DraPlugin::ServeRegistrationAgain() {
+  if (registration_.server && StillOurs(registration_)) return false;
+  if (registration_.server) {
+    SPDLOG_WARN("registration socket {} was removed or replaced: serving it again",
+                registration_socket());
+    registration_.ino = 0;
+    registration_.server->Shutdown(std::chrono::system_clock::now());
+    registration_.server->Wait();
+    registration_.server.reset();
+    registration_.services.clear();
+  }
+  registration_.path = registration_socket();
+  registration_.services.push_back(
+      NewRegistrationService(DraPluginInfo(options_.driver_name, dra_socket()), &registration_state_));
+  if (Status s = Serve(registration_); !s.ok()) {
+    registration_.services.clear();
+    return s;
+  }
+  return true;
+}
+
+void DraPlugin::Stop() {
+  Unserve(registration_);
+  if (dra_.server) catalog_->Shutdown();
+  Unserve(dra_);
+}
+
+}  // namespace rdmak8s::dra

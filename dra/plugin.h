@@ -1,0 +1,81 @@
+// DraPlugin: the DRA driver's two sockets, served in the order kubelet needs them.
+//   1. <plugin_dir>/dra.sock: DRAPlugin v1 and v1beta1 (dra_service.h) and DRAResourceHealth
+//      v1alpha1 (health_service.h);
+//   2. then, once that serves, <registry_dir>/<driver>-reg.sock: the Registration service
+//      (registration.h) whose GetInfo points kubelet at dra.sock. Registering only after serving
+//      is what kubelet expects (it dials the endpoint right after GetInfo).
+// A stale file at either path (a previous instance that died) is replaced (bound under a
+// private name, renamed over it). Stop() removes the registration socket first (kubelet's plugin
+// watcher then deregisters us), shuts the catalog down (ending the health streams: Stop is the
+// end of the driver), then stops the DRA socket; each file is removed only while it is still the socket we
+// bound (a newer instance's socket is left alone). ServeRegistrationAgain() re-creates the
+// registration socket if someone removed it (call it on an inotify event or periodically).
+//
+// Thread safety: Start, Stop and ServeRegistrationAgain on one thread; accessors from any.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/service_type.h>
+
+#include "dra/device_catalog.h"
+#include "dra/preparer.h"
+#include "dra/registration.h"
+#include "rdmak8s/status.h"
+
+namespace rdmak8s::dra {
+
+struct DraPluginOptions {
+  std::string driver_name = "rdma.rdmak8s.io";
+  std::string plugin_dir;    // /var/lib/kubelet/plugins/<driver>
+  std::string registry_dir;  // /var/lib/kubelet/plugins_registry
+};
+
+class DraPlugin {
+ public:
+  // `preparer` and `catalog` are not owned and must outlive the plugin. Nothing is served until
+  // Start().
+  DraPlugin(DraPluginOptions options, Preparer* preparer, DeviceCatalog* catalog);
+  ~DraPlugin();
+  DraPlugin(const DraPlugin&) = delete;
+  DraPlugin& operator=(const DraPlugin&) = delete;
+
+  // Creates plugin_dir if missing, serves dra.sock, then the registration socket. An error names
+  // the socket; on error nothing is left serving.
+  Status Start();
+  void Stop();
+  // True when the registration socket was missing (or replaced) and has been served again.
+  StatusOr<bool> ServeRegistrationAgain();
+
+  std::string dra_socket() const { return options_.plugin_dir + "/dra.sock"; }
+  std::string registration_socket() const {
+    return options_.registry_dir + "/" + options_.driver_name + "-reg.sock";
+  }
+  std::optional<RegistrationVerdict> verdict() const { return registration_state_.Get(); }
+
+ private:
+  // One gRPC server on one unix socket path, remembering the inode it bound.
+  struct Served {
+    std::string path;
+    std::vector<std::unique_ptr<grpc::Service>> services;
+    std::unique_ptr<grpc::Server> server;
+    ino_t ino = 0;
+    dev_t dev = 0;
+  };
+  static Status Serve(Served& s);
+  static void Unserve(Served& s);
+  static bool StillOurs(const Served& s);
+
+  const DraPluginOptions options_;
+  Preparer* preparer_;
+  DeviceCatalog* catalog_;
+  RegistrationState registration_state_;
+  Served dra_;
+  Served registration_;
+};
+
+}  // namespace rdmak8s::dra

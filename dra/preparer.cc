@@ -1,0 +1,208 @@
+#include "dra/preparer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include <spdlog/spdlog.h>
+
+#include "device-plugin/cdi_spec.h"
+#include "device-plugin/config.h"
+#include "dra/claim_cdi_spec.h"
+#include "rdmak8s/pod_devices.h"
+
+namespace rdmak8s::dra {
+
+namespace {
+
+std::string Named(const ClaimRef& ref) {
+  return "claim " + ref.namespace_name + "/" + ref.name + " (UID " + ref.uid + ")";
+}
+
+// A config entry naming "nic" applies to the result of "nic" and of its subrequests "nic/x".
+bool Applies(const OpaqueConfig& c, const std::string& request) {
+  if (c.requests.empty()) return true;
+  for (const auto& r : c.requests) {
+    if (r == request || request.rfind(r + "/", 0) == 0) return true;
+  }
+  return false;
+}
+
+StatusOr<dp::AllocateOptions> OptionsFor(const ResourceClaim& claim, const std::string& driver,
+                                         const std::string& request) {
+  dp::AllocateOptions out;
+  for (size_t i = 0; i < claim.config.size(); ++i) {
+    const OpaqueConfig& c = claim.config[i];
+    if (c.driver != driver || !Applies(c, request)) continue;
+    StatusOr<dp::AllocateOptions> parsed = dp::ParseAllocateOptions(c.parameters);
+    if (!parsed.ok()) {
+      return parsed.status().Prepend("opaque config " + std::to_string(i) + " (" + c.source +
+                                     ") for request " + request);
+    }
+    out = *parsed;
+  }
+  return out;
+}
+
+// The UID names files (CDI spec, pod records): only a plain name may.
+Status CheckUid(const ClaimRef& ref) {
+  bool ok = !ref.uid.empty() && ref.uid.size() <= 128;
+  for (char c : ref.uid) {
+    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-');
+  }
+  return ok ? Status::Ok() : InvalidArgumentError(Named(ref) + ": UID is not [A-Za-z0-9-]");
+}
+
+std::vector<std::string> PodUids(const ResourceClaim& claim) {
+  std::vector<std::string> out;
+  for (const auto& r : claim.reserved_for) {
+    if (r.api_group.empty() && r.resource == "pods" && !r.uid.empty()) out.push_back(r.uid);
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Preparer>> Preparer::Create(PreparerOptions options, ClaimReader* reader,
+                                                     const DeviceCatalog* catalog) {
+  RDMAK8S_ASSIGN_OR_RETURN(ClaimMap claims, Checkpoint(options.state_dir).Load());
+  return std::unique_ptr<Preparer>(
+      new Preparer(std::move(options), reader, catalog, std::move(claims)));
+}
+
+Preparer::Preparer(PreparerOptions options, ClaimReader* reader, const DeviceCatalog* catalog,
+                   ClaimMap claims)
+    : options_(std::move(options)),
+      reader_(reader),
+      catalog_(catalog),
+      checkpoint_(options_.state_dir),
+      claims_(std::move(claims)) {}
+
+ClaimMap Preparer::Claims() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return claims_;
+}
+
+StatusOr<PreparedClaim> Preparer::Build(const ClaimRef& ref, const ResourceClaim& claim,
+                                        std::string& cdi_spec) const {
+  PreparedClaim out{ref.uid, ref.namespace_name, ref.name, ClaimPhase::kPreparing, {}, PodUids(claim), ""};
+  std::vector<ClaimDevice> cdi_devices;
+  for (const auto& r : claim.results) {
+    if (r.driver != options_.driver_name) continue;
+    std::optional<CatalogDevice> d = catalog_->Find(r.pool, r.device);
+    if (!d) {
+      return NotFoundError("device " + r.pool + "/" + r.device + " (request " + r.request +
+                           ") is not a device of this node (pool " + catalog_->pool() + ")");
+    }
+    if (d->presence != dp::Presence::kPresent) {
+      return FailedPreconditionError("device " + r.pool + "/" + r.device + " (" + d->dev.name +
+                                     ") is not on the node: moved into a pod's network namespace");
+    }
+    if (!d->health.healthy) {
+      return FailedPreconditionError("device " + r.pool + "/" + r.device + " (" + d->dev.name +
+                                     ") is unhealthy: " + d->health.reason);
+    }
+    RDMAK8S_ASSIGN_OR_RETURN(dp::AllocateOptions options,
+                             OptionsFor(claim, options_.driver_name, r.request));
+    out.devices.push_back({r.request, r.pool, r.device, d->dev.name, d->dev.bus_device_id(),
+                           {ClaimCdiDeviceId(options_.driver_name, ref.uid, r.device)}});
+    cdi_devices.push_back({r.request, r.device, d->dev, options});
+  }
+  if (!cdi_devices.empty()) {
+    out.cdi_spec_path = ClaimCdiSpecPath(options_.cdi_dir, ref.uid);
+    cdi_spec = BuildClaimCdiSpec(options_.driver_name, ref.uid, cdi_devices, options_.dev_root);
+  }
+  return out;
+}
+
+StatusOr<std::vector<PreparedDevice>> Preparer::Prepare(const ClaimRef& ref) {
+  RDMAK8S_RETURN_IF_ERROR(CheckUid(ref));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto known = claims_.find(ref.uid);
+  if (known != claims_.end()) {
+    const PreparedClaim& c = known->second;
+    if (c.namespace_name != ref.namespace_name || c.name != ref.name) {
+      return InvalidArgumentError(Named(ref) + ": that UID was prepared as claim " +
+                                  c.namespace_name + "/" + c.name);
+    }
+    if (c.phase == ClaimPhase::kPrepared) return c.devices;
+  }
+
+  StatusOr<ResourceClaim> read = reader_->GetClaim(ref.namespace_name, ref.name);
+  if (!read.ok()) return read.status().Prepend("read " + Named(ref));
+  const ResourceClaim& claim = *read;
+  if (claim.uid != ref.uid) {
+    return FailedPreconditionError(Named(ref) + ": the API server's claim of that name has UID " +
+                                   claim.uid + " (deleted and re-created?)");
+  }
+  if (!claim.allocated) return FailedPreconditionError(Named(ref) + " is not allocated");
+
+  std::string cdi_spec;
+  StatusOr<PreparedClaim> built = Build(ref, claim, cdi_spec);
+  if (!built.ok()) return built.status().Prepend("prepare " + Named(ref));
+  PreparedClaim rec = *std::move(built);
+
+  // A retry of a prepare that did not finish: pods no longer reserved lose their records.
+  if (known != claims_.end()) {
+    RDMAK8S_RETURN_IF_ERROR_CTX(RemoveFromNode(known->second, rec.pod_uids), "prepare " + Named(ref));
+  }
+
+  ClaimMap next = claims_;
+  next[ref.uid] = rec;
+  RDMAK8S_RETURN_IF_ERROR_CTX(checkpoint_.Save(next), "prepare " + Named(ref));
+  claims_ = next;
+
+  if (!rec.cdi_spec_path.empty()) {
+    RDMAK8S_RETURN_IF_ERROR_CTX(dp::WriteFileIfChanged(rec.cdi_spec_path, cdi_spec),
+                                "prepare " + Named(ref) + ": CDI spec");
+  }
+  PodClaimRecord pod_record{ref.namespace_name, ref.name, ref.uid, {}};
+  for (const auto& d : rec.devices) {
+    pod_record.devices.push_back(
+        {d.request, options_.driver_name, d.pool, d.device, d.rdma_dev, d.bus_id});
+  }
+  for (const auto& pod : rec.pod_uids) {
+    RDMAK8S_RETURN_IF_ERROR_CTX(WritePodClaimRecord(options_.pod_devices_dir, pod, pod_record),
+                                "prepare " + Named(ref));
+  }
+
+  rec.phase = ClaimPhase::kPrepared;
+  next[ref.uid] = rec;
+  RDMAK8S_RETURN_IF_ERROR_CTX(checkpoint_.Save(next), "prepare " + Named(ref));
+  claims_ = std::move(next);
+  SPDLOG_INFO("prepared {}: {} device(s) for {} pod(s)", Named(ref), rec.devices.size(),
+              rec.pod_uids.size());
+  return rec.devices;
+}
+
+Status Preparer::RemoveFromNode(const PreparedClaim& claim, const std::vector<std::string>& keep_pods) {
+  for (const auto& pod : claim.pod_uids) {
+    if (std::find(keep_pods.begin(), keep_pods.end(), pod) != keep_pods.end()) continue;
+    RDMAK8S_RETURN_IF_ERROR(RemovePodClaimRecord(options_.pod_devices_dir, pod, claim.uid));
+  }
+  return Status::Ok();
+}
+
+Status Preparer::Unprepare(const ClaimRef& ref) {
+  RDMAK8S_RETURN_IF_ERROR(CheckUid(ref));
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string spec = ClaimCdiSpecPath(options_.cdi_dir, ref.uid);
+  auto it = claims_.find(ref.uid);
+  if (it != claims_.end()) {
+    RDMAK8S_RETURN_IF_ERROR_CTX(RemoveFromNode(it->second, {}), "unprepare " + Named(ref));
+    if (!it->second.cdi_spec_path.empty()) spec = it->second.cdi_spec_path;
+  }
+  if (::unlink(spec.c_str()) != 0 && errno != ENOENT) {
+    return ErrnoError(errno, "remove " + spec).Prepend("unprepare " + Named(ref));
+  }
+  if (it == claims_.end()) return Status::Ok();
+  ClaimMap next = claims_;
+  next.erase(ref.uid);
+  RDMAK8S_RETURN_IF_ERROR_CTX(checkpoint_.Save(next), "unprepare " + Named(ref));
+  claims_ = std::move(next);
+  SPDLOG_INFO("unprepared {}", Named(ref));
+  return Status::Ok();
+}
+
+}  // namespace rdmak8s::dra

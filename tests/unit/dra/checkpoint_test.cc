@@ -1,0 +1,78 @@
+#include "dra/checkpoint.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "support/temp_dir.h"
+
+namespace rdmak8s::dra {
+namespace {
+
+PreparedClaim Sample(std::string uid, ClaimPhase phase) {
+  PreparedClaim c;
+  c.uid = uid;
+  c.namespace_name = "ns";
+  c.name = "claim-" + uid;
+  c.phase = phase;
+  c.devices = {{"nic", "node-a", "mlx5-0", "mlx5_0", "0000:3b:00.0", {"rdma.rdmak8s.io/claim=" + uid + "-mlx5-0"}}};
+  c.pod_uids = {"pod-1", "pod-2"};
+  c.cdi_spec_path = "/var/run/cdi/rdmak8s-dra-" + uid + ".json";
+  return c;
+}
+
+TEST(Checkpoint, RoundTripsEveryField) {
+  ClaimMap claims{{"a", Sample("a", ClaimPhase::kPrepared)}, {"b", Sample("b", ClaimPhase::kPreparing)}};
+  auto parsed = ParseCheckpoint(SerializeCheckpoint(claims));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(*parsed, claims);
+}
+
+TEST(Checkpoint, MissingFileIsEmptyAndSaveLoadSurvivesARestart) {
+  testing::TempDir tmp;
+  Checkpoint first(tmp.path() + "/state");
+  auto empty = first.Load();
+  ASSERT_TRUE(empty.ok()) << empty.status().message();
+  EXPECT_TRUE(empty->empty());
+  ClaimMap claims{{"a", Sample("a", ClaimPhase::kPrepared)}};
+  ASSERT_TRUE(first.Save(claims).ok());
+
+  Checkpoint restarted(tmp.path() + "/state");
+  auto loaded = restarted.Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(*loaded, claims);
+  struct stat st;
+  ASSERT_EQ(stat(restarted.path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(stat((tmp.path() + "/state").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST(Checkpoint, CorruptFileIsAnErrorNotAnEmptyCheckpoint) {
+  testing::TempDir tmp;
+  Checkpoint cp(tmp.path());
+  ASSERT_TRUE(cp.Save({}).ok());
+  std::ofstream(cp.path()) << "{\"version\": 1, \"claims\": [{\"uid\": 7}]}";
+  auto loaded = cp.Load();
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(loaded.status().message().find("$.claims[0].uid"), std::string::npos)
+      << loaded.status().message();
+}
+
+TEST(Checkpoint, RefusesAnotherVersionAndDuplicateUids) {
+  EXPECT_FALSE(ParseCheckpoint("{\"version\": 2}").ok());
+  std::string one = SerializeCheckpoint({{"a", Sample("a", ClaimPhase::kPrepared)}});
+  auto j = one.substr(0, one.rfind(']'));
+  // Two copies of the same claim.
+  std::string claim = one.substr(one.find('[') + 1, one.rfind(']') - one.find('[') - 1);
+  std::string twice = "{\"version\": 1, \"claims\": [" + claim + "," + claim + "]}";
+  auto parsed = ParseCheckpoint(twice);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("appears twice"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rdmak8s::dra

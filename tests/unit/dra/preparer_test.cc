@@ -1,0 +1,256 @@
+#include "dra/preparer.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "fakes/fake_claim_reader.h"
+#include "rdmak8s/pod_devices.h"
+#include "support/temp_dir.h"
+#include "unit/device-plugin/test_devices.h"
+
+namespace rdmak8s::dra {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr char kDriver[] = "rdma.rdmak8s.io";
+constexpr char kPool[] = "node-a";
+
+ResourceClaim Claim(std::string uid, std::vector<DeviceResult> results,
+                    std::vector<std::string> pods = {"pod-1"}) {
+  ResourceClaim c;
+  c.namespace_name = "team";
+  c.name = "nic-claim";
+  c.uid = std::move(uid);
+  c.allocated = true;
+  c.results = std::move(results);
+  for (const auto& p : pods) c.reserved_for.push_back({"", "pods", "pod-" + p, p});
+  return c;
+}
+
+DeviceResult Ours(std::string device, std::string request = "nic") {
+  return {std::move(request), kDriver, kPool, std::move(device)};
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class PreparerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(tmp_.path().empty());
+    options_.driver_name = kDriver;
+    options_.state_dir = tmp_.path() + "/state";
+    options_.cdi_dir = tmp_.path() + "/cdi";
+    options_.pod_devices_dir = tmp_.path() + "/pods";
+    fs::create_directories(options_.cdi_dir);
+    catalog_.Update({{"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {}, dp::Presence::kPresent}},
+                     {"mlx5_1", {dp::testdev::Ib("mlx5_1", 1, "0000:3b:00.1"), {false, "port 1 state DOWN"},
+                                 dp::Presence::kPresent}},
+                     {"mlx5_2", {dp::testdev::Roce("mlx5_2", 2, "eth0"), {}, dp::Presence::kPresent}}});
+    Restart();
+  }
+  // A new Preparer over the same directories: what a driver restart sees.
+  void Restart() {
+    auto p = Preparer::Create(options_, &reader_, &catalog_);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    preparer_ = std::move(p).value();
+  }
+  ClaimRef Ref(const std::string& uid) { return {"team", uid, "nic-claim"}; }
+
+  testing::TempDir tmp_;
+  PreparerOptions options_;
+  fake::FakeClaimReader reader_;
+  DeviceCatalog catalog_{kPool};
+  std::unique_ptr<Preparer> preparer_;
+};
+
+TEST_F(PreparerTest, PrepareWritesCdiSpecAndPodRecordAndReturnsCdiIds) {
+  reader_.Put(Claim("uid-1", {Ours("mlx5-0")}, {"pod-1", "pod-2"}));
+  auto devices = preparer_->Prepare(Ref("uid-1"));
+  ASSERT_TRUE(devices.ok()) << devices.status().message();
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ((*devices)[0].cdi_device_ids,
+            (std::vector<std::string>{"rdma.rdmak8s.io/claim=uid-1-mlx5-0"}));
+  EXPECT_EQ((*devices)[0].pool, kPool);
+  EXPECT_EQ((*devices)[0].request, "nic");
+
+  json spec = json::parse(Read(options_.cdi_dir + "/rdmak8s-dra-uid-1.json"));
+  EXPECT_EQ(spec["devices"][0]["name"], "uid-1-mlx5-0");
+
+  for (const char* pod : {"pod-1", "pod-2"}) {
+    auto records = ReadPodClaimRecords(options_.pod_devices_dir, pod);
+    ASSERT_TRUE(records.ok()) << records.status().message();
+    ASSERT_EQ(records->size(), 1u);
+    EXPECT_EQ((*records)[0].claim_uid, "uid-1");
+    ASSERT_EQ((*records)[0].devices.size(), 1u);
+    EXPECT_EQ((*records)[0].devices[0].rdma_dev, "mlx5_0");
+    EXPECT_EQ((*records)[0].devices[0].bus_id, "0000:3b:00.0");
+  }
+  EXPECT_EQ(preparer_->Claims().at("uid-1").phase, ClaimPhase::kPrepared);
+}
+
+TEST_F(PreparerTest, PrepareTwiceIsIdempotentAndAnsweredFromTheCheckpoint) {
+  reader_.Put(Claim("uid-1", {Ours("mlx5-0")}));
+  auto first = preparer_->Prepare(Ref("uid-1"));
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  reader_.SetUnavailable(true);
+  auto second = preparer_->Prepare(Ref("uid-1"));
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_EQ(*first, *second);
+  EXPECT_EQ(reader_.reads(), 1);
+}
+
+TEST_F(PreparerTest, RestartedDriverKeepsPreparedClaimsAndCanUnprepareThem) {
+  reader_.Put(Claim("uid-1", {Ours("mlx5-0")}));
+  auto before = preparer_->Prepare(Ref("uid-1"));
+  ASSERT_TRUE(before.ok());
+  Restart();
+  reader_.SetUnavailable(true);
+  auto after = preparer_->Prepare(Ref("uid-1"));
+  ASSERT_TRUE(after.ok()) << after.status().message();
+  EXPECT_EQ(*before, *after);
+
+  ASSERT_TRUE(preparer_->Unprepare(Ref("uid-1")).ok());
+  EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdmak8s-dra-uid-1.json"));
+  EXPECT_EQ(ReadPodClaimRecords(options_.pod_devices_dir, "pod-1").status().code(), StatusCode::kNotFound);
+  Restart();
+  EXPECT_TRUE(preparer_->Claims().empty());
+}
+
+TEST_F(PreparerTest, PrepareCutShortBeforeItsLastStepIsRedoneOrUndoneAfterRestart) {
+  // The checkpoint says kPreparing: the driver died between its write-ahead and the end.
+  ClaimMap half{{"uid-1", {"uid-1", "team", "nic-claim", ClaimPhase::kPreparing, {}, {"pod-old"},
+                           options_.cdi_dir + "/rdmak8s-dra-uid-1.json"}}};
+  ASSERT_TRUE(Checkpoint(options_.state_dir).Save(half).ok());
+  ASSERT_TRUE(WritePodClaimRecord(options_.pod_devices_dir, "pod-old", {"team", "nic-claim", "uid-1", {}}).ok());
+  std::ofstream(options_.cdi_dir + "/rdmak8s-dra-uid-1.json") << "{}";
+  Restart();
+
+  reader_.Put(Claim("uid-1", {Ours("mlx5-0")}, {"pod-1"}));
+  auto devices = preparer_->Prepare(Ref("uid-1"));
+  ASSERT_TRUE(devices.ok()) << devices.status().message();
+  EXPECT_EQ(preparer_->Claims().at("uid-1").phase, ClaimPhase::kPrepared);
+  json spec = json::parse(Read(options_.cdi_dir + "/rdmak8s-dra-uid-1.json"));
+  EXPECT_EQ(spec["devices"][0]["name"], "uid-1-mlx5-0");
+  // The pod no longer reserved lost its record.
+  EXPECT_EQ(ReadPodClaimRecords(options_.pod_devices_dir, "pod-old").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(ReadPodClaimRecords(options_.pod_devices_dir, "pod-1").ok());
+}
+
+TEST_F(PreparerTest, UnprepareOfAHalfPreparedClaimRemovesWhatWasWritten) {
+  ClaimMap half{{"uid-1", {"uid-1", "team", "nic-claim", ClaimPhase::kPreparing, {}, {"pod-1"},
+                           options_.cdi_dir + "/rdmak8s-dra-uid-1.json"}}};
+  ASSERT_TRUE(Checkpoint(options_.state_dir).Save(half).ok());
+  ASSERT_TRUE(WritePodClaimRecord(options_.pod_devices_dir, "pod-1", {"team", "nic-claim", "uid-1", {}}).ok());
+  Restart();
+  ASSERT_TRUE(preparer_->Unprepare(Ref("uid-1")).ok());
+  EXPECT_EQ(ReadPodClaimRecords(options_.pod_devices_dir, "pod-1").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(preparer_->Claims().empty());
+}
+
+TEST_F(PreparerTest, WrongUidIsRefusedAndNothingIsWritten) {
+  reader_.Put(Claim("uid-new", {Ours("mlx5-0")}));
+  auto devices = preparer_->Prepare(Ref("uid-old"));
+  ASSERT_FALSE(devices.ok());
+  EXPECT_EQ(devices.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(devices.status().message().find("uid-new"), std::string::npos) << devices.status().message();
+  EXPECT_TRUE(preparer_->Claims().empty());
+  EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdmak8s-dra-uid-old.json"));
+}
+
+TEST_F(PreparerTest, MissingClaimAndUnreachableServerAreErrorsNamingTheClaim) {
+  auto missing = preparer_->Prepare(Ref("uid-1"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("team/nic-claim"), std::string::npos);
+  reader_.SetUnavailable(true);
+  EXPECT_EQ(preparer_->Prepare(Ref("uid-1")).status().code(), StatusCode::kUnavailable);
+}
+
+TEST_F(PreparerTest, ResultsOfOtherDriversAreLeftToThem) {
+  reader_.Put(Claim("uid-1", {{"gpu", "gpu.nvidia.com", kPool, "gpu-0"}, Ours("mlx5-2", "nic")}));
+  auto devices = preparer_->Prepare(Ref("uid-1"));
+  ASSERT_TRUE(devices.ok()) << devices.status().message();
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ((*devices)[0].device, "mlx5-2");
+  json spec = json::parse(Read(options_.cdi_dir + "/rdmak8s-dra-uid-1.json"));
+  EXPECT_EQ(spec["devices"].size(), 1u);
+}
+
+TEST_F(PreparerTest, ClaimWithNoDeviceOfOursPreparesToNothingAndWritesNoSpec) {
+  reader_.Put(Claim("uid-1", {{"gpu", "gpu.nvidia.com", kPool, "gpu-0"}}));
+  auto devices = preparer_->Prepare(Ref("uid-1"));
+  ASSERT_TRUE(devices.ok()) << devices.status().message();
+  EXPECT_TRUE(devices->empty());
+  EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdmak8s-dra-uid-1.json"));
+}
+
+TEST_F(PreparerTest, UnknownOrUnhealthyDeviceOrUnallocatedClaimFails) {
+  reader_.Put(Claim("uid-1", {Ours("mlx5-9")}));
+  EXPECT_EQ(preparer_->Prepare(Ref("uid-1")).status().code(), StatusCode::kNotFound);
+  reader_.Put(Claim("uid-1", {{"nic", kDriver, "node-b", "mlx5-0"}}));
+  EXPECT_EQ(preparer_->Prepare(Ref("uid-1")).status().code(), StatusCode::kNotFound);
+  reader_.Put(Claim("uid-1", {Ours("mlx5-1")}));
+  auto unhealthy = preparer_->Prepare(Ref("uid-1"));
+  EXPECT_EQ(unhealthy.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(unhealthy.status().message().find("port 1 state DOWN"), std::string::npos);
+  ResourceClaim pending = Claim("uid-1", {});
+  pending.allocated = false;
+  reader_.Put(pending);
+  EXPECT_EQ(preparer_->Prepare(Ref("uid-1")).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(preparer_->Claims().empty());
+}
+
+TEST_F(PreparerTest, OpaqueConfigOfOurDriverSetsEnvAndTheClaimsEntryWins) {
+  ResourceClaim c = Claim("uid-1", {Ours("mlx5-0", "nic")});
+  c.config = {{"FromClass", {}, kDriver, R"({"ncclEnv": true})"},
+              {"FromClaim", {"nic"}, kDriver, R"({"ucxEnv": true})"},
+              {"FromClaim", {}, "gpu.nvidia.com", R"({"whatever": 1})"}};
+  reader_.Put(c);
+  ASSERT_TRUE(preparer_->Prepare(Ref("uid-1")).ok());
+  json spec = json::parse(Read(options_.cdi_dir + "/rdmak8s-dra-uid-1.json"));
+  EXPECT_EQ(spec["devices"][0]["containerEdits"]["env"], json::array({"UCX_NET_DEVICES=mlx5_0:1"}));
+}
+
+TEST_F(PreparerTest, BadOpaqueConfigFailsTheClaimNamingIt) {
+  ResourceClaim c = Claim("uid-1", {Ours("mlx5-0")});
+  c.config = {{"FromClaim", {}, kDriver, R"({"ncclEnv": "yes"})"}};
+  reader_.Put(c);
+  auto r = preparer_->Prepare(Ref("uid-1"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("$.ncclEnv"), std::string::npos) << r.status().message();
+}
+
+TEST_F(PreparerTest, UnprepareOfUnknownClaimSucceedsAndRunsTwice) {
+  EXPECT_TRUE(preparer_->Unprepare(Ref("never-seen")).ok());
+  reader_.Put(Claim("uid-1", {Ours("mlx5-0")}));
+  ASSERT_TRUE(preparer_->Prepare(Ref("uid-1")).ok());
+  EXPECT_TRUE(preparer_->Unprepare(Ref("uid-1")).ok());
+  EXPECT_TRUE(preparer_->Unprepare(Ref("uid-1")).ok());
+}
+
+TEST_F(PreparerTest, SameUidUnderAnotherNameIsRefused) {
+  reader_.Put(Claim("uid-1", {Ours("mlx5-0")}));
+  ASSERT_TRUE(preparer_->Prepare(Ref("uid-1")).ok());
+  auto r = preparer_->Prepare({"team", "uid-1", "other-claim"});
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(PreparerTest, UidThatIsNotAPlainNameIsRefused) {
+  EXPECT_EQ(preparer_->Prepare(Ref("../../etc")).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(preparer_->Unprepare(Ref("../x")).code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace rdmak8s::dra

@@ -13,6 +13,8 @@ PACKAGES=(
   libcli11-dev libspdlog-dev prometheus-cpp-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev iproute2 kmod procps
+  # make fuzz: clang and its libFuzzer/sanitizer runtimes (-fsanitize=fuzzer)
+  clang libclang-rt-14-dev
   # CNI driven as runtimes drive it: libcni (Go) and the reference plugins
   golang-go golang-github-appc-cni-dev containernetworking-plugins
   # manifests rendered and checked (kubectl: see below)

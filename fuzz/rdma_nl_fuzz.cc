@@ -62,7 +62,8 @@ void CheckSysGet(const nl::Message& m) {
     FUZZ_CHECK(mode.status().code() == StatusCode::kInvalidArgument, mode.status().ToString());
     return;
   }
-  nl::Message reply = OnlyMessage(rdma_nl::BuildSysSetNetnsMode(1, *mode));
+  const std::vector<uint8_t> bytes = rdma_nl::BuildSysSetNetnsMode(1, *mode);
+  nl::Message reply = OnlyMessage(bytes);
   reply.type = rdma_nl::NldevType(RDMA_NLDEV_CMD_SYS_GET);  // a GET reply has the SET's layout
   auto again = rdma_nl::ParseSysGet(reply);
   FUZZ_CHECK(again.ok() && *again == *mode, "netns mode changed in a round trip");

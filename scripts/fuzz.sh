@@ -32,6 +32,8 @@ for t in "${targets[@]}"; do
     echo "fuzz: $bin not built" >&2
     exit 2
   fi
+  # Artifacts of an earlier run were reported then (and belong in the corpus as regress-*).
+  rm -rf "$artifacts/$t"
   mkdir -p "$artifacts/$t"
   before=$(find "$dir" -type f | wc -l)
   # -max_len: the largest seed is a few hundred bytes; 4 KiB leaves room without making every

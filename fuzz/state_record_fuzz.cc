@@ -32,13 +32,14 @@ constexpr const char* kIfname = "net1";
 
 // One state dir for the process (tmpfs when there is one: this target writes files per input).
 const std::string& StateDir() {
-  static const std::string dir = [] {
+  // Never destroyed: the atexit cleanup below runs after static destructors would have.
+  static const std::string& dir = *new std::string([] {
     std::string base = fs::is_directory("/dev/shm") ? "/dev/shm" : fs::temp_directory_path().string();
     std::string tmpl = base + "/rdmak8s-fuzz-state-XXXXXX";
     FUZZ_CHECK(mkdtemp(tmpl.data()) != nullptr, "mkdtemp " + tmpl);
     std::atexit([] { std::error_code ec; fs::remove_all(StateDir(), ec); });
     return tmpl;
-  }();
+  }());
   return dir;
 }
 

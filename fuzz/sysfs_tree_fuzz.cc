@@ -50,7 +50,8 @@ void WriteAll(const std::string& path, std::string_view data) {
 }
 
 const Tree& TheTree() {
-  static const Tree tree = [] {
+  // Never destroyed: the atexit cleanup below runs after static destructors would have.
+  static const Tree& tree = *new Tree([] {
     Tree t;
     std::string base = fs::is_directory("/dev/shm") ? "/dev/shm" : fs::temp_directory_path().string();
     std::string tmpl = base + "/rdmak8s-fuzz-sysfs-XXXXXX";
@@ -69,7 +70,7 @@ const Tree& TheTree() {
     FUZZ_CHECK(!t.files.empty(), "fixture tree has no files");
     std::atexit([] { std::error_code ec; fs::remove_all(fs::path(TheTree().root).parent_path(), ec); });
     return t;
-  }();
+  }());
   return tree;
 }
 

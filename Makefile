@@ -3,7 +3,11 @@
 JOBS ?= $(shell nproc)
 DEPS := scripts/install-deps.sh
 
+<<<<<<< HEAD
 .PHONY: deps build test test-unit test-sanitize demo demo-inspect bench bench-e2e images clean e2e
+=======
+.PHONY: deps build test test-unit test-sanitize fuzz demo demo-inspect bench images clean e2e
+>>>>>>> fuzz
 
 deps:
 	@bash $(DEPS)
@@ -28,6 +32,16 @@ test-sanitize: deps
 	@cmake --preset debug >/dev/null
 	@cmake --build --preset debug -j $(JOBS)
 	@ctest --preset debug -j $(JOBS)
+
+# libFuzzer (clang, ASan + UBSan, preset fuzz in build/fuzz): every target of fuzz/ for
+# FUZZ_SECONDS over its corpus (which grows: commit what it adds), then a table of executions,
+# corpus inputs and crashes; exits non-zero on any crash. `make test` replays the corpus without
+# clang. See docs/reliability.md#fuzzing.
+FUZZ_SECONDS ?= 30
+fuzz: deps
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz -j $(JOBS)
+	@bash scripts/fuzz.sh build/fuzz $(FUZZ_SECONDS)
 
 # End to end: real RDMA traffic (soft RoCE v2 and iWARP) between pods in a qemu VM, wired by the
 # device plugin and the CNI plugin. Some scenarios: make e2e E2E_SCENARIO="rxe-shared failures". See e2e/README.md.

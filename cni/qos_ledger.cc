@@ -82,7 +82,8 @@ Status QosLedger::ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb, const Netns
   std::map<std::string, std::string> to_change;  // id -> current value
   for (const auto& [id, value] : rec->knobs) {
     StatusOr<std::string> cur = std::string();
-    if (Status s = with_ctx(id, [&](const KnobContext& ctx) {
+    // `&id = id`: clang before 16 cannot capture a structured binding by [&] (P1091).
+    if (Status s = with_ctx(id, [&, &id = id](const KnobContext& ctx) {
           cur = ReadKnob(ctx, id);
           return Status::Ok();
         });
@@ -125,7 +126,8 @@ Status QosLedger::ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb, const Netns
       if (Status s = store_.SaveKnobs(*originals); !s.ok()) return failure_.Fail(kErrState, s);
     }
     for (const auto& [id, cur] : to_change) {
-      Status s = with_ctx(id, [&](const KnobContext& ctx) { return WriteKnob(ctx, id, keep[id]); });
+      Status s = with_ctx(
+          id, [&, &id = id](const KnobContext& ctx) { return WriteKnob(ctx, id, keep[id]); });
       if (!s.ok()) return failure_.Fail(kErrQos, s.Prepend("qos"));
       log_.Info("qos: " + id + " = " + keep[id] + " applied (was " + cur + ")");
     }
@@ -139,7 +141,7 @@ Status QosLedger::CheckKnobs(const AttachmentRecord& rec, const Netns* pod) {
   if (auto d = OpenDcbNetlink(o_); d.ok()) dcb = std::move(*d);
   for (const auto& [id, value] : rec.knobs) {
     StatusOr<std::string> cur = std::string();
-    Status rs = resolver_.WithDeviceSysfs(rec, pod, [&](const std::string& root) -> Status {
+    Status rs = resolver_.WithDeviceSysfs(rec, pod, [&, &id = id](const std::string& root) -> Status {
       KnobContext ctx{dcb.get(), sysfs_root_, root, configfs_root_};
       cur = ReadKnob(ctx, id);
       return Status::Ok();

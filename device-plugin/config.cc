@@ -137,7 +137,10 @@ StatusOr<Selectors> ParseSelectors(const json& j, const std::string& path) {
   RDMAK8S_RETURN_IF_ERROR(list("drivers", s.drivers));
   RDMAK8S_RETURN_IF_ERROR(list("pciAddresses", s.pci_addresses));
   for (size_t i = 0; i < s.pci_addresses.size(); ++i) {
-    for (char& c : s.pci_addresses[i]) c = static_cast<char>(std::tolower(c));
+    // tolower of a negative char (a UTF-8 byte) is undefined: pass it as unsigned char.
+    for (char& c : s.pci_addresses[i]) {
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
     if (!IsPciAddress(s.pci_addresses[i])) {
       return Bad(path + ".pciAddresses[" + std::to_string(i) + "]",
                  "\"" + s.pci_addresses[i] + "\" is not a PCI address like 0000:3b:00.0");

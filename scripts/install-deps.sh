@@ -14,6 +14,8 @@ PACKAGES=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev iproute2 kmod procps
   strace  # cni_exec_bench counts the CNI's syscalls per ADD/DEL
+  # make fuzz: clang and its libFuzzer/sanitizer runtimes (-fsanitize=fuzzer)
+  clang libclang-rt-14-dev
   # CNI driven as runtimes drive it: libcni (Go) and the reference plugins
   golang-go golang-github-appc-cni-dev containernetworking-plugins
   # manifests checked (kustomize and kubectl are trixie's, fetched by the tests:

@@ -2,6 +2,7 @@
 
 #include <linux/netlink.h>
 
+#include <cstdint>
 #include <cstring>
 
 namespace rdmak8s::nl {
@@ -133,6 +134,9 @@ StatusOr<Ack> ParseAck(const Message& m) {
   if (m.type != NLMSG_ERROR) return InvalidArgumentError("not an NLMSG_ERROR message");
   auto err = Read<int32_t>(m.payload);
   if (!err) return InvalidArgumentError("truncated NLMSG_ERROR message");
+  // The kernel sends 0 or a negative errno; INT32_MIN has no positive errno (negating it is
+  // undefined behaviour), found by fuzz/netlink_fuzz.cc.
+  if (*err == INT32_MIN) return InvalidArgumentError("NLMSG_ERROR error out of range");
   Ack ack;
   ack.error = -*err;
   if (!(m.flags & NLM_F_ACK_TLVS)) return ack;

@@ -82,6 +82,7 @@ struct Ack {
   int error = 0;
   std::string extack;
 };
+// kInvalidArgument when m is not NLMSG_ERROR, is truncated, or its error is INT32_MIN.
 StatusOr<Ack> ParseAck(const Message& m);
 
 // The Status for a failed request: ErrnoError(error, what) with " (kernel: <extack>)" appended

@@ -32,4 +32,22 @@ StatusOr<std::string> PcieRootOf(const std::string& sysfs_root, std::string_view
                               real.string());
 }
 
+std::vector<DeviceInput> DeviceInputsWithPcieRoots(const std::vector<RdmaDevice>& devices,
+                                                   const std::string& sysfs_root,
+                                                   std::vector<std::string>* notes) {
+  std::vector<DeviceInput> out;
+  out.reserve(devices.size());
+  for (const RdmaDevice& d : devices) {
+    DeviceInput in;
+    in.device = d;
+    if (!d.pci_address().empty()) {
+      StatusOr<std::string> root = PcieRootOf(sysfs_root, d.pci_address());
+      if (root.ok()) in.pcie_root = *root;
+      else if (notes) notes->push_back(d.name + ": no pcieRoot attribute: " + root.status().message());
+    }
+    out.push_back(std::move(in));
+  }
+  return out;
+}
+
 }  // namespace rdmak8s::dra

@@ -7,7 +7,10 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "dra/api/slice_devices.h"
+#include "rdmak8s/device.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dra {
@@ -18,5 +21,12 @@ bool IsPcieRootName(std::string_view name);
 // The root of `pci_addr`. NotFound when the function is not in sysfs; InvalidArgument when its
 // sysfs path has no host bridge component (the error names the resolved path).
 StatusOr<std::string> PcieRootOf(const std::string& sysfs_root, std::string_view pci_addr);
+
+// The publisher's input for discovered devices, all healthy (the caller marks the unhealthy
+// ones): each with the PCIe root of its PCI function (an SF's owning function). A root that
+// cannot be read is left empty and said in *notes (never a reason to hide the device).
+std::vector<DeviceInput> DeviceInputsWithPcieRoots(const std::vector<RdmaDevice>& devices,
+                                                   const std::string& sysfs_root,
+                                                   std::vector<std::string>* notes);
 
 }  // namespace rdmak8s::dra

@@ -40,6 +40,17 @@ bool SameContent(const ResourceSlice& a, const ResourceSlice& b) {
 
 }  // namespace
 
+std::vector<ResourceSlice> DesiredSlices(const std::vector<DeviceInput>& devices,
+                                         const PublisherOptions& options,
+                                         const ServerFeatures& features, SliceDevicesResult* built) {
+  SliceDevicesResult local;
+  SliceDevicesResult& b = built ? *built : local;
+  b = BuildSliceDevices(devices, {options.driver, options.shares}, features);
+  std::string prefix = options.node_name + "-" + options.driver;
+  if (prefix.size() > 240) prefix.resize(240);
+  return SplitPool(b.devices, prefix, options.driver, options.node_name, 0);
+}
+
 SlicePublisher::SlicePublisher(KubeApi* api, PublisherOptions options)
     : api_(api), options_(std::move(options)) {}
 
@@ -155,13 +166,10 @@ Status SlicePublisher::Write(ResourceSlice slice, bool exists, ResourceSlice* st
 
 Status SlicePublisher::PublishOnce(const std::vector<DeviceInput>& devices, bool* features_changed) {
   *features_changed = false;
-  SliceDevicesResult built = BuildSliceDevices(devices, {options_.driver, options_.shares}, features_);
+  SliceDevicesResult built;
+  std::vector<ResourceSlice> desired = DesiredSlices(devices, options_, features_, &built);
   notes_ = built.notes;
   RDMAK8S_ASSIGN_OR_RETURN(std::vector<ResourceSlice> current, ListOurs());
-
-  std::string prefix = options_.node_name + "-" + options_.driver;
-  if (prefix.size() > 240) prefix.resize(240);
-  std::vector<ResourceSlice> desired = SplitPool(built.devices, prefix, options_.driver, options_.node_name, 0);
   for (auto& s : desired) s.owner_node_uid = *node_uid_;
 
   int64_t server_gen = 0;

@@ -11,6 +11,9 @@ PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   nlohmann-json3-dev
   libcli11-dev libspdlog-dev prometheus-cpp-dev
+  # DRA driver's API client: HTTP(S) and kubeconfig YAML (dra/api/kube_client.h says why);
+  # libssl-dev for the TLS of the tests' fake API server
+  libcurl4-openssl-dev libyaml-cpp-dev libssl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev iproute2 kmod procps
   strace  # cni_exec_bench counts the CNI's syscalls per ADD/DEL

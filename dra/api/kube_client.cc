@@ -1,0 +1,189 @@
+#include "dra/api/kube_client.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <curl/curl.h>
+#include <nlohmann/json.hpp>
+
+namespace rdmak8s::dra {
+namespace {
+
+size_t WriteBody(char* data, size_t size, size_t n, void* user) {
+  static_cast<std::string*>(user)->append(data, size * n);
+  return size * n;
+}
+
+size_t WriteHeader(char* data, size_t size, size_t n, void* user) {
+  std::string_view line(data, size * n);
+  constexpr std::string_view kName = "retry-after:";
+  if (line.size() > kName.size()) {
+    std::string lower(line.substr(0, kName.size()));
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (lower == kName) {
+      std::string_view v = line.substr(kName.size());
+      while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
+      while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
+      static_cast<HttpResponse*>(user)->retry_after = std::string(v);
+    }
+  }
+  return size * n;
+}
+
+StatusOr<std::string> ReadToken(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return ErrnoError(errno, "read token " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string token = ss.str();
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  if (token.empty()) return InvalidArgumentError("read token " + path + ": empty");
+  return token;
+}
+
+bool Retryable(long status) {
+  return status == kHttpTooManyRequests || status == 500 || status == 502 || status == 503 || status == 504;
+}
+
+// Retry-After in seconds (the API server sends integers); nullopt when absent or a date.
+std::optional<std::chrono::milliseconds> RetryAfter(const std::string& v) {
+  int64_t secs = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), secs);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size() || secs < 0) return std::nullopt;
+  return std::chrono::milliseconds(secs * 1000);
+}
+
+std::string Url(const std::string& server, const HttpRequest& r) { return server + r.path; }
+
+}  // namespace
+
+Status ApiError(const KubeApi& api, const HttpRequest& request, const HttpResponse& response) {
+  std::string message;
+  try {
+    auto j = nlohmann::json::parse(response.body);
+    if (j.is_object()) message = j.value("message", std::string());
+  } catch (const nlohmann::json::exception&) {
+  }
+  if (message.empty()) message = response.body.substr(0, 200);
+  std::string text = request.method + " " + Url(api.server(), request) + ": HTTP " +
+                     std::to_string(response.status) + (message.empty() ? "" : ": " + message);
+  switch (response.status) {
+    case kHttpNotFound: return NotFoundError(text);
+    case kHttpConflict: return AlreadyExistsError(text);
+    case kHttpGone: return FailedPreconditionError(text);
+    case 401:
+    case 403: return PermissionDeniedError(text);
+    default: break;
+  }
+  if (Retryable(response.status)) return UnavailableError(text);
+  return InternalError(text);
+}
+
+StatusOr<std::unique_ptr<CurlKubeClient>> CurlKubeClient::Create(KubeConfig config, RetryPolicy retry) {
+  if (config.server.empty()) return InvalidArgumentError("kube client: no server");
+  static const CURLcode global = curl_global_init(CURL_GLOBAL_DEFAULT);
+  if (global != CURLE_OK) return InternalError(std::string("curl_global_init: ") + curl_easy_strerror(global));
+  CURL* curl = curl_easy_init();
+  if (!curl) return InternalError("curl_easy_init failed");
+  return std::unique_ptr<CurlKubeClient>(new CurlKubeClient(std::move(config), std::move(retry), curl));
+}
+
+CurlKubeClient::CurlKubeClient(KubeConfig config, RetryPolicy retry, void* curl)
+    : config_(std::move(config)), retry_(std::move(retry)), curl_(curl) {}
+
+CurlKubeClient::~CurlKubeClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
+
+StatusOr<HttpResponse> CurlKubeClient::SendOnce(const HttpRequest& request) {
+  CURL* curl = static_cast<CURL*>(curl_);
+  const std::string url = Url(config_.server, request);
+  const std::string what = request.method + " " + url;
+  std::string token = config_.token;
+  if (!config_.token_file.empty()) {
+    RDMAK8S_ASSIGN_OR_RETURN(token, ReadToken(config_.token_file));
+  }
+
+  curl_easy_reset(curl);  // keeps the connection cache
+  HttpResponse response;
+  char errbuf[CURL_ERROR_SIZE] = {0};
+  curl_slist* headers = nullptr;
+  headers = curl_slist_append(headers, "Accept: application/json");
+  if (!request.body.empty() || request.method == "POST" || request.method == "PUT") {
+    headers = curl_slist_append(headers, "Content-Type: application/json");
+    // No "Expect: 100-continue" round trip: our bodies are small and the server takes them.
+    headers = curl_slist_append(headers, "Expect:");
+  }
+  std::string auth;
+  if (!token.empty()) {
+    auth = "Authorization: Bearer " + token;
+    headers = curl_slist_append(headers, auth.c_str());
+  }
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, 60L);
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, "rdmak8s-dra-driver/" RDMAK8S_VERSION);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, WriteBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, WriteHeader);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response);
+  if (request.method == "POST" || request.method == "PUT" || !request.body.empty()) {
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.c_str());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(request.body.size()));
+  }
+  if (!config_.unix_socket.empty()) curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, config_.unix_socket.c_str());
+  // TLS: verify the server against our CA unless the kubeconfig opted out.
+  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, config_.insecure_skip_tls_verify ? 0L : 1L);
+  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, config_.insecure_skip_tls_verify ? 0L : 2L);
+  if (!config_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, config_.ca_file.c_str());
+  curl_blob ca_blob{const_cast<char*>(config_.ca_pem.data()), config_.ca_pem.size(), CURL_BLOB_COPY};
+  if (!config_.ca_pem.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &ca_blob);
+  if (!config_.client_cert_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLCERT, config_.client_cert_file.c_str());
+  if (!config_.client_key_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLKEY, config_.client_key_file.c_str());
+  curl_blob cert_blob{const_cast<char*>(config_.client_cert_pem.data()), config_.client_cert_pem.size(), CURL_BLOB_COPY};
+  curl_blob key_blob{const_cast<char*>(config_.client_key_pem.data()), config_.client_key_pem.size(), CURL_BLOB_COPY};
+  if (!config_.client_cert_pem.empty()) {
+    curl_easy_setopt(curl, CURLOPT_SSLCERT_BLOB, &cert_blob);
+    curl_easy_setopt(curl, CURLOPT_SSLCERTTYPE, "PEM");
+  }
+  if (!config_.client_key_pem.empty()) {
+    curl_easy_setopt(curl, CURLOPT_SSLKEY_BLOB, &key_blob);
+    curl_easy_setopt(curl, CURLOPT_SSLKEYTYPE, "PEM");
+  }
+
+  CURLcode rc = curl_easy_perform(curl);
+  curl_slist_free_all(headers);
+  if (rc != CURLE_OK) {
+    std::string detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+    while (!detail.empty() && detail.back() == '\n') detail.pop_back();
+    return UnavailableError(what + ": " + curl_easy_strerror(rc) + ": " + detail);
+  }
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+  return response;
+}
+
+StatusOr<HttpResponse> CurlKubeClient::Send(const HttpRequest& request) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::chrono::milliseconds backoff = retry_.initial_backoff;
+  for (int attempt = 1;; ++attempt) {
+    RDMAK8S_ASSIGN_OR_RETURN(HttpResponse response, SendOnce(request));
+    if (!Retryable(response.status) || attempt >= retry_.max_attempts) {
+      if (Retryable(response.status)) {
+        return ApiError(*this, request, response).Prepend("after " + std::to_string(attempt) + " attempts");
+      }
+      return response;
+    }
+    std::chrono::milliseconds wait = std::min(RetryAfter(response.retry_after).value_or(backoff), retry_.max_backoff);
+    if (retry_.sleep) retry_.sleep(wait);
+    else std::this_thread::sleep_for(wait);
+    backoff = std::min(backoff * 2, retry_.max_backoff);
+  }
+}
+
+}  // namespace rdmak8s::dra

@@ -1,0 +1,96 @@
+// A small Kubernetes REST client over libcurl: one request at a time, JSON in and out.
+//
+// Why libcurl: Debian's libcurl4-openssl-dev is the best kept HTTP client in the archive, does
+// TLS with CA bundles given as files or in memory (kubeconfig *-data), client certificates,
+// HTTP/1.1 keep-alive and unix-socket transport (CURLOPT_UNIX_SOCKET_PATH, used by the tests),
+// which cpp-httplib does not all do as a Debian package.
+//
+// What a request gets:
+//   - "Authorization: Bearer <token>", the token file re-read for each request (rotation);
+//   - the server's certificate verified against the configured CA (never skipped unless the
+//     kubeconfig says insecure-skip-tls-verify);
+//   - 429 and 500/502/503/504 retried with backoff, honouring Retry-After (seconds), up to
+//     RetryPolicy::max_attempts; the last answer is then returned as an error.
+// Every other answer (2xx, 404, 409, 410, ...) is returned as it is: the caller decides.
+//
+// Errors name the method, the URL and the cause: "GET https://h/apis/...: SSL peer
+// certificate or SSH remote key was not OK: ..."; ApiError names the HTTP status and the
+// message of the server's Status object.
+//
+// Thread safety: Send may be called from several threads; requests are serialized (one
+// connection, reused).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "dra/api/kube_config.h"
+#include "rdmak8s/status.h"
+
+namespace rdmak8s::dra {
+
+inline constexpr long kHttpNotFound = 404;
+inline constexpr long kHttpConflict = 409;
+inline constexpr long kHttpGone = 410;
+inline constexpr long kHttpTooManyRequests = 429;
+
+struct HttpRequest {
+  std::string method = "GET";  // GET, POST, PUT, DELETE
+  std::string path;            // "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=..."
+  std::string body;            // JSON, for POST and PUT
+};
+
+struct HttpResponse {
+  long status = 0;
+  std::string body;
+  std::string retry_after;  // the Retry-After header, when the server sent one
+};
+
+// The role the rest of dra/api talks to; tests can put any server behind it.
+class KubeApi {
+ public:
+  virtual ~KubeApi() = default;
+  // The server's answer, or an error when none came (connection, TLS, token file) or when
+  // retries of 429/5xx ran out.
+  virtual StatusOr<HttpResponse> Send(const HttpRequest& request) = 0;
+  // "https://host:port" (for messages).
+  virtual const std::string& server() const = 0;
+};
+
+// The error for an answer the caller did not expect: "<METHOD> <url>: HTTP <status>: <message>"
+// with 404 -> NotFound, 409 -> AlreadyExists, 401/403 -> PermissionDenied, 429/5xx ->
+// Unavailable, others -> Internal (410 -> FailedPrecondition).
+Status ApiError(const KubeApi& api, const HttpRequest& request, const HttpResponse& response);
+
+struct RetryPolicy {
+  int max_attempts = 5;
+  std::chrono::milliseconds initial_backoff{250};
+  std::chrono::milliseconds max_backoff{30000};
+  // How to wait; tests record the waits instead. Null: std::this_thread::sleep_for.
+  std::function<void(std::chrono::milliseconds)> sleep;
+};
+
+class CurlKubeClient : public KubeApi {
+ public:
+  // InvalidArgument when the config names no server; Internal when libcurl cannot start.
+  static StatusOr<std::unique_ptr<CurlKubeClient>> Create(KubeConfig config, RetryPolicy retry = {});
+  ~CurlKubeClient() override;
+
+  StatusOr<HttpResponse> Send(const HttpRequest& request) override;
+  const std::string& server() const override { return config_.server; }
+
+ private:
+  CurlKubeClient(KubeConfig config, RetryPolicy retry, void* curl);
+  StatusOr<HttpResponse> SendOnce(const HttpRequest& request);
+
+  const KubeConfig config_;
+  const RetryPolicy retry_;
+  std::mutex mu_;
+  void* curl_;  // CURL*, guarded by mu_
+};
+
+}  // namespace rdmak8s::dra

@@ -1,0 +1,199 @@
+#include "dra/api/slice_devices.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <set>
+
+#include "rdmak8s/device_id.h"
+#include "rdmak8s/strings.h"
+
+namespace rdmak8s::dra {
+namespace {
+
+std::string Hex4(uint16_t v) {
+  char buf[8];
+  std::snprintf(buf, sizeof(buf), "0x%04x", v);
+  return buf;
+}
+
+std::string_view FunctionName(const RdmaDevice& d) {
+  switch (d.parent.kind) {
+    case ParentKind::kPci: return d.parent.pci && d.parent.pci->is_vf ? "vf" : "pf";
+    case ParentKind::kAuxiliary: return "sf";
+    case ParentKind::kVirtual: return "soft";
+    case ParentKind::kUnknown: break;
+  }
+  return "unknown";
+}
+
+// The leading number of a sysfs rate ("100 Gb/sec (4X EDR)" -> 100); nullopt when none.
+std::optional<int64_t> RateGbps(std::string_view rate) {
+  int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(rate.data(), rate.data() + rate.size(), v);
+  if (ec != std::errc() || ptr == rate.data()) return std::nullopt;
+  return v;
+}
+
+class AttributeSet {
+ public:
+  AttributeSet(std::map<std::string, AttributeValue>& out, std::vector<std::string>& notes,
+               std::string_view device)
+      : out_(out), notes_(notes), device_(device) {}
+  void Int(const std::string& name, int64_t v) { out_[name] = v; }
+  void Bool(const std::string& name, bool v) { out_[name] = v; }
+  void String(const std::string& name, const std::string& v) {
+    if (v.empty()) return;
+    if (v.size() > kMaxAttributeValueLength) {
+      notes_.push_back(std::string(device_) + ": attribute " + name + " left out: value of " +
+                       std::to_string(v.size()) + " characters (the API allows " +
+                       std::to_string(kMaxAttributeValueLength) + ")");
+      return;
+    }
+    out_[name] = v;
+  }
+
+ private:
+  std::map<std::string, AttributeValue>& out_;
+  std::vector<std::string>& notes_;
+  std::string_view device_;
+};
+
+void AddAttributes(const DeviceInput& in, const std::vector<DeviceInput>& all, AttributeSet& a) {
+  const RdmaDevice& d = in.device;
+  const std::string std_prefix = kStandardPrefix;
+  a.String(std_prefix + "pcieRoot", in.pcie_root);
+  if (d.parent.pci) {
+    a.String(std_prefix + "pciBusID", d.parent.pci->address);
+    if (d.parent.pci->numa_node >= 0) a.Int(std_prefix + "numaNode", d.parent.pci->numa_node);
+  }
+  a.String("transport", std::string(TransportName(d.transport)));
+  a.String("rdmaDevice", d.name);
+  a.String("nodeType", std::string(NodeTypeName(d.node_type)));
+  a.String("function", std::string(FunctionName(d)));
+  if (!d.netdevs.empty()) a.String("netdev", d.netdevs.front());
+  a.String("netdevs", Join(d.netdevs, ","));
+  a.String("driver", d.driver);
+  a.String("rdmaDriver", d.rdma_driver);
+  a.String("firmware", d.verbs && !d.verbs->fw_ver.empty() ? d.verbs->fw_ver : d.fw_ver);
+  a.String("nodeGUID", d.node_guid);
+  if (d.parent.pci) {
+    const PciInfo& pci = *d.parent.pci;
+    a.String("pciAddress", pci.address);
+    a.String("vendorID", Hex4(pci.vendor_id));
+    a.String("deviceID", Hex4(pci.device_id));
+    if (pci.is_vf) {
+      a.String("pfAddress", pci.pf_address);
+      if (pci.vf_index >= 0) a.Int("vfIndex", pci.vf_index);
+    }
+    // The PF an SF or VF hangs off, by the RDMA device that sits on it.
+    const std::string& pf_addr = d.parent.kind == ParentKind::kAuxiliary ? pci.address
+                                 : pci.is_vf                              ? pci.pf_address
+                                                                          : std::string();
+    if (d.parent.kind == ParentKind::kAuxiliary) a.String("pfAddress", pci.address);
+    if (!pf_addr.empty()) {
+      for (const auto& other : all) {
+        if (other.device.parent.kind == ParentKind::kPci && other.device.pci_address() == pf_addr) {
+          a.String("pfName", other.device.name);
+          break;
+        }
+      }
+    }
+  }
+  if (d.parent.kind == ParentKind::kAuxiliary) a.String("auxDevice", d.parent.aux_name);
+  if (d.parent.kind == ParentKind::kVirtual) a.String("lowerNetdev", d.parent.lower_netdev);
+  if (d.transport == Transport::kRoce) a.Bool("roceV2", d.roce_v2);
+
+  a.Int("ports", static_cast<int64_t>(d.ports.size()));
+  int64_t active = std::count_if(d.ports.begin(), d.ports.end(),
+                                 [](const Port& p) { return p.state == PortState::kActive; });
+  a.Int("activePorts", active);
+  if (!d.ports.empty()) {
+    const Port& p = d.ports.front();
+    a.String("portState", std::string(PortStateName(active > 0 ? PortState::kActive : p.state)));
+    a.String("linkLayer", p.link_layer);
+    a.String("linkSpeed", p.rate);
+    if (auto gbps = RateGbps(p.rate)) a.Int("linkSpeedGbps", *gbps);
+    if (d.transport == Transport::kIb) {
+      if (p.lid) a.Int("lid", *p.lid);
+      if (p.sm_lid) a.Int("smLid", *p.sm_lid);
+      std::vector<std::string> pkeys;
+      for (uint16_t k : p.pkeys) pkeys.push_back(Hex4(k));
+      a.String("pkeys", Join(pkeys, ","));
+    }
+  }
+}
+
+}  // namespace
+
+std::string SliceDeviceName(std::string_view rdma_dev) {
+  std::string out;
+  for (char c : rdma_dev.substr(0, 63)) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    out.push_back(ok ? c : '-');
+  }
+  auto alnum = [](char c) { return c != '-'; };
+  auto first = std::find_if(out.begin(), out.end(), alnum);
+  auto last = std::find_if(out.rbegin(), out.rend(), alnum).base();
+  if (first >= last) return "";
+  return std::string(first, last);
+}
+
+SliceDevicesResult BuildSliceDevices(const std::vector<DeviceInput>& inputs,
+                                     const SliceDeviceOptions& options,
+                                     const ServerFeatures& features) {
+  SliceDevicesResult result;
+  std::set<std::string> taken;
+  for (const DeviceInput& in : inputs) {
+    const std::string& rdma_dev = in.device.name;
+    if (!in.healthy && !features.device_taints) {
+      result.notes.push_back(rdma_dev + ": withdrawn while unhealthy (" + in.unhealthy_reason +
+                             "): the server takes no device taints");
+      continue;
+    }
+    SliceDevice base;
+    base.name = SliceDeviceName(rdma_dev);
+    AttributeSet attrs(base.attributes, result.notes, rdma_dev);
+    AddAttributes(in, inputs, attrs);
+    if (!in.healthy) {
+      std::string reason = SliceDeviceName(in.unhealthy_reason);
+      base.taints.push_back({options.driver + "/" + kUnhealthyTaintKey, reason, "NoSchedule"});
+    }
+    std::vector<SliceDevice> out;
+    if (options.shares > 0 && features.consumable_capacity) {
+      base.allow_multiple_allocations = true;
+      base.capacity[kSharesCapacity] = {std::to_string(options.shares), "1"};
+      out.push_back(std::move(base));
+    } else if (options.shares > 0) {
+      for (int k = 0; k < options.shares; ++k) {
+        SliceDevice share = base;
+        share.name = SliceDeviceName(SharedDeviceId(base.name, k));
+        share.attributes["share"] = int64_t{k};
+        out.push_back(std::move(share));
+      }
+    } else {
+      out.push_back(std::move(base));
+    }
+    for (SliceDevice& d : out) {
+      if (d.name.empty() || !IsDnsLabel(d.name) || !taken.insert(d.name).second) {
+        result.notes.push_back(rdma_dev + ": left out: device name \"" + d.name +
+                               "\" is empty or taken by another device");
+        continue;
+      }
+      if (d.attributes.size() + d.capacity.size() > kMaxAttributesAndCapacities) {
+        // A broken invariant of this file: the list above is shorter than the API's limit.
+        result.notes.push_back(rdma_dev + ": left out: more than 32 attributes and capacities");
+        continue;
+      }
+      result.rdma_dev_of.emplace_back(d.name, rdma_dev);
+      result.devices.push_back(std::move(d));
+    }
+  }
+  std::sort(result.devices.begin(), result.devices.end(),
+            [](const SliceDevice& a, const SliceDevice& b) { return a.name < b.name; });
+  std::sort(result.rdma_dev_of.begin(), result.rdma_dev_of.end());
+  return result;
+}
+
+}  // namespace rdmak8s::dra

@@ -1,0 +1,67 @@
+// From the device model (rdmak8s/device.h) to the devices this node's pool publishes: one
+// device per RDMA function (PF, VF, SF, soft device), its attributes and, in shared mode, its
+// capacity or shares; unhealthy devices tainted or withdrawn.
+//
+// Attribute names (unqualified ones are in the driver's domain, e.g. rdma.rdmak8s.io/transport):
+//   resource.kubernetes.io/pcieRoot  "pci<domain>:<bus>" of the host bridge (PCI, SF)
+//   resource.kubernetes.io/pciBusID  the PCI function ("0000:3b:00.2"; an SF's owning function)
+//   resource.kubernetes.io/numaNode  the PCI function's NUMA node, when sysfs knows one
+//   transport (ib|roce|iwarp|unknown), linkLayer, rdmaDevice, nodeType, function (pf|vf|sf|soft),
+//   netdev (the first), netdevs (all, comma separated), pciAddress, vendorID, deviceID
+//   ("0x15b3"), driver, rdmaDriver, pfAddress, pfName, vfIndex, auxDevice, lowerNetdev, ports,
+//   activePorts, portState (ACTIVE when any port is), linkSpeed (port 1's rate text),
+//   linkSpeedGbps, firmware, nodeGUID, roceV2; IB only: lid, smLid, pkeys (port 1's).
+// A value the API would reject (a string longer than 64) is left out and said in `notes`.
+//
+// Pure code: no I/O (the PCIe root comes in with the device: pcie_root.h reads it).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dra/api/resource_slice.h"
+#include "rdmak8s/device.h"
+
+namespace rdmak8s::dra {
+
+inline constexpr char kStandardPrefix[] = "resource.kubernetes.io/";
+inline constexpr char kSharesCapacity[] = "shares";
+inline constexpr char kUnhealthyTaintKey[] = "unhealthy";  // "<driver>/unhealthy"
+
+struct DeviceInput {
+  RdmaDevice device;
+  std::string pcie_root;        // "pci0000:5d"; empty when unknown (soft devices)
+  bool healthy = true;
+  std::string unhealthy_reason;  // a short word ("PortDown"); the taint's value
+};
+
+struct SliceDeviceOptions {
+  std::string driver;  // the DRA driver name, also the domain of our attributes
+  // 0: exclusive, one device per RDMA function. N > 0: shared, N allocations per function.
+  int shares = 0;
+};
+
+// What the API server accepts, learned from its answers (slice_publisher.h).
+struct ServerFeatures {
+  bool device_taints = true;        // KEP-5055: else unhealthy devices are withdrawn
+  bool consumable_capacity = true;  // KEP-5075: else N named devices per function
+  friend bool operator==(const ServerFeatures&, const ServerFeatures&) = default;
+};
+
+struct SliceDevicesResult {
+  std::vector<SliceDevice> devices;  // sorted by name
+  // The RDMA device behind each published device name (shares: "<name>-<k>" -> rdma_dev).
+  std::vector<std::pair<std::string, std::string>> rdma_dev_of;
+  std::vector<std::string> notes;    // attributes or devices left out, and why
+};
+
+// The DNS-label device name for an RDMA device: lower case, every other character than
+// [a-z0-9-] made '-', trimmed to 63 and to alphanumeric ends ("mlx5_0" -> "mlx5-0").
+// Empty when nothing alphanumeric is left.
+std::string SliceDeviceName(std::string_view rdma_dev);
+
+SliceDevicesResult BuildSliceDevices(const std::vector<DeviceInput>& inputs,
+                                     const SliceDeviceOptions& options,
+                                     const ServerFeatures& features);
+
+}  // namespace rdmak8s::dra

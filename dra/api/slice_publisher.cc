@@ -1,0 +1,253 @@
+#include "dra/api/slice_publisher.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+namespace rdmak8s::dra {
+namespace {
+
+using nlohmann::json;
+
+std::string QueryEscape(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof(buf), "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+StatusOr<json> ParseBody(const KubeApi& api, const HttpRequest& req, const HttpResponse& resp) {
+  try {
+    return json::parse(resp.body);
+  } catch (const json::exception& e) {
+    return InvalidArgumentError(req.method + " " + api.server() + req.path + ": answer is not JSON: " + e.what());
+  }
+}
+
+bool SameContent(const ResourceSlice& a, const ResourceSlice& b) {
+  return a.name == b.name && a.driver == b.driver && a.node_name == b.node_name &&
+         a.pool_name == b.pool_name && a.pool_slice_count == b.pool_slice_count &&
+         a.owner_node_uid == b.owner_node_uid && a.devices == b.devices;
+}
+
+}  // namespace
+
+std::vector<ResourceSlice> DesiredSlices(const std::vector<DeviceInput>& devices,
+                                         const PublisherOptions& options,
+                                         const ServerFeatures& features, SliceDevicesResult* built) {
+  SliceDevicesResult local;
+  SliceDevicesResult& b = built ? *built : local;
+  b = BuildSliceDevices(devices, {options.driver, options.shares}, features);
+  std::string prefix = options.node_name + "-" + options.driver;
+  if (prefix.size() > 240) prefix.resize(240);
+  return SplitPool(b.devices, prefix, options.driver, options.node_name, 0);
+}
+
+SlicePublisher::SlicePublisher(KubeApi* api, PublisherOptions options)
+    : api_(api), options_(std::move(options)) {}
+
+Status SlicePublisher::DiscoverVersion() {
+  HttpRequest req{"GET", "/apis/resource.k8s.io", ""};
+  RDMAK8S_ASSIGN_OR_RETURN(HttpResponse resp, api_->Send(req));
+  if (resp.status == kHttpNotFound) {
+    return UnimplementedError("API server " + api_->server() + " serves no resource.k8s.io (DRA needs Kubernetes 1.32+)");
+  }
+  if (resp.status != 200) return ApiError(*api_, req, resp);
+  RDMAK8S_ASSIGN_OR_RETURN(json group, ParseBody(*api_, req, resp));
+  bool v1 = false, v1beta1 = false;
+  for (const auto& v : group.value("versions", json::array())) {
+    std::string name = v.value("version", std::string());
+    v1 |= name == "v1";
+    v1beta1 |= name == "v1beta1";
+  }
+  if (v1) version_ = ResourceApiVersion::kV1;
+  else if (v1beta1) version_ = ResourceApiVersion::kV1beta1;
+  else return UnimplementedError("API server " + api_->server() + ": resource.k8s.io serves neither v1 nor v1beta1");
+  return Status::Ok();
+}
+
+std::string SlicePublisher::CollectionPath() const {
+  return "/apis/resource.k8s.io/" + std::string(ResourceApiVersionName(version())) + "/resourceslices";
+}
+
+std::optional<std::string> SlicePublisher::RdmaDevOf(std::string_view device_name) const {
+  auto it = std::lower_bound(rdma_dev_of_.begin(), rdma_dev_of_.end(), device_name,
+                             [](const auto& p, std::string_view n) { return p.first < n; });
+  if (it == rdma_dev_of_.end() || it->first != device_name) return std::nullopt;
+  return it->second;
+}
+
+StatusOr<std::vector<ResourceSlice>> SlicePublisher::ListOurs() {
+  const std::string selector = "spec.nodeName=" + options_.node_name + ",spec.driver=" + options_.driver;
+  for (int attempt = 0;; ++attempt) {
+    std::vector<ResourceSlice> out;
+    std::string cont;
+    bool gone = false;
+    do {
+      HttpRequest req;
+      req.path = CollectionPath() + "?fieldSelector=" + QueryEscape(selector) +
+                 "&limit=" + std::to_string(options_.list_page_size);
+      if (!cont.empty()) req.path += "&continue=" + QueryEscape(cont);
+      RDMAK8S_ASSIGN_OR_RETURN(HttpResponse resp, api_->Send(req));
+      if (resp.status == kHttpGone) {
+        gone = true;
+        if (attempt >= options_.max_relists) return ApiError(*api_, req, resp).Prepend("list ResourceSlices");
+        break;
+      }
+      if (resp.status != 200) return ApiError(*api_, req, resp).Prepend("list ResourceSlices");
+      RDMAK8S_ASSIGN_OR_RETURN(json list, ParseBody(*api_, req, resp));
+      for (const auto& item : list.value("items", json::array())) {
+        RDMAK8S_ASSIGN_OR_RETURN(ResourceSlice s, DecodeResourceSlice(item, version()));
+        // The field selector already filters; this guards against a server that ignores it.
+        if (s.node_name == options_.node_name && s.driver == options_.driver) out.push_back(std::move(s));
+      }
+      cont = list.value("metadata", json::object()).value("continue", std::string());
+    } while (!cont.empty());
+    if (!gone) return out;
+    ++stats_.relists;  // the continue token expired: the list is only consistent from the start
+  }
+}
+
+Status SlicePublisher::EnsureOwner() {
+  if (node_uid_) return Status::Ok();
+  HttpRequest req{"GET", "/api/v1/nodes/" + options_.node_name, ""};
+  RDMAK8S_ASSIGN_OR_RETURN(HttpResponse resp, api_->Send(req));
+  if (resp.status != 200) return ApiError(*api_, req, resp).Prepend("owner of ResourceSlices");
+  RDMAK8S_ASSIGN_OR_RETURN(json node, ParseBody(*api_, req, resp));
+  node_uid_ = node.value("metadata", json::object()).value("uid", std::string());
+  return Status::Ok();
+}
+
+Status SlicePublisher::Write(ResourceSlice slice, bool exists, ResourceSlice* stored) {
+  for (int attempt = 0;; ++attempt) {
+    HttpRequest req;
+    req.method = exists ? "PUT" : "POST";
+    req.path = exists ? CollectionPath() + "/" + slice.name : CollectionPath();
+    req.body = EncodeResourceSlice(slice, version()).dump();
+    RDMAK8S_ASSIGN_OR_RETURN(HttpResponse resp, api_->Send(req));
+    if (resp.status == 200 || resp.status == 201) {
+      RDMAK8S_ASSIGN_OR_RETURN(json obj, ParseBody(*api_, req, resp));
+      RDMAK8S_ASSIGN_OR_RETURN(*stored, DecodeResourceSlice(obj, version()));
+      ++(exists ? stats_.updates : stats_.creates);
+      return Status::Ok();
+    }
+    const bool retry = resp.status == kHttpConflict || (exists && resp.status == kHttpNotFound);
+    if (!retry || attempt >= options_.max_conflict_retries) {
+      return ApiError(*api_, req, resp).Prepend("write ResourceSlice " + slice.name);
+    }
+    if (resp.status == kHttpNotFound) {  // deleted under us: create it
+      exists = false;
+      slice.resource_version.clear();
+      continue;
+    }
+    // 409: someone else wrote it (or it exists after all): take its resourceVersion, retry.
+    ++stats_.conflicts;
+    HttpRequest get{"GET", CollectionPath() + "/" + slice.name, ""};
+    RDMAK8S_ASSIGN_OR_RETURN(HttpResponse current, api_->Send(get));
+    if (current.status == kHttpNotFound) {
+      exists = false;
+      slice.resource_version.clear();
+      continue;
+    }
+    if (current.status != 200) return ApiError(*api_, get, current).Prepend("write ResourceSlice " + slice.name);
+    RDMAK8S_ASSIGN_OR_RETURN(json obj, ParseBody(*api_, get, current));
+    slice.resource_version = obj.value("metadata", json::object()).value("resourceVersion", std::string());
+    exists = true;
+  }
+}
+
+Status SlicePublisher::PublishOnce(const std::vector<DeviceInput>& devices, bool* features_changed) {
+  *features_changed = false;
+  SliceDevicesResult built;
+  std::vector<ResourceSlice> desired = DesiredSlices(devices, options_, features_, &built);
+  notes_ = built.notes;
+  RDMAK8S_ASSIGN_OR_RETURN(std::vector<ResourceSlice> current, ListOurs());
+  for (auto& s : desired) s.owner_node_uid = *node_uid_;
+
+  int64_t server_gen = 0;
+  for (const auto& s : current) server_gen = std::max(server_gen, s.pool_generation);
+  auto find_current = [&](const std::string& name) -> const ResourceSlice* {
+    for (const auto& s : current) if (s.name == name) return &s;
+    return nullptr;
+  };
+  bool same = current.size() == desired.size();
+  for (const auto& d : desired) {
+    const ResourceSlice* c = find_current(d.name);
+    same = same && c && c->pool_generation == server_gen && SameContent(*c, d);
+  }
+  rdma_dev_of_ = built.rdma_dev_of;
+  if (same) {
+    last_generation_ = server_gen;
+    return Status::Ok();
+  }
+
+  const int64_t generation = std::max(server_gen, last_generation_) + 1;
+  for (ResourceSlice& d : desired) {
+    d.pool_generation = generation;
+    const ResourceSlice* c = find_current(d.name);
+    if (c) d.resource_version = c->resource_version;
+    ResourceSlice stored;
+    RDMAK8S_RETURN_IF_ERROR(Write(d, c != nullptr, &stored));
+    // A server without a feature gate drops the field it does not know.
+    for (size_t i = 0; i < d.devices.size() && i < stored.devices.size(); ++i) {
+      if (!d.devices[i].taints.empty() && stored.devices[i].taints.empty() && features_.device_taints) {
+        features_.device_taints = false;
+        *features_changed = true;
+      }
+      if (d.devices[i].allow_multiple_allocations && !stored.devices[i].allow_multiple_allocations &&
+          features_.consumable_capacity) {
+        features_.consumable_capacity = false;
+        *features_changed = true;
+      }
+    }
+  }
+  last_generation_ = generation;
+  for (const auto& c : current) {
+    bool wanted = std::any_of(desired.begin(), desired.end(), [&](const ResourceSlice& d) { return d.name == c.name; });
+    if (wanted) continue;
+    HttpRequest del{"DELETE", CollectionPath() + "/" + c.name, ""};
+    RDMAK8S_ASSIGN_OR_RETURN(HttpResponse resp, api_->Send(del));
+    if (resp.status != 200 && resp.status != 202 && resp.status != kHttpNotFound) {
+      return ApiError(*api_, del, resp).Prepend("delete ResourceSlice " + c.name);
+    }
+    ++stats_.deletes;
+  }
+  return Status::Ok();
+}
+
+Status SlicePublisher::Publish(const std::vector<DeviceInput>& devices) {
+  if (!version_) RDMAK8S_RETURN_IF_ERROR(DiscoverVersion());
+  RDMAK8S_RETURN_IF_ERROR(EnsureOwner());
+  bool features_changed = false;
+  RDMAK8S_RETURN_IF_ERROR(PublishOnce(devices, &features_changed));
+  // At most twice more: each pass can only turn a feature off.
+  for (int i = 0; i < 2 && features_changed; ++i) {
+    RDMAK8S_RETURN_IF_ERROR(PublishOnce(devices, &features_changed));
+  }
+  return Status::Ok();
+}
+
+Status SlicePublisher::DeleteAll() {
+  if (!version_) RDMAK8S_RETURN_IF_ERROR(DiscoverVersion());
+  RDMAK8S_ASSIGN_OR_RETURN(std::vector<ResourceSlice> current, ListOurs());
+  for (const auto& c : current) {
+    HttpRequest del{"DELETE", CollectionPath() + "/" + c.name, ""};
+    RDMAK8S_ASSIGN_OR_RETURN(HttpResponse resp, api_->Send(del));
+    if (resp.status != 200 && resp.status != 202 && resp.status != kHttpNotFound) {
+      return ApiError(*api_, del, resp).Prepend("delete ResourceSlice " + c.name);
+    }
+    ++stats_.deletes;
+  }
+  rdma_dev_of_.clear();
+  return Status::Ok();
+}
+
+}  // namespace rdmak8s::dra

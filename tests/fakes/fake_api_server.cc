@@ -1,0 +1,518 @@
+#include "fakes/fake_api_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+namespace rdmak8s::testing {
+namespace {
+
+using nlohmann::json;
+
+std::string Reason(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 409: return "Conflict";
+    case 410: return "Gone";
+    case 422: return "Unprocessable Entity";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+  }
+  return "Status";
+}
+
+std::string StatusBody(int code, const std::string& reason, const std::string& message) {
+  return json{{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", json::object()},
+              {"status", "Failure"}, {"message", message}, {"reason", reason}, {"code", code}}
+      .dump();
+}
+
+std::string UrlDecode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size()) {
+      out.push_back(static_cast<char>(std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16)));
+      i += 2;
+    } else {
+      out.push_back(s[i] == '+' ? ' ' : s[i]);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t p = s.find(sep, start);
+    out.push_back(s.substr(start, p == std::string::npos ? p : p - start));
+    if (p == std::string::npos) return out;
+    start = p + 1;
+  }
+}
+
+// v1beta1 device {name, basic{...}} <-> v1 device {name, ...}.
+json DeviceToV1(const json& d) {
+  json out = d.value("basic", json::object());
+  out["name"] = d.at("name");
+  return out;
+}
+json DeviceToV1beta1(const json& d) {
+  json basic = d;
+  basic.erase("name");
+  return json{{"name", d.at("name")}, {"basic", basic}};
+}
+json SliceInVersion(json slice, const std::string& version) {
+  slice["apiVersion"] = "resource.k8s.io/" + version;
+  if (version == "v1beta1" && slice["spec"].contains("devices")) {
+    for (auto& d : slice["spec"]["devices"]) d = DeviceToV1beta1(d);
+  }
+  return slice;
+}
+
+struct Conn {
+  int fd;
+  SSL* ssl;
+  ssize_t Read(char* buf, size_t n) { return ssl ? SSL_read(ssl, buf, static_cast<int>(n)) : ::read(fd, buf, n); }
+  bool Write(const std::string& s) {
+    size_t off = 0;
+    while (off < s.size()) {
+      ssize_t w = ssl ? SSL_write(ssl, s.data() + off, static_cast<int>(s.size() - off))
+                      : ::write(fd, s.data() + off, s.size() - off);
+      if (w <= 0) return false;
+      off += static_cast<size_t>(w);
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+FakeApiServer::FakeApiServer(FakeApiServerOptions options) : options_(std::move(options)), token_(options_.token) {}
+
+FakeApiServer::~FakeApiServer() { Stop(); }
+
+bool FakeApiServer::Start(const std::string& unix_socket) {
+  const bool tls = !options_.tls_cert_pem.empty() && !options_.tls_key_pem.empty();
+  if (tls) {
+    SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+    BIO* cb = BIO_new_mem_buf(options_.tls_cert_pem.data(), static_cast<int>(options_.tls_cert_pem.size()));
+    BIO* kb = BIO_new_mem_buf(options_.tls_key_pem.data(), static_cast<int>(options_.tls_key_pem.size()));
+    X509* cert = PEM_read_bio_X509(cb, nullptr, nullptr, nullptr);
+    EVP_PKEY* key = PEM_read_bio_PrivateKey(kb, nullptr, nullptr, nullptr);
+    BIO_free(cb);
+    BIO_free(kb);
+    bool ok = cert && key && SSL_CTX_use_certificate(ctx, cert) == 1 && SSL_CTX_use_PrivateKey(ctx, key) == 1;
+    X509_free(cert);
+    EVP_PKEY_free(key);
+    if (!ok) {
+      SSL_CTX_free(ctx);
+      return false;
+    }
+    ssl_ctx_ = ctx;
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return false;
+    socklen_t len = sizeof(addr);
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+  } else {
+    socket_path_ = unix_socket;
+    listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (unix_socket.size() >= sizeof(addr.sun_path)) return false;
+    std::strcpy(addr.sun_path, unix_socket.c_str());
+    ::unlink(unix_socket.c_str());
+    if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return false;
+  }
+  if (::listen(listen_fd_, 16) != 0) return false;
+  accept_thread_ = std::thread([this] { AcceptLoop(); });
+  return true;
+}
+
+void FakeApiServer::Stop() {
+  if (stopping_.exchange(true)) return;
+  if (listen_fd_ >= 0) ::shutdown(listen_fd_, SHUT_RDWR);
+  if (accept_thread_.joinable()) accept_thread_.join();
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int fd : conn_fds_) ::shutdown(fd, SHUT_RDWR);
+    threads.swap(conn_threads_);
+  }
+  for (auto& t : threads) t.join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int fd : conn_fds_) ::close(fd);
+    conn_fds_.clear();
+  }
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  listen_fd_ = -1;
+  if (ssl_ctx_) SSL_CTX_free(static_cast<SSL_CTX*>(ssl_ctx_));
+  ssl_ctx_ = nullptr;
+}
+
+std::string FakeApiServer::url() const {
+  return ssl_ctx_ ? "https://127.0.0.1:" + std::to_string(port_) : "http://localhost";
+}
+
+void FakeApiServer::AcceptLoop() {
+  while (!stopping_) {
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (stopping_ || errno != EINTR) return;
+      continue;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    conn_fds_.push_back(fd);
+    conn_threads_.emplace_back([this, fd] { Serve(fd); });
+  }
+}
+
+void FakeApiServer::Serve(int fd) {
+  Conn conn{fd, nullptr};
+  if (ssl_ctx_) {
+    conn.ssl = SSL_new(static_cast<SSL_CTX*>(ssl_ctx_));
+    SSL_set_fd(conn.ssl, fd);
+    if (SSL_accept(conn.ssl) != 1) {  // e.g. the client rejected our certificate
+      SSL_free(conn.ssl);
+      return;  // the fd is closed by Stop's bookkeeping below
+    }
+  }
+  std::string buf;
+  char chunk[16384];
+  while (!stopping_) {
+    size_t header_end;
+    while ((header_end = buf.find("\r\n\r\n")) == std::string::npos) {
+      ssize_t n = conn.Read(chunk, sizeof(chunk));
+      if (n <= 0) goto done;
+      buf.append(chunk, static_cast<size_t>(n));
+    }
+    {
+      std::vector<std::string> lines = Split(buf.substr(0, header_end), '\n');
+      for (auto& l : lines) if (!l.empty() && l.back() == '\r') l.pop_back();
+      std::vector<std::string> request_line = Split(lines[0], ' ');
+      if (request_line.size() < 2) goto done;
+      std::map<std::string, std::string> headers;
+      for (size_t i = 1; i < lines.size(); ++i) {
+        size_t colon = lines[i].find(':');
+        if (colon == std::string::npos) continue;
+        std::string name = lines[i].substr(0, colon);
+        std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+        std::string value = lines[i].substr(colon + 1);
+        value.erase(0, value.find_first_not_of(' '));
+        headers[name] = value;
+      }
+      size_t length = headers.count("content-length") ? std::stoul(headers["content-length"]) : 0;
+      if (headers.count("expect") && !conn.Write("HTTP/1.1 100 Continue\r\n\r\n")) goto done;
+      buf.erase(0, header_end + 4);
+      while (buf.size() < length) {
+        ssize_t n = conn.Read(chunk, sizeof(chunk));
+        if (n <= 0) goto done;
+        buf.append(chunk, static_cast<size_t>(n));
+      }
+      std::string body = buf.substr(0, length);
+      buf.erase(0, length);
+      Response r = Handle(request_line[0], request_line[1], headers, body);
+      std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + Reason(r.status) +
+                        "\r\nContent-Type: application/json\r\nContent-Length: " +
+                        std::to_string(r.body.size()) + "\r\n";
+      if (!r.retry_after.empty()) out += "Retry-After: " + r.retry_after + "\r\n";
+      out += "\r\n" + r.body;
+      if (!conn.Write(out)) goto done;
+    }
+  }
+done:
+  if (conn.ssl) {
+    SSL_shutdown(conn.ssl);
+    SSL_free(conn.ssl);
+  }
+}
+
+void FakeApiServer::SetToken(std::string token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  token_ = std::move(token);
+}
+void FakeApiServer::AddNode(const std::string& name, const std::string& uid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  nodes_[name] = uid;
+}
+void FakeApiServer::AddClaim(json claim) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto& m = claim.at("metadata");
+  const std::string key = m.at("namespace").get<std::string>() + "/" + m.at("name").get<std::string>();
+  claims_[key] = std::move(claim);
+}
+void FakeApiServer::FailNext(int status, int count, std::string retry_after) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_status_ = status;
+  fail_count_ = count;
+  fail_retry_after_ = std::move(retry_after);
+}
+void FakeApiServer::ConflictNextUpdates(int count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  conflicts_ = count;
+}
+void FakeApiServer::ExpireNextContinues(int count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  expire_continues_ = count;
+}
+void FakeApiServer::PutSliceV1(json slice) {
+  std::lock_guard<std::mutex> lock(mu_);
+  slice["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
+  const std::string name = slice["metadata"]["name"].get<std::string>();
+  slices_[name] = std::move(slice);
+}
+
+std::vector<json> FakeApiServer::Slices(const std::string& version) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<json> out;
+  for (const auto& [name, s] : slices_) out.push_back(SliceInVersion(s, version));
+  return out;
+}
+std::vector<std::string> FakeApiServer::Requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return requests_;
+}
+int FakeApiServer::CountRequests(const std::string& prefix) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(std::count_if(requests_.begin(), requests_.end(),
+                                        [&](const std::string& r) { return r.rfind(prefix, 0) == 0; }));
+}
+
+FakeApiServer::Response FakeApiServer::Handle(const std::string& method, const std::string& target,
+                                              const std::map<std::string, std::string>& headers,
+                                              const std::string& body) {
+  std::lock_guard<std::mutex> lock(mu_);
+  requests_.push_back(method + " " + target);
+  if (!token_.empty()) {
+    auto it = headers.find("authorization");
+    if (it == headers.end() || it->second != "Bearer " + token_) {
+      return {401, StatusBody(401, "Unauthorized", "Unauthorized"), ""};
+    }
+  }
+  if (fail_count_ > 0) {
+    --fail_count_;
+    return {fail_status_, StatusBody(fail_status_, "TooManyRequests", "injected failure"), fail_retry_after_};
+  }
+  std::string path = target.substr(0, target.find('?'));
+  std::map<std::string, std::string> query;
+  if (size_t q = target.find('?'); q != std::string::npos) {
+    for (const auto& kv : Split(target.substr(q + 1), '&')) {
+      size_t eq = kv.find('=');
+      if (eq != std::string::npos) query[UrlDecode(kv.substr(0, eq))] = UrlDecode(kv.substr(eq + 1));
+    }
+  }
+  std::vector<std::string> parts = Split(path, '/');  // "", "apis", "resource.k8s.io", ...
+  if (path == "/apis/resource.k8s.io" && method == "GET") {
+    json versions = json::array();
+    if (options_.serve_v1) versions.push_back({{"groupVersion", "resource.k8s.io/v1"}, {"version", "v1"}});
+    if (options_.serve_v1beta1) versions.push_back({{"groupVersion", "resource.k8s.io/v1beta1"}, {"version", "v1beta1"}});
+    if (versions.empty()) return {404, StatusBody(404, "NotFound", "the server could not find the requested resource"), ""};
+    return {200, json{{"kind", "APIGroup"}, {"apiVersion", "v1"}, {"name", "resource.k8s.io"},
+                      {"versions", versions}, {"preferredVersion", versions[0]}}.dump(), ""};
+  }
+  if (parts.size() == 5 && parts[1] == "api" && parts[2] == "v1" && parts[3] == "nodes" && method == "GET") {
+    auto it = nodes_.find(parts[4]);
+    if (it == nodes_.end()) return {404, StatusBody(404, "NotFound", "nodes \"" + parts[4] + "\" not found"), ""};
+    return {200, json{{"kind", "Node"}, {"apiVersion", "v1"}, {"metadata", {{"name", it->first}, {"uid", it->second}}}}.dump(), ""};
+  }
+  if (parts.size() >= 5 && parts[1] == "apis" && parts[2] == "resource.k8s.io") {
+    const std::string& version = parts[3];
+    bool served = (version == "v1" && options_.serve_v1) || (version == "v1beta1" && options_.serve_v1beta1);
+    if (!served) return {404, StatusBody(404, "NotFound", "the server could not find the requested resource"), ""};
+    if (parts[4] == "resourceslices") {
+      return HandleSlices(method, version, parts.size() > 5 ? parts[5] : "", query, body);
+    }
+    if (parts.size() == 8 && parts[4] == "namespaces" && parts[6] == "resourceclaims" && method == "GET") {
+      auto it = claims_.find(parts[5] + "/" + parts[7]);
+      if (it == claims_.end()) {
+        return {404, StatusBody(404, "NotFound", "resourceclaims.resource.k8s.io \"" + parts[7] + "\" not found"), ""};
+      }
+      json c = it->second;
+      c["apiVersion"] = "resource.k8s.io/" + version;
+      return {200, c.dump(), ""};
+    }
+  }
+  return {404, StatusBody(404, "NotFound", "the server could not find the requested resource"), ""};
+}
+
+FakeApiServer::Response FakeApiServer::HandleSlices(const std::string& method, const std::string& version,
+                                                    const std::string& name,
+                                                    const std::map<std::string, std::string>& query,
+                                                    const std::string& body) {
+  auto not_found = [&] {
+    return Response{404, StatusBody(404, "NotFound", "resourceslices.resource.k8s.io \"" + name + "\" not found"), ""};
+  };
+  if (method == "GET" && name.empty()) {
+    std::string node, driver;
+    if (auto it = query.find("fieldSelector"); it != query.end()) {
+      for (const auto& term : Split(it->second, ',')) {
+        size_t eq = term.find('=');
+        if (eq == std::string::npos) continue;
+        if (term.substr(0, eq) == "spec.nodeName") node = term.substr(eq + 1);
+        else if (term.substr(0, eq) == "spec.driver") driver = term.substr(eq + 1);
+        else return {400, StatusBody(400, "BadRequest", "field label not supported: " + term.substr(0, eq)), ""};
+      }
+    }
+    size_t offset = 0;
+    if (auto it = query.find("continue"); it != query.end() && !it->second.empty()) {
+      if (expire_continues_ > 0) {
+        --expire_continues_;
+        return {410, StatusBody(410, "Expired", "The provided continue parameter is too old"), ""};
+      }
+      offset = std::stoul(it->second);
+    }
+    size_t limit = query.count("limit") ? std::stoul(query.at("limit")) : SIZE_MAX;
+    std::vector<const json*> matching;
+    for (const auto& [n, s] : slices_) {
+      if (!node.empty() && s["spec"].value("nodeName", "") != node) continue;
+      if (!driver.empty() && s["spec"].value("driver", "") != driver) continue;
+      matching.push_back(&s);
+    }
+    json items = json::array();
+    for (size_t i = offset; i < matching.size() && items.size() < limit; ++i) {
+      items.push_back(SliceInVersion(*matching[i], version));
+    }
+    json meta = {{"resourceVersion", std::to_string(resource_version_)}};
+    if (offset + items.size() < matching.size()) meta["continue"] = std::to_string(offset + items.size());
+    return {200, json{{"kind", "ResourceSliceList"}, {"apiVersion", "resource.k8s.io/" + version},
+                      {"metadata", meta}, {"items", items}}.dump(), ""};
+  }
+  if (method == "GET") {
+    auto it = slices_.find(name);
+    if (it == slices_.end()) return not_found();
+    return {200, SliceInVersion(it->second, version).dump(), ""};
+  }
+  if (method == "DELETE") {
+    auto it = slices_.find(name);
+    if (it == slices_.end()) return not_found();
+    json gone = SliceInVersion(it->second, version);
+    slices_.erase(it);
+    return {200, gone.dump(), ""};
+  }
+  if (method != "POST" && method != "PUT") return {405, StatusBody(405, "MethodNotAllowed", method), ""};
+
+  json obj;
+  try {
+    obj = json::parse(body);
+  } catch (const json::exception& e) {
+    return {400, StatusBody(400, "BadRequest", e.what()), ""};
+  }
+  // Validation the real server does (the parts our client could get wrong).
+  if (obj.value("apiVersion", "") != "resource.k8s.io/" + version || obj.value("kind", "") != "ResourceSlice") {
+    return {400, StatusBody(400, "BadRequest", "wrong apiVersion or kind"), ""};
+  }
+  json& devices = obj["spec"]["devices"];
+  if (!devices.is_array()) devices = json::array();
+  bool tainted = false;
+  for (auto& d : devices) {
+    bool has_basic = d.contains("basic");
+    if ((version == "v1beta1") != has_basic) {
+      return {422, StatusBody(422, "Invalid", "spec.devices: device \"" + d.value("name", "") +
+                                                  "\" is not in the " + version + " shape"), ""};
+    }
+    if (version == "v1beta1") d = DeviceToV1(d);
+    size_t n = d.value("attributes", json::object()).size() + d.value("capacity", json::object()).size();
+    if (n > 32) return {422, StatusBody(422, "Invalid", "spec.devices: more than 32 attributes and capacities"), ""};
+    for (const auto& [k, v] : d.value("attributes", json::object()).items()) {
+      if (v.contains("string") && v["string"].get<std::string>().size() > 64) {
+        return {422, StatusBody(422, "Invalid", "attribute " + k + ": longer than 64"), ""};
+      }
+    }
+    if (!options_.device_taints) d.erase("taints");
+    if (!options_.consumable_capacity) {
+      d.erase("allowMultipleAllocations");
+      if (d.contains("capacity")) for (auto& [k, c] : d["capacity"].items()) c.erase("requestPolicy");
+    }
+    tainted |= d.contains("taints");
+  }
+  if (devices.size() > (tainted ? 64u : 128u)) {
+    return {422, StatusBody(422, "Invalid", "spec.devices: too many devices"), ""};
+  }
+  obj["apiVersion"] = "resource.k8s.io/v1";
+  const std::string obj_name = obj["metadata"].value("name", "");
+  if (method == "POST") {
+    if (slices_.count(obj_name)) {
+      return {409, StatusBody(409, "AlreadyExists", "resourceslices.resource.k8s.io \"" + obj_name + "\" already exists"), ""};
+    }
+    obj["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
+    obj["metadata"]["uid"] = "uid-" + obj_name;
+    slices_[obj_name] = obj;
+    return {201, SliceInVersion(obj, version).dump(), ""};
+  }
+  auto it = slices_.find(name);
+  if (it == slices_.end()) return not_found();
+  if (conflicts_ > 0) {  // another writer got there first
+    --conflicts_;
+    it->second["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
+  }
+  if (obj["metadata"].value("resourceVersion", "") != it->second["metadata"].value("resourceVersion", "")) {
+    return {409, StatusBody(409, "Conflict", "Operation cannot be fulfilled on resourceslices.resource.k8s.io \"" +
+                                                 name + "\": the object has been modified; please apply your "
+                                                        "changes to the latest version and try again"), ""};
+  }
+  obj["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
+  obj["metadata"]["uid"] = it->second["metadata"].value("uid", "");
+  it->second = obj;
+  return {200, SliceInVersion(obj, version).dump(), ""};
+}
+
+TestCertificate MakeSelfSignedCertificate() {
+  TestCertificate out;
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  X509* cert = X509_new();
+  X509_set_version(cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+  X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 86400);
+  X509_set_pubkey(cert, key);
+  X509_NAME* name = X509_get_subject_name(cert);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("fake-apiserver"), -1, -1, 0);
+  X509_set_issuer_name(cert, name);
+  X509V3_CTX ctx;
+  X509V3_set_ctx_nodb(&ctx);
+  X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
+  for (auto [nid, value] : {std::pair{NID_subject_alt_name, "IP:127.0.0.1,DNS:localhost"},
+                            std::pair{NID_basic_constraints, "critical,CA:TRUE"}}) {
+    X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value);
+    X509_add_ext(cert, ext, -1);
+    X509_EXTENSION_free(ext);
+  }
+  X509_sign(cert, key, EVP_sha256());
+  BIO* b = BIO_new(BIO_s_mem());
+  PEM_write_bio_X509(b, cert);
+  char* data = nullptr;
+  long n = BIO_get_mem_data(b, &data);
+  out.cert_pem.assign(data, static_cast<size_t>(n));
+  BIO_free(b);
+  b = BIO_new(BIO_s_mem());
+  PEM_write_bio_PrivateKey(b, key, nullptr, nullptr, 0, nullptr, nullptr);
+  n = BIO_get_mem_data(b, &data);
+  out.key_pem.assign(data, static_cast<size_t>(n));
+  BIO_free(b);
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  return out;
+}
+
+}  // namespace rdmak8s::testing

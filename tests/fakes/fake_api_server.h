@@ -1,0 +1,112 @@
+// FakeApiServer: a stand-in for kube-apiserver's resource.k8s.io and nodes endpoints, spoken to
+// for real over HTTP/1.1 (a unix socket, or TLS on 127.0.0.1 with a certificate of the test's).
+//
+// Real JSON shapes: ResourceSlice in v1 (flat devices) and v1beta1 (devices[].basic), stored in
+// one internal form so a slice written in one version reads back in the other; APIGroup
+// discovery of resource.k8s.io; Status objects for errors; ResourceClaim and Node gets.
+// Real rules the tests lean on: resourceVersion checked on PUT (409), name taken on POST (409),
+// paged lists (limit/continue) with fieldSelector spec.nodeName / spec.driver, the API's slice
+// limits (422), a bearer token checked per request (401), fields of disabled feature gates
+// (device taints, allowMultipleAllocations) dropped from what is stored.
+// Injected faults: the next N answers of a given status (429 with Retry-After, 503), N
+// conflicting writers, N expired continue tokens (410).
+//
+// Thread safety: all methods may be called from the test while the server serves.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace rdmak8s::testing {
+
+struct FakeApiServerOptions {
+  bool serve_v1 = true;
+  bool serve_v1beta1 = true;
+  bool device_taints = true;        // DRADeviceTaints gate
+  bool consumable_capacity = true;  // DRAConsumableCapacity gate
+  std::string token;                // when set, requests must carry "Bearer <token>"
+  // TLS (both set): serve HTTPS on 127.0.0.1 instead of HTTP on a unix socket.
+  std::string tls_cert_pem, tls_key_pem;
+};
+
+class FakeApiServer {
+ public:
+  explicit FakeApiServer(FakeApiServerOptions options = {});
+  ~FakeApiServer();
+
+  // Listens on `unix_socket` (or, with TLS, on an ephemeral 127.0.0.1 port). False on failure.
+  bool Start(const std::string& unix_socket = "");
+  void Stop();
+  // "http://localhost" (with the unix socket) or "https://127.0.0.1:<port>".
+  std::string url() const;
+
+  void SetToken(std::string token);
+  void AddNode(const std::string& name, const std::string& uid);
+  // `claim` is a ResourceClaim object (metadata.namespace / name).
+  void AddClaim(nlohmann::json claim);
+
+  // The next `count` requests (of any kind) are answered `status` with a Status body.
+  void FailNext(int status, int count = 1, std::string retry_after = "");
+  // The next `count` PUTs of a slice meet another writer first: its resourceVersion moves on
+  // and the PUT gets 409.
+  void ConflictNextUpdates(int count);
+  // The next `count` list pages asked with a continue token get 410 Gone (Expired).
+  void ExpireNextContinues(int count);
+  // Another client's slice, stored as is (v1 shape).
+  void PutSliceV1(nlohmann::json slice);
+
+  // Stored slices in `version`'s shape ("v1" | "v1beta1"), sorted by name.
+  std::vector<nlohmann::json> Slices(const std::string& version = "v1") const;
+  // "METHOD path" of every request, in order.
+  std::vector<std::string> Requests() const;
+  int CountRequests(const std::string& method_prefix) const;
+
+ private:
+  struct Response {
+    int status = 200;
+    std::string body;
+    std::string retry_after;
+  };
+  void AcceptLoop();
+  void Serve(int fd);
+  Response Handle(const std::string& method, const std::string& target,
+                  const std::map<std::string, std::string>& headers, const std::string& body);
+  Response HandleSlices(const std::string& method, const std::string& version,
+                        const std::string& name, const std::map<std::string, std::string>& query,
+                        const std::string& body);
+
+  const FakeApiServerOptions options_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::string socket_path_;
+  void* ssl_ctx_ = nullptr;  // SSL_CTX*
+  std::atomic<bool> stopping_{false};
+  std::thread accept_thread_;
+
+  mutable std::mutex mu_;
+  std::vector<std::thread> conn_threads_;
+  std::vector<int> conn_fds_;
+  std::string token_;
+  std::map<std::string, nlohmann::json> slices_;  // name -> v1 object
+  std::map<std::string, nlohmann::json> claims_;  // "ns/name" -> object
+  std::map<std::string, std::string> nodes_;      // name -> uid
+  int64_t resource_version_ = 100;
+  int fail_count_ = 0, fail_status_ = 0;
+  std::string fail_retry_after_;
+  int conflicts_ = 0, expire_continues_ = 0;
+  std::vector<std::string> requests_;
+};
+
+// A self-signed certificate (EC P-256, SAN IP:127.0.0.1 and DNS:localhost) and its key, PEM.
+struct TestCertificate {
+  std::string cert_pem, key_pem;
+};
+TestCertificate MakeSelfSignedCertificate();
+
+}  // namespace rdmak8s::testing

@@ -1,0 +1,271 @@
+#include "dra/api/slice_publisher.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "dra/api/pcie_root.h"
+#include "fakes/fake_api_server.h"
+#include "rdmak8s/discovery.h"
+#include "support/temp_dir.h"
+
+namespace rdmak8s::dra {
+namespace {
+
+using nlohmann::json;
+using rdmak8s::testing::FakeApiServer;
+using rdmak8s::testing::FakeApiServerOptions;
+
+constexpr char kDriver[] = "rdma.rdmak8s.io";
+
+std::vector<DeviceInput> Fixture(const std::string& c) {
+  std::string root = std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/" + c;
+  SysfsDiscovery discovery({root, nullptr});
+  auto result = discovery.DiscoverAll();
+  EXPECT_TRUE(result.ok());
+  return DeviceInputsWithPcieRoots(result->devices, root, nullptr);
+}
+
+// n synthetic PCI functions (copies of the fixture's PF under other names and addresses).
+std::vector<DeviceInput> Many(int n) {
+  DeviceInput pf = Fixture("mlx5_roce_sriov")[0];
+  std::vector<DeviceInput> out;
+  for (int i = 0; i < n; ++i) {
+    DeviceInput d = pf;
+    d.device.name = "mlx5_" + std::to_string(1000 + i);
+    out.push_back(d);
+  }
+  return out;
+}
+
+class SlicePublisherTest : public ::testing::Test {
+ protected:
+  void Start(FakeApiServerOptions options = {}) {
+    server_ = std::make_unique<FakeApiServer>(std::move(options));
+    ASSERT_TRUE(server_->Start(dir_.path() + "/api.sock"));
+    server_->AddNode("node1", "node-uid-1");
+    KubeConfig c;
+    c.server = server_->url();
+    c.unix_socket = dir_.path() + "/api.sock";
+    RetryPolicy retry;
+    retry.sleep = [](std::chrono::milliseconds) {};
+    client_ = std::move(*CurlKubeClient::Create(c, retry));
+  }
+  SlicePublisher Publisher(int shares = 0) {
+    PublisherOptions o;
+    o.driver = kDriver;
+    o.node_name = "node1";
+    o.shares = shares;
+    o.list_page_size = 2;
+    return SlicePublisher(client_.get(), o);
+  }
+  static std::vector<std::string> DeviceNames(const std::vector<json>& slices) {
+    std::vector<std::string> names;
+    for (const auto& s : slices) for (const auto& d : s["spec"]["devices"]) names.push_back(d["name"]);
+    return names;
+  }
+
+  rdmak8s::testing::TempDir dir_;
+  std::unique_ptr<FakeApiServer> server_;
+  std::unique_ptr<CurlKubeClient> client_;
+};
+
+TEST_F(SlicePublisherTest, PublishesTheFixtureAsOneSliceOwnedByTheNode) {
+  Start();
+  auto p = Publisher();
+  ASSERT_TRUE(p.Publish(Fixture("mlx5_roce_sriov")).ok());
+  auto slices = server_->Slices();
+  ASSERT_EQ(slices.size(), 1u);
+  const json& s = slices[0];
+  EXPECT_EQ(s["metadata"]["name"], "node1-rdma.rdmak8s.io-0");
+  EXPECT_EQ(s["metadata"]["ownerReferences"][0]["uid"], "node-uid-1");
+  EXPECT_EQ(s["metadata"]["ownerReferences"][0]["kind"], "Node");
+  EXPECT_EQ(s["spec"]["driver"], kDriver);
+  EXPECT_EQ(s["spec"]["nodeName"], "node1");
+  EXPECT_EQ(s["spec"]["pool"], (json{{"name", "node1"}, {"generation", 1}, {"resourceSliceCount", 1}}));
+  EXPECT_EQ(DeviceNames(slices), (std::vector<std::string>{"mlx5-0", "mlx5-1", "mlx5-2", "mlx5-3"}));
+  EXPECT_EQ(s["spec"]["devices"][0]["attributes"]["resource.kubernetes.io/pcieRoot"]["string"], "pci0000:5d");
+  EXPECT_EQ(p.version(), ResourceApiVersion::kV1);
+  EXPECT_EQ(p.RdmaDevOf("mlx5-3"), "mlx5_3");
+}
+
+TEST_F(SlicePublisherTest, WritesNothingWhenNothingChanged) {
+  Start();
+  auto p = Publisher();
+  ASSERT_TRUE(p.Publish(Fixture("mlx5_roce_sriov")).ok());
+  const int writes = server_->CountRequests("POST") + server_->CountRequests("PUT");
+  ASSERT_TRUE(p.Publish(Fixture("mlx5_roce_sriov")).ok());
+  EXPECT_EQ(server_->CountRequests("POST") + server_->CountRequests("PUT"), writes);
+}
+
+TEST_F(SlicePublisherTest, AChangeBumpsThePoolGenerationAndUpdatesInPlace) {
+  Start();
+  auto p = Publisher();
+  auto devices = Fixture("mlx5_ib_2port");
+  ASSERT_TRUE(p.Publish(devices).ok());
+  devices[0].device.ports[0].state = PortState::kDown;
+  ASSERT_TRUE(p.Publish(devices).ok());
+  auto slices = server_->Slices();
+  ASSERT_EQ(slices.size(), 1u);
+  EXPECT_EQ(slices[0]["spec"]["pool"]["generation"], 2);
+  EXPECT_EQ(slices[0]["spec"]["devices"][0]["attributes"]["portState"]["string"], "DOWN");
+  EXPECT_EQ(server_->CountRequests("PUT"), 1);
+}
+
+TEST_F(SlicePublisherTest, SplitsALargePoolAndDeletesSlicesItNoLongerNeeds) {
+  Start();
+  auto p = Publisher();
+  ASSERT_TRUE(p.Publish(Many(300)).ok());
+  auto slices = server_->Slices();
+  ASSERT_EQ(slices.size(), 3u);
+  for (const auto& s : slices) EXPECT_EQ(s["spec"]["pool"]["resourceSliceCount"], 3);
+  EXPECT_EQ(DeviceNames(slices).size(), 300u);
+
+  ASSERT_TRUE(p.Publish(Many(100)).ok());
+  slices = server_->Slices();
+  ASSERT_EQ(slices.size(), 1u);
+  EXPECT_EQ(slices[0]["spec"]["pool"]["resourceSliceCount"], 1);
+  EXPECT_EQ(slices[0]["spec"]["pool"]["generation"], 2);
+  EXPECT_EQ(p.stats().deletes, 2);
+}
+
+TEST_F(SlicePublisherTest, LeavesOtherNodesAndDriversAlone) {
+  Start();
+  server_->PutSliceV1(json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+    "metadata": {"name": "gpu-slice"},
+    "spec": {"driver": "gpu.nvidia.com", "nodeName": "node1",
+             "pool": {"name": "node1", "generation": 1, "resourceSliceCount": 1}, "devices": []}})"));
+  auto p = Publisher();
+  ASSERT_TRUE(p.Publish(Fixture("rxe_veth")).ok());
+  ASSERT_TRUE(p.DeleteAll().ok());
+  auto slices = server_->Slices();
+  ASSERT_EQ(slices.size(), 1u);
+  EXPECT_EQ(slices[0]["metadata"]["name"], "gpu-slice");
+}
+
+TEST_F(SlicePublisherTest, FallsBackToV1beta1WhenTheServerHasNoV1) {
+  FakeApiServerOptions o;
+  o.serve_v1 = false;
+  Start(o);
+  auto p = Publisher();
+  ASSERT_TRUE(p.Publish(Fixture("mlx5_roce_sriov")).ok());
+  EXPECT_EQ(p.version(), ResourceApiVersion::kV1beta1);
+  EXPECT_EQ(server_->CountRequests("POST /apis/resource.k8s.io/v1beta1/resourceslices"), 1);
+  auto slices = server_->Slices("v1beta1");
+  ASSERT_EQ(slices.size(), 1u);
+  EXPECT_EQ(slices[0]["spec"]["devices"][0]["basic"]["attributes"]["transport"]["string"], "roce");
+  // And reads back what it wrote: nothing to do the second time.
+  ASSERT_TRUE(p.Publish(Fixture("mlx5_roce_sriov")).ok());
+  EXPECT_EQ(server_->CountRequests("PUT"), 0);
+}
+
+TEST_F(SlicePublisherTest, NoResourceApiIsUnimplemented) {
+  FakeApiServerOptions o;
+  o.serve_v1 = o.serve_v1beta1 = false;
+  Start(o);
+  auto p = Publisher();
+  Status s = p.Publish(Fixture("rxe_veth"));
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+}
+
+TEST_F(SlicePublisherTest, RetriesAConflictWithTheCurrentResourceVersion) {
+  Start();
+  auto p = Publisher();
+  auto devices = Fixture("mlx5_ib_2port");
+  ASSERT_TRUE(p.Publish(devices).ok());
+  server_->ConflictNextUpdates(2);
+  devices[0].device.fw_ver = "20.40.1000";
+  ASSERT_TRUE(p.Publish(devices).ok());
+  EXPECT_EQ(p.stats().conflicts, 2);
+  EXPECT_EQ(server_->Slices()[0]["spec"]["devices"][0]["attributes"]["firmware"]["string"], "20.40.1000");
+}
+
+TEST_F(SlicePublisherTest, RelistsFromTheStartWhenTheContinueTokenIsGone) {
+  Start();
+  auto p = Publisher();
+  ASSERT_TRUE(p.Publish(Many(300)).ok());  // three slices, listed two per page
+  server_->ExpireNextContinues(1);
+  ASSERT_TRUE(p.Publish(Many(300)).ok());
+  EXPECT_EQ(p.stats().relists, 1);
+  EXPECT_EQ(server_->CountRequests("PUT"), 0);  // after the relist, nothing had changed
+}
+
+TEST_F(SlicePublisherTest, AFailedPublishIsFinishedByTheNext) {
+  Start();
+  auto p = Publisher();
+  ASSERT_TRUE(p.Publish(Many(300)).ok());
+  server_->FailNext(500, 5);  // as many as the client tries
+  EXPECT_FALSE(p.Publish(Many(10)).ok());
+  ASSERT_TRUE(p.Publish(Many(10)).ok());
+  auto slices = server_->Slices();
+  ASSERT_EQ(slices.size(), 1u);
+  EXPECT_EQ(DeviceNames(slices).size(), 10u);
+}
+
+TEST_F(SlicePublisherTest, WithoutDeviceTaintsUnhealthyDevicesAreWithdrawn) {
+  FakeApiServerOptions o;
+  o.device_taints = false;
+  Start(o);
+  auto p = Publisher();
+  auto devices = Fixture("mlx5_roce_sriov");
+  devices[0].healthy = false;
+  devices[0].unhealthy_reason = "PortDown";
+  ASSERT_TRUE(p.Publish(devices).ok());
+  EXPECT_FALSE(p.features().device_taints);
+  EXPECT_EQ(DeviceNames(server_->Slices()), (std::vector<std::string>{"mlx5-1", "mlx5-2", "mlx5-3"}));
+}
+
+TEST_F(SlicePublisherTest, WithDeviceTaintsUnhealthyDevicesStayTainted) {
+  Start();
+  auto p = Publisher();
+  auto devices = Fixture("mlx5_roce_sriov");
+  devices[0].healthy = false;
+  devices[0].unhealthy_reason = "PortDown";
+  ASSERT_TRUE(p.Publish(devices).ok());
+  auto slices = server_->Slices();
+  EXPECT_EQ(slices[0]["spec"]["devices"][0]["taints"][0]["key"], "rdma.rdmak8s.io/unhealthy");
+}
+
+TEST_F(SlicePublisherTest, WithoutConsumableCapacitySharesAreNamedDevices) {
+  FakeApiServerOptions o;
+  o.consumable_capacity = false;
+  Start(o);
+  auto p = Publisher(/*shares=*/2);
+  ASSERT_TRUE(p.Publish(Fixture("rxe_veth")).ok());
+  EXPECT_FALSE(p.features().consumable_capacity);
+  EXPECT_EQ(DeviceNames(server_->Slices()), (std::vector<std::string>{"rxe0-0", "rxe0-1"}));
+  EXPECT_EQ(p.RdmaDevOf("rxe0-1"), "rxe0");
+}
+
+TEST_F(SlicePublisherTest, WithConsumableCapacityADeviceTakesSeveralAllocations) {
+  Start();
+  auto p = Publisher(/*shares=*/4);
+  ASSERT_TRUE(p.Publish(Fixture("rxe_veth")).ok());
+  auto d = server_->Slices()[0]["spec"]["devices"][0];
+  EXPECT_EQ(d["allowMultipleAllocations"], true);
+  EXPECT_EQ(d["capacity"]["shares"]["value"], "4");
+}
+
+TEST_F(SlicePublisherTest, AnUnknownNodeIsAnErrorNamingIt) {
+  Start();
+  PublisherOptions o;
+  o.driver = kDriver;
+  o.node_name = "ghost";
+  SlicePublisher p(client_.get(), o);
+  Status s = p.Publish(Fixture("rxe_veth"));
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("/api/v1/nodes/ghost"), std::string::npos) << s.message();
+}
+
+TEST_F(SlicePublisherTest, DeleteAllRemovesEverySliceOfThePool) {
+  Start();
+  auto p = Publisher();
+  ASSERT_TRUE(p.Publish(Many(200)).ok());
+  ASSERT_EQ(server_->Slices().size(), 2u);
+  ASSERT_TRUE(p.DeleteAll().ok());
+  EXPECT_TRUE(server_->Slices().empty());
+  EXPECT_FALSE(p.RdmaDevOf("mlx5-1000"));
+  EXPECT_TRUE(p.DeleteAll().ok());
+}
+
+}  // namespace
+}  // namespace rdmak8s::dra

@@ -6,23 +6,20 @@ namespace rdmak8s::inspect {
 
 using nlohmann::json;
 
-std::string_view OutcomeName(Outcome o) {
-  switch (o) {
-    case Outcome::kPass: return "pass";
-    case Outcome::kFail: return "fail";
-    case Outcome::kSkip: return "skip";
-  }
-  return "skip";
-}
+namespace {
 
-std::string_view OutcomeMark(Outcome o) {
-  switch (o) {
-    case Outcome::kPass: return "✔";
-    case Outcome::kFail: return "✘";
-    case Outcome::kSkip: return "–";
-  }
-  return "–";
-}
+struct OutcomeText {
+  std::string_view name;
+  std::string_view mark;
+};
+
+// Indexed by Outcome (kPass, kFail, kSkip).
+constexpr OutcomeText kOutcomeText[] = {{"pass", "✔"}, {"fail", "✘"}, {"skip", "–"}};
+
+}  // namespace
+
+std::string_view OutcomeName(Outcome o) { return kOutcomeText[static_cast<int>(o)].name; }
+std::string_view OutcomeMark(Outcome o) { return kOutcomeText[static_cast<int>(o)].mark; }
 
 bool CheckReport::AllPassed() const { return Failures() == 0; }
 

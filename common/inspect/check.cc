@@ -50,8 +50,9 @@ StatusOr<CheckPolicy> LoadPolicy(const CheckInputs& in) {
     if (!cfg.ok()) return cfg.status().Prepend("--config");
     policy.plugin_config = std::move(*cfg);
   }
-  for (const std::string& q : in.qos) {
-    RDMAK8S_ASSIGN_OR_RETURN(cni::NetConf nc, ParseQosArg(q));
+  for (size_t i = 0; i < in.qos.size(); ++i) {
+    RDMAK8S_ASSIGN_OR_RETURN(cni::NetConf nc,
+                             ParseQosArg(in.qos[i], "qos-" + std::to_string(i + 1)));
     policy.netconfs.push_back(std::move(nc));
   }
   for (const std::string& path : in.qos_files) {
@@ -59,7 +60,7 @@ StatusOr<CheckPolicy> LoadPolicy(const CheckInputs& in) {
     if (!f) return ErrnoError(errno, "--qos-file " + path + ": open");
     std::stringstream ss;
     ss << f.rdbuf();
-    auto nc = ParseQosArg(ss.str());
+    auto nc = ParseQosArg(ss.str(), "qos-file-" + std::to_string(policy.netconfs.size() + 1));
     if (!nc.ok()) return nc.status().Prepend("--qos-file " + path);
     policy.netconfs.push_back(std::move(*nc));
   }

@@ -9,7 +9,7 @@ namespace rdmak8s::inspect {
 
 using nlohmann::json;
 
-StatusOr<cni::NetConf> ParseQosArg(const std::string& text) {
+StatusOr<cni::NetConf> ParseQosArg(const std::string& text, const std::string& bare_name) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return InvalidArgumentError("--qos: not a JSON object: " + text);
@@ -17,7 +17,7 @@ StatusOr<cni::NetConf> ParseQosArg(const std::string& text) {
   std::string conf = text;
   if (!j.contains("cniVersion")) {
     // A bare qos block: the netconf around it is the least the CNI's parser accepts.
-    json wrapped = {{"cniVersion", "1.0.0"}, {"name", "rdmak8s-inspect"}, {"type", "rdmak8s"},
+    json wrapped = {{"cniVersion", "1.0.0"}, {"name", bare_name}, {"type", "rdmak8s"},
                     {"qos", j}};
     conf = wrapped.dump();
   }

@@ -36,9 +36,9 @@ struct CheckPolicy {
 
 // One --qos argument (or a --qos-file's content): either a whole rdmak8s netconf (an object with
 // "cniVersion", as in a NAD's config; its pkey and netnsMode count too) or a bare `qos` block,
-// which is wrapped into a minimal netconf so that cni::ParseNetConf validates it.
-// kInvalidArgument with the CNI's message when it is not valid.
-StatusOr<cni::NetConf> ParseQosArg(const std::string& text);
+// which is wrapped into a minimal netconf named `bare_name` (how messages name it: "qos-2") so
+// that cni::ParseNetConf validates it. kInvalidArgument with the CNI's message when not valid.
+StatusOr<cni::NetConf> ParseQosArg(const std::string& text, const std::string& bare_name = "qos");
 
 // --hugepages "<size>=<count>": size 2M, 1G, 2048kB (or plain kB); kInvalidArgument otherwise.
 StatusOr<HugepageNeed> ParseHugepageNeed(const std::string& text);

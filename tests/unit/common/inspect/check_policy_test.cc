@@ -40,9 +40,10 @@ TEST(CheckPolicyTest, InvalidQosIsRefusedWithTheCnisMessage) {
 
 TEST(CheckPolicyTest, IntentMergesBlocksAndNamesMapConflicts) {
   CheckPolicy p;
+  int n = 0;
   for (const char* q : {R"({"roceTos":106,"dscpToPriority":{"26":3},"pfc":[3]})",
                         R"({"trafficClass":96,"dscpToPriority":{"26":4},"ecn":[3]})"}) {
-    auto nc = ParseQosArg(q);
+    auto nc = ParseQosArg(q, "qos-" + std::to_string(++n));
     ASSERT_TRUE(nc.ok());
     p.netconfs.push_back(*nc);
   }
@@ -52,7 +53,7 @@ TEST(CheckPolicyTest, IntentMergesBlocksAndNamesMapConflicts) {
   EXPECT_EQ(i.pfc, std::set<uint8_t>{3});
   EXPECT_EQ(i.ecn, std::set<uint8_t>{3});
   ASSERT_EQ(i.map_conflicts.size(), 1u);
-  EXPECT_NE(i.map_conflicts[0].find("DSCP 26 -> 3"), std::string::npos);
+  EXPECT_EQ(i.map_conflicts[0], "DSCP 26 -> 3 (qos-1) and -> 4 (qos-2)");
 }
 
 TEST(CheckPolicyTest, HugepageSizesInTheUsualSpellings) {

@@ -4,11 +4,18 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "rdmak8s/verbs.h"
 
 namespace rdmak8s {
 namespace {
+
+// enum ibv_mtu (IBV_MTU_256 = 1 .. IBV_MTU_4096 = 5) in bytes; 0 for anything else.
+uint32_t MtuBytes(ibv_mtu m) {
+  int v = static_cast<int>(m);
+  return v >= 1 && v <= 5 ? 128u << v : 0;
+}
 
 class IbverbsQuery : public VerbsQuery {
  public:
@@ -46,6 +53,14 @@ class IbverbsQuery : public VerbsQuery {
     ibv_device_attr attr;
     std::memset(&attr, 0, sizeof(attr));
     int rc = ibv_query_device(ctx, &attr);
+    std::vector<VerbsPortAttrs> ports;
+    for (uint32_t p = 1; rc == 0 && p <= attr.phys_port_cnt; ++p) {
+      ibv_port_attr pa;
+      std::memset(&pa, 0, sizeof(pa));
+      // A port that does not answer is left out: the device's own attributes still stand.
+      if (ibv_query_port(ctx, static_cast<uint8_t>(p), &pa) != 0) continue;
+      ports.push_back({p, MtuBytes(pa.active_mtu), MtuBytes(pa.max_mtu)});
+    }
     ibv_close_device(ctx);
     ibv_free_device_list(list);
     if (rc != 0) {
@@ -58,6 +73,7 @@ class IbverbsQuery : public VerbsQuery {
     out.max_mr = static_cast<uint32_t>(attr.max_mr);
     out.max_pd = static_cast<uint32_t>(attr.max_pd);
     out.phys_port_cnt = attr.phys_port_cnt;
+    out.ports = std::move(ports);
     return out;
   }
 };

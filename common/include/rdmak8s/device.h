@@ -121,6 +121,14 @@ struct CharDevice {
   std::string ContainerPath() const { return "/dev/infiniband/" + name; }
 };
 
+// One port as ibv_query_port sees it. MTUs in bytes (256..4096); 0 when unknown. sysfs has no
+// MTU attribute for an RDMA port: only verbs shows it.
+struct VerbsPortAttrs {
+  uint32_t port_num = 0;
+  uint32_t active_mtu = 0;
+  uint32_t max_mtu = 0;
+};
+
 // Attributes libibverbs adds when the device is visible to it (ibv_query_device/port).
 struct VerbsAttrs {
   std::string fw_ver;
@@ -129,6 +137,7 @@ struct VerbsAttrs {
   uint32_t max_mr = 0;
   uint32_t max_pd = 0;
   uint32_t phys_port_cnt = 0;
+  std::vector<VerbsPortAttrs> ports;  // those ibv_query_port answered for, by port_num
 };
 
 struct RdmaDevice {

@@ -1,0 +1,193 @@
+#include "check_node.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <charconv>
+#include <sstream>
+#include <vector>
+
+#include "rdmak8s/file_util.h"
+#include "rdmak8s/strings.h"
+
+namespace rdmak8s::inspect {
+namespace {
+
+StatusOr<std::string> ReadSmallFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, "open " + path);
+  auto text = ReadFd(fd, path, 64 * 1024);
+  close(fd);
+  return text;
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  return s;
+}
+
+std::optional<uint64_t> ParseU64(std::string_view s) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+std::string Bytes(uint64_t b) {
+  if (b >= (1ull << 30) && b % (1ull << 30) == 0) return std::to_string(b >> 30) + " GiB";
+  if (b >= (1ull << 20) && b % (1ull << 20) == 0) return std::to_string(b >> 20) + " MiB";
+  if (b >= 1024 && b % 1024 == 0) return std::to_string(b >> 10) + " KiB";
+  return std::to_string(b) + " bytes";
+}
+
+}  // namespace
+
+void CheckNetnsMode(const CheckPolicy& policy, const CheckEnv& env, CheckReport& report) {
+  std::vector<std::string> exclusive, shared;
+  if (policy.plugin_config) {
+    for (const dp::PoolConfig& p : policy.plugin_config->pools) {
+      (p.mode == dp::PoolMode::kExclusive ? exclusive : shared).push_back("pool " + p.name);
+    }
+  }
+  for (const cni::NetConf& nc : policy.netconfs) {
+    if (nc.netns_mode == "exclusive") exclusive.push_back("network " + nc.name);
+    if (nc.netns_mode == "shared") shared.push_back("network " + nc.name);
+  }
+  std::string want = !exclusive.empty() ? "exclusive" : !shared.empty() ? "shared" : "";
+  if (!exclusive.empty() && !shared.empty()) {
+    report.Add({"node", "rdma netns mode", Outcome::kFail, "",
+                "exclusive (" + Join(exclusive) + ") and shared (" + Join(shared) + ")",
+                "one node has one mode: put the shared and the exclusive pools on different nodes",
+                "the policy needs both modes"});
+    want = "";
+  }
+  // Unreadable: a failure only when the policy needs an answer.
+  const Outcome unreadable = want.empty() ? Outcome::kSkip : Outcome::kFail;
+  if (env.rdma == nullptr) {
+    report.Add({"node", "rdma netns mode", unreadable, env.rdma_error.ToString(), want, "", ""});
+    return;
+  }
+  auto mode = env.rdma->GetNetnsMode();
+  if (!mode.ok()) {
+    report.Add({"node", "rdma netns mode", unreadable, mode.status().ToString(), want, "", ""});
+    return;
+  }
+  CheckItem item{"node", "rdma netns mode", Outcome::kPass, std::string(RdmaNetnsModeName(*mode)),
+                 want, "", ""};
+  if (want.empty()) {
+    item.outcome = Outcome::kSkip;
+    item.note = "no pool or netconf names a mode (--config, --qos)";
+  } else if (want != item.seen) {
+    item.outcome = Outcome::kFail;
+    item.note = "needed by " + Join(want == "exclusive" ? exclusive : shared);
+    item.fix = "rdma system set netns " + want + " (only while no other netns exists: at boot, " +
+               "options ib_core netns_mode=" + (want == "exclusive" ? "0" : "1") +
+               " in /etc/modprobe.d/)";
+  }
+  report.Add(std::move(item));
+}
+
+StatusOr<std::optional<uint64_t>> ParseMemlockSoftLimit(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  const std::string key = "Max locked memory";
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) != 0) continue;
+    std::istringstream fields(line.substr(key.size()));
+    std::string soft;
+    fields >> soft;
+    if (soft == "unlimited") return std::optional<uint64_t>();
+    if (auto v = ParseU64(soft)) return std::optional<uint64_t>(*v);
+    return InvalidArgumentError("\"" + line + "\": soft limit is not a number");
+  }
+  return NotFoundError("no \"Max locked memory\" line");
+}
+
+void CheckMemlock(const CheckPolicy& policy, const CheckEnv& env, CheckReport& report) {
+  const std::string want =
+      policy.memlock_min_bytes ? ">= " + Bytes(*policy.memlock_min_bytes) : "unlimited";
+  DIR* dir = opendir(env.proc_root.c_str());
+  if (dir == nullptr) {
+    report.Add({"node", "memlock", Outcome::kFail,
+                ErrnoError(errno, "opendir " + env.proc_root).ToString(), want, "", ""});
+    return;
+  }
+  std::vector<std::string> pids;
+  while (dirent* e = readdir(dir)) {
+    if (ParseU64(e->d_name)) pids.push_back(e->d_name);
+  }
+  closedir(dir);
+  bool found = false;
+  for (const std::string& pid : pids) {
+    const std::string base = env.proc_root + "/" + pid;
+    auto comm = ReadSmallFile(base + "/comm");
+    if (!comm.ok()) continue;  // the process ended since readdir
+    const std::string name = Trim(*comm);
+    bool runtime = false;
+    for (const std::string& r : policy.runtimes) runtime |= r == name;
+    if (!runtime) continue;
+    found = true;
+    const std::string subject = name + " (pid " + pid + ")";
+    auto limits = ReadSmallFile(base + "/limits");
+    if (!limits.ok()) {
+      report.Add({subject, "memlock", Outcome::kFail, limits.status().ToString(), want, "", ""});
+      continue;
+    }
+    auto soft = ParseMemlockSoftLimit(*limits);
+    if (!soft.ok()) {
+      report.Add({subject, "memlock", Outcome::kFail,
+                  soft.status().Prepend(base + "/limits").ToString(), want, "", ""});
+      continue;
+    }
+    CheckItem item{subject, "memlock", Outcome::kPass,
+                   *soft ? Bytes(**soft) : "unlimited", want, "", "pods inherit the runtime's limit"};
+    bool ok = !*soft || (policy.memlock_min_bytes && **soft >= *policy.memlock_min_bytes);
+    if (!ok) {
+      item.outcome = Outcome::kFail;
+      item.fix = "LimitMEMLOCK=infinity in the " + name + " service (systemctl edit " + name +
+                 "), then systemctl restart " + name;
+    }
+    report.Add(std::move(item));
+  }
+  if (!found) {
+    report.Add({"node", "memlock", Outcome::kSkip, "no " + Join(policy.runtimes, " or ") +
+                " process in " + env.proc_root, want, "",
+                "name the runtime with --runtime, or give the host's /proc with --proc-root"});
+  }
+}
+
+void CheckHugepages(const CheckPolicy& policy, const CheckEnv& env, CheckReport& report) {
+  for (const HugepageNeed& h : policy.hugepages) {
+    const std::string dir =
+        env.sysfs_root + "/kernel/mm/hugepages/hugepages-" + std::to_string(h.size_kb) + "kB";
+    const std::string check = "hugepages " + std::to_string(h.size_kb) + "kB";
+    const std::string want = ">= " + std::to_string(h.count);
+    auto text = ReadSmallFile(dir + "/nr_hugepages");
+    if (!text.ok()) {
+      bool missing = text.status().code() == StatusCode::kNotFound;
+      report.Add({"node", check, Outcome::kFail, text.status().ToString(), want,
+                  missing ? "this kernel or CPU has no " + std::to_string(h.size_kb) +
+                                "kB hugepages: pick a size listed in " + env.sysfs_root +
+                                "/kernel/mm/hugepages"
+                          : "",
+                  ""});
+      continue;
+    }
+    auto n = ParseU64(Trim(*text));
+    if (!n) {
+      report.Add({"node", check, Outcome::kFail, "unreadable: " + Trim(*text), want, "", ""});
+      continue;
+    }
+    CheckItem item{"node", check, *n >= h.count ? Outcome::kPass : Outcome::kFail,
+                   std::to_string(*n), want, "", ""};
+    if (item.outcome == Outcome::kFail) {
+      item.fix = "echo " + std::to_string(h.count) + " > " + dir +
+                 "/nr_hugepages (at boot: hugepagesz=/hugepages= on the kernel command line)";
+    }
+    report.Add(std::move(item));
+  }
+}
+
+}  // namespace rdmak8s::inspect

@@ -1,0 +1,92 @@
+#include "check_policy.h"
+
+#include <cctype>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+namespace rdmak8s::inspect {
+
+using nlohmann::json;
+
+StatusOr<cni::NetConf> ParseQosArg(const std::string& text, const std::string& bare_name) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return InvalidArgumentError("--qos: not a JSON object: " + text);
+  }
+  std::string conf = text;
+  if (!j.contains("cniVersion")) {
+    // A bare qos block: the netconf around it is the least the CNI's parser accepts.
+    json wrapped = {{"cniVersion", "1.0.0"}, {"name", bare_name}, {"type", "rdmak8s"},
+                    {"qos", j}};
+    conf = wrapped.dump();
+  }
+  cni::CniError err;
+  std::optional<cni::NetConf> nc = cni::ParseNetConf(conf, cni::Command::kCheck, &err);
+  if (!nc) return InvalidArgumentError("--qos: " + err.msg);
+  return *nc;
+}
+
+StatusOr<HugepageNeed> ParseHugepageNeed(const std::string& text) {
+  const auto bad = [&] {
+    return InvalidArgumentError("--hugepages \"" + text +
+                                "\": want <size>=<count>, size like 2M, 1G or 2048kB");
+  };
+  size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) return bad();
+  std::string size = text.substr(0, eq), count = text.substr(eq + 1);
+  size_t digits = 0;
+  while (digits < size.size() && std::isdigit(static_cast<unsigned char>(size[digits]))) ++digits;
+  if (digits == 0 || digits > 9) return bad();
+  for (char c : count) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return bad();
+  }
+  if (count.size() > 12) return bad();
+  uint64_t n = std::stoull(size.substr(0, digits));
+  std::string unit = size.substr(digits);
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  uint64_t kb = 0;
+  if (unit == "k" || unit == "kb") kb = n;
+  else if (unit == "m" || unit == "mb") kb = n * 1024;
+  else if (unit == "g" || unit == "gb") kb = n * 1024 * 1024;
+  else return bad();
+  return HugepageNeed{kb, std::stoull(count)};
+}
+
+RoceIntent RoceIntentOf(const CheckPolicy& policy) {
+  RoceIntent r;
+  std::map<uint8_t, std::string> map_owner;
+  for (const cni::NetConf& nc : policy.netconfs) {
+    const cni::QosConfig& q = nc.qos;
+    if (q.empty()) continue;
+    r.any = true;
+    if (q.trust) r.trusts.insert(*q.trust);
+    // RoCE v2 carries the ToS byte (rdma_cm) or the GRH traffic class (verbs) in the IP header:
+    // its upper six bits are the DSCP.
+    if (q.roce_tos) r.dscps.insert(static_cast<uint8_t>(*q.roce_tos >> 2));
+    if (q.traffic_class) r.dscps.insert(static_cast<uint8_t>(*q.traffic_class >> 2));
+    for (auto [d, p] : q.dscp_to_priority) {
+      auto [it, fresh] = r.dscp_to_priority.try_emplace(d, p);
+      if (fresh) {
+        map_owner[d] = nc.name;
+      } else if (it->second != p) {
+        r.map_conflicts.push_back("DSCP " + std::to_string(d) + " -> " +
+                                  std::to_string(it->second) + " (" + map_owner[d] + ") and -> " +
+                                  std::to_string(p) + " (" + nc.name + ")");
+      }
+    }
+    r.pfc.insert(q.pfc.begin(), q.pfc.end());
+    r.ecn.insert(q.ecn.begin(), q.ecn.end());
+  }
+  return r;
+}
+
+std::set<uint16_t> PkeysNeeded(const CheckPolicy& policy) {
+  std::set<uint16_t> out;
+  for (const cni::NetConf& nc : policy.netconfs) {
+    if (nc.pkey) out.insert(static_cast<uint16_t>(*nc.pkey & 0x7fff));
+  }
+  return out;
+}
+
+}  // namespace rdmak8s::inspect

@@ -1,0 +1,137 @@
+// CheckNode: a node for the node check's tests. A committed fixture sysfs tree
+// (tests/fixtures/sysfs/<case>) copied into a temporary directory (relative symlinks kept), so
+// a test can add what the case lacks the way the kernel shows it (ECN knobs, hugepages); a /dev
+// with the char devices discovery finds, made with mknod; a /proc with a container runtime; and
+// in-memory fakes of DCB, RDMA and route netlink.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "check.h"
+#include "fakes/fake_dcb_netlink.h"
+#include "fakes/fake_rdma_netlink.h"
+#include "fakes/fake_route_netlink.h"
+#include "support/temp_dir.h"
+
+namespace rdmak8s::inspect::testing {
+
+namespace fs = std::filesystem;
+
+class CheckNode {
+ public:
+  explicit CheckNode(const std::string& fixture) {
+    fs::copy(std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/" + fixture, sys(),
+             fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    fs::create_directories(dev() + "/infiniband");
+    fs::create_directories(proc());
+    discovery_ = std::make_unique<SysfsDiscovery>(DiscoveryOptions{sys(), nullptr});
+    env_.sysfs_root = sys();
+    env_.dev_root = dev();
+    env_.proc_root = proc();
+    env_.discovery = discovery_.get();
+    env_.pfc = &dcb;
+    env_.app = &dcb;
+    env_.trust = &dcb;
+    env_.rdma = &rdma;
+    env_.links = &route;
+    env_.addresses = &route;
+    world->mode = RdmaNetnsMode::kShared;
+    // The /dev nodes udev would have made for what sysfs shows.
+    auto found = discovery_->DiscoverAll();
+    if (found.ok()) {
+      for (const RdmaDevice& d : found->devices) {
+        for (const CharDevice& c : d.char_devices) MakeCharDevice(c.name, c.major, c.minor);
+      }
+    }
+    AddRuntime(100, "containerd", "unlimited");
+  }
+
+  std::string sys() const { return tmp_.path() + "/sys"; }
+  std::string dev() const { return tmp_.path() + "/dev"; }
+  std::string proc() const { return tmp_.path() + "/proc"; }
+
+  void WriteFile(const std::string& path, const std::string& text) {
+    fs::create_directories(fs::path(path).parent_path());
+    std::ofstream(path) << text;
+  }
+  void MakeCharDevice(const std::string& name, uint32_t maj, uint32_t min) {
+    const std::string p = dev() + "/infiniband/" + name;
+    ::unlink(p.c_str());
+    ASSERT_EQ(::mknod(p.c_str(), S_IFCHR | 0600, makedev(maj, min)), 0) << p;
+  }
+  // A process `comm` whose /proc/<pid>/limits has this soft/hard memlock.
+  void AddRuntime(int pid, const std::string& comm, const std::string& memlock) {
+    const std::string base = proc() + "/" + std::to_string(pid);
+    WriteFile(base + "/comm", comm + "\n");
+    WriteFile(base + "/limits",
+              "Limit                     Soft Limit           Hard Limit           Units     \n"
+              "Max open files            1048576              1048576              files     \n"
+              "Max locked memory         " + memlock + "            " + memlock +
+                  "            bytes     \n");
+  }
+  // mlx5's ECN knobs of `netdev` (class/net/<netdev>/ecn/roce_{rp,np}/enable/<0..7>), each "0".
+  void AddEcnKnobs(const std::string& netdev) {
+    for (const char* side : {"roce_rp", "roce_np"}) {
+      for (int p = 0; p < 8; ++p) {
+        WriteFile(sys() + "/class/net/" + netdev + "/ecn/" + side + "/enable/" + std::to_string(p),
+                  "0\n");
+      }
+    }
+  }
+  void SetEcn(const std::string& netdev, int prio) {
+    for (const char* side : {"roce_rp", "roce_np"}) {
+      WriteFile(sys() + "/class/net/" + netdev + "/ecn/" + side + "/enable/" + std::to_string(prio),
+                "1\n");
+    }
+  }
+
+  CheckEnv& env() { return env_; }
+  CheckReport Run(const CheckPolicy& policy) { return RunChecks(policy, env_); }
+
+  FakeDcbNetlink dcb;
+  std::shared_ptr<FakeRdmaNetlink::World> world = std::make_shared<FakeRdmaNetlink::World>();
+  FakeRdmaNetlink rdma{world};
+  FakeRouteNetlink route;
+
+ private:
+  rdmak8s::testing::TempDir tmp_;
+  std::unique_ptr<SysfsDiscovery> discovery_;
+  CheckEnv env_;
+};
+
+// The one item of `report` with this subject and check (a copy: reports are often temporaries);
+// fails the test when there is not exactly one (and then returns an item with an empty subject).
+inline CheckItem Find(const CheckReport& report, const std::string& subject,
+                                     const std::string& check) {
+  CheckItem found;
+  int n = 0;
+  for (const CheckItem& i : report.items()) {
+    if (i.subject == subject && i.check == check) {
+      found = i;
+      ++n;
+    }
+  }
+  EXPECT_EQ(n, 1) << "items named " << subject << " / " << check << "\n" << FormatReport(report);
+  return found;
+}
+
+inline CheckPolicy PolicyWithQos(const std::string& qos_json) {
+  CheckPolicy p;
+  auto nc = ParseQosArg(qos_json);
+  EXPECT_TRUE(nc.ok()) << nc.status().ToString();
+  if (nc.ok()) p.netconfs.push_back(*nc);
+  return p;
+}
+
+}  // namespace rdmak8s::inspect::testing

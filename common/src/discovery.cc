@@ -79,6 +79,10 @@ struct Context {
   std::string root;
   // class/infiniband_verbs + class/infiniband_mad, keyed by ibdev.
   std::unordered_map<std::string, std::vector<CharDevice>> chars;
+  // The RDMA devices whose uverbs node hangs off each bus device directory. Char devices are not
+  // network-namespace tagged: in exclusive mode a device moved into a pod still shows here, while
+  // <bus device>/infiniband/ no longer lists it.
+  std::unordered_map<std::string, std::set<std::string>> uverbs_ibdevs_by_parent;
   std::optional<CharDevice> rdma_cm;
   // class/net: the directory of the device a netdev sits on -> its netdevs.
   std::unordered_map<std::string, std::vector<std::string>> net_by_parent;
@@ -190,6 +194,7 @@ Status IndexCharClass(Context& ctx, const std::string& klass_name) {
       }
       continue;
     }
+    if (kind == CharDeviceKind::kUverbs && !parent.empty()) ctx.uverbs_ibdevs_by_parent[parent].insert(ibdev);
     ctx.chars[ibdev].push_back(std::move(c).value());
   }
   return Status::Ok();
@@ -512,9 +517,13 @@ StatusOr<RdmaDevice> ReadDevice(Context& ctx, const std::string& name) {
   // Other RDMA drivers on the same bus device (device_id.h ExclusiveDeviceId).
   if (!parent_dir.empty() && d.parent.kind != ParentKind::kVirtual) {
     RDMAK8S_ASSIGN_OR_RETURN(std::vector<std::string> on_bus, RdmaDevicesOnBusDir(parent_dir));
-    for (std::string& n : on_bus) {
-      if (n != name) d.bus_peers.push_back(std::move(n));
+    // Also those this view hides (moved into a pod): an ID must not change while a peer is away.
+    std::set<std::string> peers(on_bus.begin(), on_bus.end());
+    if (auto it = ctx.uverbs_ibdevs_by_parent.find(parent_dir); it != ctx.uverbs_ibdevs_by_parent.end()) {
+      peers.insert(it->second.begin(), it->second.end());
     }
+    peers.erase(name);
+    d.bus_peers.assign(peers.begin(), peers.end());
   }
 
   // A char device on this device's parent could not be read: it may be ours.

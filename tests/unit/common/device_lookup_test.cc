@@ -77,6 +77,28 @@ TEST_F(TwoDriversOnOneFunctionTest, DevicePluginAndCniAgreeOnWhatTheFunctionIdNa
   EXPECT_NE(r.status().message().find("mlx5_0, mlx5_7"), std::string::npos) << r.status().message();
 }
 
+// Exclusive mode: mlx5_7 moved into a pod vanishes from the node's class/infiniband and from the
+// function's infiniband/ directory, not from class/infiniband_verbs. mlx5_0's published ID must
+// stay its name while its peer is away (kubelet holds the ID; it must not turn into the PCI
+// address and back).
+TEST_F(TwoDriversOnOneFunctionTest, APeerMovedIntoAPodStillCountsAndTheIdStays) {
+  testing::NetnsSysfs views("node", tmp_.path(), tmp_.path() + "-views");
+  ASSERT_TRUE(views.MoveRdmaDevice("mlx5_7", "pod").ok());
+  ASSERT_FALSE(std::filesystem::exists(tmp_.path() + "/class/infiniband/mlx5_7")) << "the node view hides it";
+  SysfsDiscovery discovery({tmp_.path(), nullptr});
+  auto all = discovery.DiscoverAll();
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  const RdmaDevice* mlx5_0 = FindByName(all->devices, "mlx5_0");
+  ASSERT_NE(mlx5_0, nullptr);
+  EXPECT_EQ(FindByName(all->devices, "mlx5_7"), nullptr);
+  EXPECT_EQ(mlx5_0->bus_peers, std::vector<std::string>{"mlx5_7"});
+  auto one = discovery.DiscoverOne("mlx5_0");
+  ASSERT_TRUE(one.ok()) << one.status().ToString();
+  EXPECT_EQ(one->bus_peers, std::vector<std::string>{"mlx5_7"});
+  EXPECT_EQ(ExclusiveDeviceId(mlx5_0->name, mlx5_0->bus_device_id(), !mlx5_0->bus_peers.empty()), "mlx5_0");
+  std::filesystem::remove_all(tmp_.path() + "-views");
+}
+
 // The CNI's view of a pod's sysfs is "/proc/self/fd/<fd>" (cni/sysfs_view.h): links resolve
 // inside that tree, for the lookup and for discovery alike, never into the caller's namespace.
 TEST(DeviceLookupTest, AProcSelfFdRootResolvesLinksInsideTheTree) {

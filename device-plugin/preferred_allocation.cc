@@ -156,22 +156,37 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
   const size_t n = topology.devices.size();
   std::vector<int32_t> dev_of(available.size(), -1);  // -1: a must-include ID
   std::vector<size_t> count(n + 1, 0);                 // [n] for now: IDs of no known device
-  auto group = [&](auto&& device_of) {
+  // Locals, not members, in the loop: stores through out/per_dev could otherwise alias the
+  // vectors' own fields, and the compiler would reload them (and spill each ID) per iteration.
+  auto group_with = [&]<bool kHasMust>(auto&& device_of) {
+    const Id* ids = available.data();
+    const size_t total = available.size();
     int32_t* out = dev_of.data();
     size_t* per_dev = count.data();
     const auto unknown_dev = static_cast<int32_t>(n);
-    for (size_t i = 0; i < available.size(); ++i) {
-      const std::string_view id = available[i];
-      if (!must.empty() && must.count(id)) continue;
+    for (size_t i = 0; i < total; ++i) {
+      const std::string_view id = ids[i];
+      if constexpr (kHasMust) {
+        if (must.count(id)) continue;
+      }
       int32_t d = device_of(id);
       if (static_cast<uint32_t>(d) >= static_cast<uint32_t>(n)) d = unknown_dev;
       out[i] = d;
       per_dev[d]++;
     }
   };
+  auto group = [&](auto&& device_of) {
+    if (must.empty()) {
+      group_with.template operator()<false>(device_of);
+    } else {
+      group_with.template operator()<true>(device_of);
+    }
+  };
   if (topology.by_name) {
     const DeviceNameIndex& index = *topology.by_name;
-    group([&index](std::string_view id) { return index.DeviceOfSharedId(id); });
+    group([&index](std::string_view id) __attribute__((always_inline)) {
+      return index.DeviceOfSharedId(id);
+    });
   } else {
     group([&topology](std::string_view id) {
       return topology.device_of ? topology.device_of(id) : -1;

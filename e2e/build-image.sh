@@ -159,9 +159,10 @@ done
 # ---------------------------------------------------------------------------------------------
 # Userspace from this machine's Debian 12 packages (installed by scripts/install-deps.sh).
 USER_PACKAGES=(libgcc-s1 coreutils jq busybox-static iproute2 rdma-core ibverbs-providers libibverbs1 librdmacm1
-               ibverbs-utils rdmacm-utils perftest containernetworking-plugins)
+               ibverbs-utils rdmacm-utils perftest containernetworking-plugins strace)
 USER_FILES=(
   /bin/ip /usr/bin/rdma /sbin/bridge /usr/bin/jq
+  /usr/bin/strace  # cni-bench: syscalls per CNI command, counted where the kernel is real
   /usr/bin/ibv_devinfo /usr/bin/ibv_devices /usr/bin/ibv_rc_pingpong
   /usr/bin/rping /usr/bin/ucmatose
   /usr/bin/ib_write_bw /usr/bin/ib_send_lat /usr/bin/ib_send_bw /usr/bin/ib_write_lat /usr/bin/ib_read_bw

@@ -24,6 +24,20 @@ if need_binaries rdmak8s && err=$(slot_add slot1 rxe "$A_IP/24" 2>&1); then
            /e2e/bin/cni_exec_loop "$CNI_BIN/rdmak8s" "$PAIRS" /tmp/cni-bench/netconf.json 2>&1); then
     result pairs PASS "$PAIRS ADD/DEL pairs, every one exited 0"
     echo "$out" | while read -r name value unit; do figure "cni-$name" "$value" "$unit"; done
+    # What exec'ing any program costs here (TCG): the floor under every figure above.
+    /e2e/bin/cni_exec_loop /bin/true "$PAIRS" /tmp/cni-bench/netconf.json 2>&1 |
+      grep -E '^(add-median|add-cpu-mean|peak-rss) ' |
+      while read -r name value unit; do figure "exec-true-$name" "$value" "$unit"; done
+    # Syscalls of one ADD and one DEL (strace -f -c -w: calls, and where the wall time went).
+    for cmd in ADD DEL; do
+      CNI_COMMAND=$cmd CNI_CONTAINERID=bench-1 CNI_NETNS=/run/netns/slot1 CNI_IFNAME=net1 CNI_PATH=$CNI_BIN \
+        strace -f -c -w -o /tmp/cni-bench/strace.$cmd "$CNI_BIN/rdmak8s" < /tmp/cni-bench/netconf.json > /dev/null 2>&1
+      # Rows: % time, seconds, usecs/call, calls, [errors], syscall.
+      rows=$(awk '$1 ~ /^[0-9.]+$/ && $NF != "total" {print $2, $4, $NF}' /tmp/cni-bench/strace.$cmd)
+      figure "cni-syscalls-per-$cmd" "$(echo "$rows" | awk '{n += $2} END {print n + 0}')" calls
+      figure "cni-syscall-time-top-$cmd" "$(echo "$rows" | sort -rn | head -n 5 |
+        awk '{printf "%s%s=%.1fms/%d", sep, $3, $1 * 1000, $2; sep=","}')" wall
+    done
   else
     result pairs FAIL "$out"
     show /tmp/rdmak8s-cni.log

@@ -3,11 +3,7 @@
 JOBS ?= $(shell nproc)
 DEPS := scripts/install-deps.sh
 
-<<<<<<< HEAD
-.PHONY: deps build test test-unit test-sanitize demo demo-inspect bench bench-e2e images clean e2e
-=======
-.PHONY: deps build test test-unit test-sanitize fuzz demo demo-inspect bench images clean e2e
->>>>>>> fuzz
+.PHONY: deps build test test-unit test-sanitize fuzz demo demo-inspect bench bench-e2e images clean e2e
 
 deps:
 	@bash $(DEPS)

@@ -53,10 +53,6 @@
 
 namespace rdmak8s::dp {
 
-// spdlog pattern of klog's header: "I1130 19:55:01.123456 12345 daemon.cc:310] message"
-// (severity, mmdd, time with microseconds, thread id, source file:line). The source comes from
-// the SPDLOG_* macros.
-inline constexpr char kKlogPattern[] = "%L%m%d %H:%M:%S.%f %t %s:%#] %v";
 
 struct DaemonOptions {
   std::string config_path;

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "device-plugin/daemon.h"
+#include "device-plugin/program_main.h"
 #include "device-plugin/device_events.h"
 #include "device-plugin/metrics.h"
 #include "device-plugin/uevent.h"
@@ -71,13 +72,7 @@ int RealMain(int argc, char** argv) {
   opts.rescan_interval = std::chrono::seconds(rescan_s);
   opts.handle_signals = true;
 
-  // klog lines on stderr: "I1130 19:55:01.123456 12345 daemon.cc:310] message"
-  // (Lmmdd hh:mm:ss.uuuuuu threadid file:line] msg).
-  auto logger = spdlog::stderr_color_mt("rdmak8s");
-  logger->set_pattern(dp::kKlogPattern);
-  spdlog::set_default_logger(logger);
-  spdlog::set_level(verbosity >= 2 ? spdlog::level::trace
-                                   : (verbosity == 1 ? spdlog::level::debug : spdlog::level::info));
+  dp::UseKlogStderrLogger(verbosity);
 
   // Signals go to the daemon's signalfd: block them before any thread (gRPC, exposer) starts.
   sigset_t set;
@@ -143,10 +138,5 @@ int RealMain(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return RealMain(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "rdmak8s-device-plugin: fatal: %s\n", e.what());
-    return 1;
-  }
+  return rdmak8s::dp::RunGuarded("rdmak8s-device-plugin", RealMain, argc, argv);
 }

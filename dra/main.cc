@@ -12,7 +12,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "device-plugin/daemon.h"  // kKlogPattern
+#include "device-plugin/program_main.h"
 #include "device-plugin/device_events.h"
 #include "device-plugin/uevent.h"
 #include "dra/claim_reader.h"
@@ -86,11 +86,7 @@ int RealMain(int argc, char** argv) {
     plugin_opts.plugin_dir = "/var/lib/kubelet/plugins/" + prep.driver_name;
   }
 
-  auto logger = spdlog::stderr_color_mt("rdmak8s");
-  logger->set_pattern(dp::kKlogPattern);
-  spdlog::set_default_logger(logger);
-  spdlog::set_level(verbosity >= 2 ? spdlog::level::trace
-                                   : (verbosity == 1 ? spdlog::level::debug : spdlog::level::info));
+  dp::UseKlogStderrLogger(verbosity);
 
   // Signals are taken by sigtimedwait below: block them before any thread starts.
   sigset_t set;
@@ -163,10 +159,5 @@ int RealMain(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return RealMain(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "rdmak8s-dra-driver: fatal: %s\n", e.what());
-    return 1;
-  }
+  return rdmak8s::dp::RunGuarded("rdmak8s-dra-driver", RealMain, argc, argv);
 }

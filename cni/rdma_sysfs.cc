@@ -5,33 +5,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <optional>
 
 #include "rdmak8s/sysfs_attr.h"
 
 namespace rdmak8s::cni {
-
-namespace {
-
-// An open descriptor, closed with this object.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-}  // namespace
 
 bool ParseGid(const std::string& text, unsigned char out[16]) {
   return inet_pton(AF_INET6, text.c_str(), out) == 1;
@@ -101,9 +79,9 @@ StatusOr<GidSearch> RdmaSysfs::SearchGids(const std::string& dev, uint32_t port,
     std::sort(indexes.begin(), indexes.end());
     r.first_free = indexes.empty() ? 0 : indexes.back() + 1;
   }
-  Fd gids(open(gids_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (gids.get() < 0) return ErrnoError(errno, "list " + gids_path);
-  std::optional<Fd> types;  // opened for the first wanted GID
+  RDMAK8S_ASSIGN_OR_RETURN(SysfsDir gids, SysfsDir::Open(gids_path));
+  std::optional<SysfsDir> types;  // opened for the first wanted GID
+  bool types_missing = false;
   bool free_seen = false;
   for (size_t k = 0;; ++k) {
     uint32_t i;
@@ -114,7 +92,7 @@ StatusOr<GidSearch> RdmaSysfs::SearchGids(const std::string& dev, uint32_t port,
       i = static_cast<uint32_t>(k);
     }
     const std::string idx = std::to_string(i);
-    auto g = ReadSysfsAttrAt(gids.get(), idx, gids_path);
+    auto g = gids.Read(idx);
     if (!g.ok()) {
       if (g.status().code() != StatusCode::kNotFound) return g.status();
       if (scope == GidScope::kFilledPrefix) {  // past the table's end
@@ -135,12 +113,17 @@ StatusOr<GidSearch> RdmaSysfs::SearchGids(const std::string& dev, uint32_t port,
     if (empty) continue;
     const std::string gid = GidForIp(*g);  // the same spelling as `wanted`
     if (!wanted.count(gid) || r.found.count(gid)) continue;
-    if (!types) {
-      types.emplace(open(types_path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-      if (types->get() < 0) continue;  // no attributes: no type to match
+    if (!types && !types_missing) {
+      auto opened = SysfsDir::Open(types_path);
+      if (opened.ok()) {
+        types.emplace(std::move(opened).value());
+      } else {
+        types_missing = true;  // no attributes: no type to match
+      }
     }
+    if (!types) continue;
     // The kernel answers EINVAL for attributes of an entry freed meanwhile: not this type.
-    auto t = ReadSysfsAttrAt(types->get(), idx, types_path);
+    auto t = types->Read(idx);
     if (!t.ok() || *t != type) continue;
     r.found[gid] = i;
     if (r.found.size() == wanted.size()) break;

@@ -17,38 +17,6 @@
 
 namespace rdmak8s::internal {
 
-StatusOr<SysfsDir> SysfsDir::Open(std::string path) {
-  int fd = ::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(errno, "open " + path);
-  return SysfsDir(fd, std::move(path));
-}
-
-SysfsDir::SysfsDir(SysfsDir&& other) noexcept : fd_(other.fd_), path_(std::move(other.path_)) {
-  other.fd_ = -1;
-}
-
-SysfsDir& SysfsDir::operator=(SysfsDir&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = other.fd_;
-    path_ = std::move(other.path_);
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-SysfsDir::~SysfsDir() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-std::string SysfsDir::PathOf(std::string_view rel) const {
-  if (rel.empty()) return path_;
-  std::string p = path_;
-  p += '/';
-  p += rel;
-  return p;
-}
-
 namespace {
 
 // The error of `op` on `rel` relative to `dirfd` (AT_FDCWD: `rel` is a path), named `shown`.
@@ -99,29 +67,6 @@ StatusOr<std::string> ReadAttrAt(int dirfd, const std::string& rel, const std::s
 
 }  // namespace
 
-Status SysfsDir::ErrorFor(int err, std::string_view op, std::string_view rel) const {
-  return ErrorAt(fd_, err, op, std::string(rel), PathOf(rel));
-}
-
-StatusOr<std::string> SysfsDir::Read(std::string_view rel) const {
-  return ReadAttrAt(fd_, std::string(rel), PathOf(rel));
-}
-
-StatusOr<std::optional<std::string>> SysfsDir::ReadOptional(std::string_view rel) const {
-  StatusOr<std::string> r = Read(rel);
-  if (r.ok()) return std::optional<std::string>(std::move(r).value());
-  if (r.status().code() == StatusCode::kNotFound) return std::optional<std::string>();
-  return r.status();
-}
-
-StatusOr<std::string> SysfsDir::ReadLink(std::string_view rel) const {
-  std::string rel_s(rel);
-  char buf[4096];
-  ssize_t n = ::readlinkat(fd_, rel_s.c_str(), buf, sizeof(buf) - 1);
-  if (n < 0) return ErrnoError(errno, "readlink " + PathOf(rel)).WithErrno(errno);
-  return std::string(buf, static_cast<size_t>(n));
-}
-
 StatusOr<std::string> ReadLinkPath(const std::string& path) {
   char buf[4096];
   ssize_t n = ::readlink(path.c_str(), buf, sizeof(buf) - 1);
@@ -160,15 +105,6 @@ int ListFd(int fd, std::vector<std::string>* names) {
 
 }  // namespace
 
-StatusOr<std::vector<std::string>> SysfsDir::List(std::string_view rel) const {
-  std::string rel_s = rel.empty() ? std::string(".") : std::string(rel);
-  int fd = ::openat(fd_, rel_s.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrorFor(errno, "list", rel);
-  std::vector<std::string> names;
-  if (int err = ListFd(fd, &names); err != 0) return ErrorFor(err, "list", rel);
-  return names;
-}
-
 StatusOr<std::vector<std::string>> ListPath(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return ErrnoError(errno, "list " + path).WithErrno(errno);
@@ -181,12 +117,79 @@ StatusOr<std::vector<std::string>> ListPath(const std::string& path) {
 
 namespace rdmak8s {
 
-StatusOr<std::string> ReadSysfsAttr(const std::string& path) {
-  return internal::ReadAttrAt(AT_FDCWD, path, path);
+StatusOr<SysfsDir> SysfsDir::Open(std::string path) {
+  int fd = ::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, "open " + path);
+  return SysfsDir(fd, std::move(path));
 }
 
-StatusOr<std::string> ReadSysfsAttrAt(int dirfd, const std::string& name, const std::string& dir_path) {
-  return internal::ReadAttrAt(dirfd, name, dir_path + "/" + name);
+SysfsDir::SysfsDir(SysfsDir&& other) noexcept : fd_(other.fd_), path_(std::move(other.path_)) {
+  other.fd_ = -1;
+}
+
+SysfsDir& SysfsDir::operator=(SysfsDir&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    path_ = std::move(other.path_);
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+SysfsDir::~SysfsDir() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string SysfsDir::PathOf(std::string_view rel) const {
+  if (rel.empty()) return path_;
+  std::string p = path_;
+  p += '/';
+  p += rel;
+  return p;
+}
+
+Status SysfsDir::ErrorFor(int err, std::string_view op, std::string_view rel) const {
+  return internal::ErrorAt(fd_, err, op, std::string(rel), PathOf(rel));
+}
+
+StatusOr<std::string> SysfsDir::Read(std::string_view rel) const {
+  return internal::ReadAttrAt(fd_, std::string(rel), PathOf(rel));
+}
+
+StatusOr<std::optional<std::string>> SysfsDir::ReadOptional(std::string_view rel) const {
+  StatusOr<std::string> r = Read(rel);
+  if (r.ok()) return std::optional<std::string>(std::move(r).value());
+  if (r.status().code() == StatusCode::kNotFound) return std::optional<std::string>();
+  return r.status();
+}
+
+StatusOr<std::string> SysfsDir::ReadLink(std::string_view rel) const {
+  std::string rel_s(rel);
+  char buf[4096];
+  ssize_t n = ::readlinkat(fd_, rel_s.c_str(), buf, sizeof(buf) - 1);
+  if (n < 0) return ErrnoError(errno, "readlink " + PathOf(rel)).WithErrno(errno);
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+StatusOr<std::vector<std::string>> SysfsDir::List(std::string_view rel) const {
+  std::string rel_s = rel.empty() ? std::string(".") : std::string(rel);
+  int fd = ::openat(fd_, rel_s.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrorFor(errno, "list", rel);
+  std::vector<std::string> names;
+  if (int err = internal::ListFd(fd, &names); err != 0) return ErrorFor(err, "list", rel);
+  return names;
+}
+
+StatusOr<SysfsDir> SysfsDir::Sub(std::string_view rel) const {
+  std::string rel_s(rel);
+  int fd = ::openat(fd_, rel_s.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrorFor(errno, "open", rel);
+  return SysfsDir(fd, PathOf(rel));
+}
+
+StatusOr<std::string> ReadSysfsAttr(const std::string& path) {
+  return internal::ReadAttrAt(AT_FDCWD, path, path);
 }
 
 StatusOr<std::string> ReadSysfsAttrBeneath(const std::string& root, const std::string& rel) {
@@ -224,13 +227,6 @@ std::string ResolveInSysfsTree(const std::string& root, const std::string& rel) 
 
 namespace rdmak8s::internal {
 
-StatusOr<SysfsDir> SysfsDir::Sub(std::string_view rel) const {
-  std::string rel_s(rel);
-  int fd = ::openat(fd_, rel_s.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrorFor(errno, "open", rel);
-  return SysfsDir(fd, PathOf(rel));
-}
-
 StatusOr<uint64_t> ParseUint(std::string_view text, std::string_view what) {
   std::string_view t = text;
   int base = 10;
@@ -267,5 +263,5 @@ StatusOr<NumberedName> ParseNumberedName(std::string_view text, std::string_view
   return NumberedName{static_cast<uint32_t>(n), std::string(name)};
 }
 
-
 }  // namespace rdmak8s::internal
+

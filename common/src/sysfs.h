@@ -20,39 +20,8 @@
 
 namespace rdmak8s::internal {
 
-class SysfsDir {
- public:
-  // Opens `path` (following symlinks). kNotFound when it does not exist.
-  static StatusOr<SysfsDir> Open(std::string path);
-
-  SysfsDir(SysfsDir&& other) noexcept;
-  SysfsDir& operator=(SysfsDir&& other) noexcept;
-  SysfsDir(const SysfsDir&) = delete;
-  SysfsDir& operator=(const SysfsDir&) = delete;
-  ~SysfsDir();
-
-  const std::string& path() const { return path_; }
-  std::string PathOf(std::string_view rel) const;
-
-  // The attribute's text with trailing whitespace/newlines removed.
-  StatusOr<std::string> Read(std::string_view rel) const;
-  // Same, but a missing attribute is nullopt rather than an error.
-  StatusOr<std::optional<std::string>> ReadOptional(std::string_view rel) const;
-  // readlink(2) of `rel`. kNotFound when missing; kInvalidArgument when not a symlink.
-  StatusOr<std::string> ReadLink(std::string_view rel) const;
-  // Entry names of subdirectory `rel` ("" for this one), without "." and "..", unsorted.
-  // kNotFound when it does not exist.
-  StatusOr<std::vector<std::string>> List(std::string_view rel = "") const;
-  // Opens subdirectory `rel`.
-  StatusOr<SysfsDir> Sub(std::string_view rel) const;
-
- private:
-  SysfsDir(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
-  Status ErrorFor(int err, std::string_view op, std::string_view rel) const;
-
-  int fd_ = -1;
-  std::string path_;
-};
+// The open-directory reader is public (rdmak8s/sysfs_attr.h): the CNI reads GID tables with it.
+using ::rdmak8s::SysfsDir;
 
 // Entry names of directory `path` (absolute or cwd-relative), without "." and "..", unsorted.
 // kNotFound when it does not exist. One open, getdents64 until the end, one close.

@@ -1,0 +1,140 @@
+// rdmak8s-fake-api-server: the tests' FakeApiServer (tests/fakes/fake_api_server.h) as a process,
+// for the e2e VM: resource.k8s.io ResourceSlices and ResourceClaims and the nodes endpoint over
+// HTTP on a unix socket, until SIGINT/SIGTERM.
+//
+// Claims come from a directory: each *.json file written into --claims-dir (closed after
+// writing, or renamed into it) is a ResourceClaim object the server then holds, as if a
+// scheduler had allocated it; a file written again replaces the claim. Slices are read back with
+// any HTTP client (curl --unix-socket S http://localhost/apis/resource.k8s.io/v1/resourceslices).
+// Exit status: 0 after a signal, 1 when it cannot serve, 2 on bad usage.
+#include <pthread.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <dirent.h>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "fakes/fake_api_server.h"
+
+namespace {
+
+using nlohmann::json;
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Reads one claim file into the server; a file that is not a ResourceClaim is reported, not
+// fatal (the scenario sees the line in the server's log).
+void LoadClaim(rdmak8s::testing::FakeApiServer& server, const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  json claim = json::parse(text.str(), nullptr, false);
+  if (claim.is_discarded() || !claim.is_object() || !claim.contains("metadata")) {
+    std::cerr << "rdmak8s-fake-api-server: " << path << ": not a ResourceClaim object\n";
+    return;
+  }
+  server.AddClaim(claim);
+  std::cerr << "rdmak8s-fake-api-server: claim "
+            << claim["metadata"].value("namespace", "") << "/" << claim["metadata"].value("name", "")
+            << " from " << path << "\n";
+}
+
+// For as long as the process lives: every claim file closed after writing or moved into `dir`.
+void WatchClaims(rdmak8s::testing::FakeApiServer& server, const std::string& dir, int inotify_fd) {
+  alignas(inotify_event) char buf[4096];
+  for (;;) {
+    ssize_t n = read(inotify_fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    for (char* p = buf; p < buf + n;) {
+      auto* ev = reinterpret_cast<inotify_event*>(p);
+      p += sizeof(inotify_event) + ev->len;
+      if (ev->len == 0) continue;
+      std::string name = ev->name;
+      if (EndsWith(name, ".json")) LoadClaim(server, dir + "/" + name);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"rdmak8s-fake-api-server: a stand-in kube-apiserver for resource.k8s.io "
+               "(ResourceSlices, ResourceClaims) and nodes, over HTTP on a unix socket."};
+  std::string socket, claims_dir;
+  std::vector<std::string> nodes;
+  bool no_v1 = false;
+  app.add_option("--socket", socket, "unix socket to serve on")->required();
+  app.add_option("--claims-dir", claims_dir,
+                 "directory whose *.json files are ResourceClaims (loaded at start and on write)");
+  app.add_option("--node", nodes, "NAME:UID of a Node object (repeatable)");
+  app.add_flag("--no-v1", no_v1, "serve resource.k8s.io v1beta1 only, as a 1.32/1.33 server");
+  CLI11_PARSE(app, argc, argv);
+
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  rdmak8s::testing::FakeApiServerOptions options;
+  options.serve_v1 = !no_v1;
+  rdmak8s::testing::FakeApiServer server(options);
+  for (const auto& n : nodes) {
+    const auto colon = n.find(':');
+    if (colon == std::string::npos) {
+      std::cerr << "rdmak8s-fake-api-server: --node " << n << ": want NAME:UID\n";
+      return 2;
+    }
+    server.AddNode(n.substr(0, colon), n.substr(colon + 1));
+  }
+  int inotify_fd = -1;
+  if (!claims_dir.empty()) {
+    inotify_fd = inotify_init1(IN_CLOEXEC);
+    if (inotify_fd < 0 ||
+        inotify_add_watch(inotify_fd, claims_dir.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO) < 0) {
+      std::cerr << "rdmak8s-fake-api-server: watch " << claims_dir << ": " << std::strerror(errno)
+                << "\n";
+      return 1;
+    }
+  }
+  unlink(socket.c_str());
+  if (!server.Start(socket)) {
+    std::cerr << "rdmak8s-fake-api-server: cannot serve on " << socket << "\n";
+    return 1;
+  }
+  // Files already there, after the watch is set: one written in between is loaded twice, which
+  // is harmless (the same claim again).
+  std::thread watcher;
+  if (inotify_fd >= 0) {
+    if (auto* d = opendir(claims_dir.c_str())) {
+      while (auto* e = readdir(d)) {
+        std::string name = e->d_name;
+        if (EndsWith(name, ".json")) LoadClaim(server, claims_dir + "/" + name);
+      }
+      closedir(d);
+    }
+    watcher = std::thread([&] { WatchClaims(server, claims_dir, inotify_fd); });
+    watcher.detach();  // ends with the process
+  }
+  std::cerr << "rdmak8s-fake-api-server: serving on " << socket << "\n";
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  server.Stop();
+  unlink(socket.c_str());
+  return 0;
+}

@@ -1,6 +1,8 @@
 // rdmak8s-fake-api-server: the tests' FakeApiServer (tests/fakes/fake_api_server.h) as a process,
-// for the e2e VM: resource.k8s.io ResourceSlices and ResourceClaims and the nodes endpoint over
-// HTTP on a unix socket, until SIGINT/SIGTERM.
+// for the e2e VM: resource.k8s.io ResourceSlices and ResourceClaims and the nodes endpoint, until
+// SIGINT/SIGTERM. Either HTTP on a unix socket (--socket), or, as a driver meets a real API
+// server, HTTPS on 127.0.0.1 with a self-signed certificate and a bearer token (--tls-dir: the
+// kubeconfig naming them is written there, with ca.crt and token, once it serves).
 //
 // Claims come from a directory: each *.json file written into --claims-dir (closed after
 // writing, or renamed into it) is a ResourceClaim object the server then holds, as if a
@@ -69,15 +71,41 @@ void WatchClaims(rdmak8s::testing::FakeApiServer& server, const std::string& dir
   }
 }
 
+// <dir>/ca.crt, <dir>/token and <dir>/kubeconfig (JSON, which YAML readers take) naming them,
+// each written to a temporary name and renamed: a reader that sees the kubeconfig sees it whole.
+bool WriteKubeconfig(const std::string& dir, const std::string& url,
+                     const rdmak8s::testing::FakeApiServerOptions& options) {
+  auto write = [&](const std::string& name, const std::string& text) {
+    const std::string tmp = dir + "/." + name + ".tmp";
+    std::ofstream(tmp) << text;
+    if (rename(tmp.c_str(), (dir + "/" + name).c_str()) != 0) {
+      std::cerr << "rdmak8s-fake-api-server: write " << dir << "/" << name << ": "
+                << std::strerror(errno) << "\n";
+      return false;
+    }
+    return true;
+  };
+  json kubeconfig = {
+      {"apiVersion", "v1"}, {"kind", "Config"}, {"current-context", "e2e"},
+      {"clusters", {{{"name", "fake"}, {"cluster", {{"server", url}, {"certificate-authority", "ca.crt"}}}}}},
+      {"users", {{{"name", "driver"}, {"user", {{"tokenFile", "token"}}}}}},
+      {"contexts", {{{"name", "e2e"}, {"context", {{"cluster", "fake"}, {"user", "driver"}}}}}}};
+  return write("ca.crt", options.tls_cert_pem) && write("token", options.token) &&
+         write("kubeconfig", kubeconfig.dump(2) + "\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"rdmak8s-fake-api-server: a stand-in kube-apiserver for resource.k8s.io "
                "(ResourceSlices, ResourceClaims) and nodes, over HTTP on a unix socket."};
-  std::string socket, claims_dir;
+  std::string socket, tls_dir, claims_dir;
   std::vector<std::string> nodes;
   bool no_v1 = false;
-  app.add_option("--socket", socket, "unix socket to serve on")->required();
+  auto* socket_opt = app.add_option("--socket", socket, "unix socket to serve HTTP on");
+  app.add_option("--tls-dir", tls_dir,
+                 "serve HTTPS on 127.0.0.1 instead, and write kubeconfig, ca.crt and token here")
+      ->excludes(socket_opt);
   app.add_option("--claims-dir", claims_dir,
                  "directory whose *.json files are ResourceClaims (loaded at start and on write)");
   app.add_option("--node", nodes, "NAME:UID of a Node object (repeatable)");
@@ -91,8 +119,18 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  if (socket.empty() && tls_dir.empty()) {
+    std::cerr << "rdmak8s-fake-api-server: give --socket or --tls-dir\n";
+    return 2;
+  }
   rdmak8s::testing::FakeApiServerOptions options;
   options.serve_v1 = !no_v1;
+  if (!tls_dir.empty()) {
+    rdmak8s::testing::TestCertificate cert = rdmak8s::testing::MakeSelfSignedCertificate();
+    options.tls_cert_pem = cert.cert_pem;
+    options.tls_key_pem = cert.key_pem;
+    options.token = "e2e-" + std::to_string(getpid());
+  }
   rdmak8s::testing::FakeApiServer server(options);
   for (const auto& n : nodes) {
     const auto colon = n.find(':');
@@ -112,11 +150,13 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  unlink(socket.c_str());
+  if (!socket.empty()) unlink(socket.c_str());
   if (!server.Start(socket)) {
-    std::cerr << "rdmak8s-fake-api-server: cannot serve on " << socket << "\n";
+    std::cerr << "rdmak8s-fake-api-server: cannot serve on " << (socket.empty() ? "127.0.0.1" : socket)
+              << "\n";
     return 1;
   }
+  if (!tls_dir.empty() && !WriteKubeconfig(tls_dir, server.url(), options)) return 1;
   // Files already there, after the watch is set: one written in between is loaded twice, which
   // is harmless (the same claim again).
   std::thread watcher;
@@ -131,10 +171,11 @@ int main(int argc, char** argv) {
     watcher = std::thread([&] { WatchClaims(server, claims_dir, inotify_fd); });
     watcher.detach();  // ends with the process
   }
-  std::cerr << "rdmak8s-fake-api-server: serving on " << socket << "\n";
+  std::cerr << "rdmak8s-fake-api-server: serving on " << (socket.empty() ? server.url() : socket)
+            << "\n";
   int sig = 0;
   sigwait(&stop_signals, &sig);
   server.Stop();
-  unlink(socket.c_str());
+  if (!socket.empty()) unlink(socket.c_str());
   return 0;
 }

@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 DEPS := scripts/install-deps.sh
 
-.PHONY: deps build test test-unit test-sanitize fuzz demo demo-inspect bench bench-e2e images clean e2e
+.PHONY: deps build test test-unit test-sanitize fuzz demo demo-dra demo-inspect bench bench-e2e images clean e2e
 
 deps:
 	@bash $(DEPS)
@@ -48,6 +48,12 @@ e2e: build
 # Allocate's answers, CNI results, GIDs, bandwidth and latency); fails when no traffic happened.
 demo: build
 	@python3 e2e/run.py --demo --build-dir build/default
+
+# make demo, the DRA way: the driver's ResourceSlices on a (fake) API server, one allocated claim
+# per pod, NodePrepareResources and the CDI spec each pod's devices come from, CNI ADD by pod UID,
+# RDMA traffic, teardown (e2e/guest/scenarios/demo-dra.sh).
+demo-dra: build
+	@python3 e2e/run.py --demo --demo-scenario demo-dra --build-dir build/default
 
 # What rdmak8s discovers on this host and on the bundled sysfs trees of every kind of hardware.
 demo-inspect: build

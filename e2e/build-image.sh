@@ -159,10 +159,11 @@ done
 # ---------------------------------------------------------------------------------------------
 # Userspace from this machine's Debian 12 packages (installed by scripts/install-deps.sh).
 USER_PACKAGES=(libgcc-s1 coreutils jq busybox-static iproute2 rdma-core ibverbs-providers libibverbs1 librdmacm1
-               ibverbs-utils rdmacm-utils perftest containernetworking-plugins strace)
+               ibverbs-utils rdmacm-utils perftest containernetworking-plugins strace curl)
 USER_FILES=(
   /bin/ip /usr/bin/rdma /sbin/bridge /usr/bin/jq
   /usr/bin/strace  # cni-bench: syscalls per CNI command, counted where the kernel is real
+  /usr/bin/curl    # dra scenarios: what the (fake) API server holds, read as any client reads it
   /usr/bin/ibv_devinfo /usr/bin/ibv_devices /usr/bin/ibv_rc_pingpong
   /usr/bin/rping /usr/bin/ucmatose
   /usr/bin/ib_write_bw /usr/bin/ib_send_lat /usr/bin/ib_send_bw /usr/bin/ib_write_lat /usr/bin/ib_read_bw
@@ -249,7 +250,8 @@ fi
 # ---------------------------------------------------------------------------------------------
 # Project layer: whichever of the project's binaries the build dir holds, with the libraries the
 # base layer lacks (gRPC, protobuf...). Rebuilt every time: it is small and its inputs change.
-PROJECT_BINARIES=(rdmak8s-device-plugin rdmak8s rdmak8s-fake-kubelet rdmak8s-inspect cni-driver)
+PROJECT_BINARIES=(rdmak8s-device-plugin rdmak8s rdmak8s-fake-kubelet rdmak8s-inspect cni-driver
+                  rdmak8s-dra-driver rdmak8s-fake-api-server rdmak8s-fake-dra-kubelet)
 STAGE=$CACHE/stage-project
 rm -rf "$STAGE" && mkdir -p "$STAGE/opt/rdmak8s/bin" "$STAGE/opt/cni/bin"
 present=()

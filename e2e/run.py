@@ -31,8 +31,9 @@ SCENARIO_DIR = os.path.join(HERE, "guest", "scenarios")
 # Run order: the foundations first, the scenarios needing the project's binaries after.
 # The demo scenario is make demo's, not part of make e2e (pods-rxe-shared covers the same checks).
 DEMO_SCENARIO = "demo"
+DEMO_SCENARIOS = ("demo", "demo-dra")  # make demo, make demo-dra: not part of make e2e
 ORDER = ["rxe-shared", "siw-shared", "rxe-exclusive", "pods-rxe-shared", "pods-siw-shared",
-         "pods-rxe-exclusive", "failures"]
+         "pods-rxe-exclusive", "dra-rxe-exclusive", "failures"]
 BOOT_ATTEMPTS = 3
 DEMO_RE = re.compile(r"DEMO\|( ?)(.*)")
 RESULT_RE = re.compile(r"E2E-RESULT (\S+) (\S+) (PASS|FAIL) ?(.*)")
@@ -60,7 +61,7 @@ def all_scenarios(include_optional=False):
     """Every scenario; those whose header says `# e2e-default: no` (benchmarks) only when asked
     for by name or with include_optional."""
     names = sorted(f[:-3] for f in os.listdir(SCENARIO_DIR)
-                   if f.endswith(".sh") and f[:-3] != DEMO_SCENARIO)
+                   if f.endswith(".sh") and f[:-3] not in DEMO_SCENARIOS)
     if not include_optional:
         names = [n for n in names if scenario_meta(n).get("default", "yes") != "no"]
     ordered = [n for n in ORDER if n in names]
@@ -234,7 +235,9 @@ def run_shell(image, scenario):
 
 
 def run_demo(args):
-    """make demo: one narrated scenario; exits non-zero when any of its checks failed."""
+    """make demo (make demo-dra): one narrated scenario; exits non-zero when any of its checks
+    failed."""
+    scenario = args.demo_scenario
     os.makedirs(args.log_dir, exist_ok=True)
     if not preflight("demo"):
         return 1
@@ -246,10 +249,9 @@ def run_demo(args):
         print("demo: image build failed (see the build-image messages above)")
         return 1
     print(f"demo: image for kernel {image['kver']} ready in {build_s:.1f} s; booting the VM "
-          f"(qemu, TCG); console log: {os.path.join(args.log_dir, DEMO_SCENARIO + '.log')}",
+          f"(qemu, TCG); console log: {os.path.join(args.log_dir, scenario + '.log')}",
           flush=True)
-    results, figures, info = run_scenario(image, DEMO_SCENARIO, args.log_dir, False, False,
-                                          demo=True)
+    results, figures, info = run_scenario(image, scenario, args.log_dir, False, False, demo=True)
     passed = sum(1 for r in results if r[2] == "PASS")
     failed = [r for r in results if r[2] == "FAIL"]
     print()
@@ -281,6 +283,8 @@ def main():
                     help="show the tools' output of passing checks too")
     ap.add_argument("--demo", action="store_true",
                     help="run the demo scenario, showing its narration only (make demo)")
+    ap.add_argument("--demo-scenario", default=DEMO_SCENARIO, choices=DEMO_SCENARIOS,
+                    help="which narrated scenario --demo runs (demo-dra: make demo-dra)")
     args = ap.parse_args()
     if args.demo:
         return run_demo(args)

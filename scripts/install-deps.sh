@@ -26,7 +26,7 @@ PACKAGES=(
   python3 python3-yaml debian-archive-keyring
   # e2e VM: soft RDMA under qemu, userspace from Debian packages
   qemu-system-x86 busybox-static debootstrap cpio xz-utils
-  ibverbs-utils rdmacm-utils perftest jq
+  ibverbs-utils rdmacm-utils perftest jq curl
 )
 
 missing=()

@@ -565,13 +565,16 @@ pod_conflist() {
 }
 
 # cni POD ADD|CHECK|DEL|GC: runs cni-driver on the pod's conflist (ADD, CHECK, DEL through libcni;
-# GC with no valid attachment); its stdout (result or CNI error object) and stderr go to
-# $POD_DIR/POD/cni.CMD (stdout: result or CNI error object) and cni.CMD.err.
+# GC with no valid attachment), with the CNI_ARGS in $POD_DIR/POD/cni_args when there is one
+# (K=V;K=V, as runtimes pass K8S_POD_UID); its stdout (result or CNI error object) and stderr go
+# to $POD_DIR/POD/cni.CMD and cni.CMD.err.
 cni() {
-  local pod=$1 cmd=$2 d=$POD_DIR/$1 slot
+  local pod=$1 cmd=$2 d=$POD_DIR/$1 slot args=""
   slot=$(cat "$d/netns")
+  [ -f "$d/cni_args" ] && args=$(cat "$d/cni_args")
   cni-driver -conflist "$d/net.conflist" -cmd "$cmd" -netns "/run/netns/$slot" -id "e2e-$pod" \
-    -ifname net1 -plugin-dirs "$CNI_BIN" -cache-dir "$CNI_CACHE" > "$d/cni.$cmd" 2> "$d/cni.$cmd.err"
+    -ifname net1 -plugin-dirs "$CNI_BIN" -cache-dir "$CNI_CACHE" ${args:+-args "$args"} \
+    > "$d/cni.$cmd" 2> "$d/cni.$cmd.err"
 }
 
 # Prints what rdmak8s state remains (attachment records, saved knobs) and fails when any does.

@@ -96,6 +96,8 @@ func main() {
 	cacheDir := flag.String("cache-dir", "", "libcni result cache dir (default libcni's)")
 	validFlag := flag.String("valid", "", "GC: valid attachments, comma-separated containerID/ifname")
 	noCleanup := flag.Bool("no-cleanup", false, "ADD: do not run DEL after a failed ADD")
+	argsFlag := flag.String("args", "", "CNI_ARGS as runtimes pass them: K=V pairs separated by ';' "+
+		"(containerd and CRI-O pass K8S_POD_NAMESPACE, K8S_POD_NAME, K8S_POD_UID...)")
 	flag.Parse()
 
 	dirs := strings.Split(*pluginDirs, ":")
@@ -121,6 +123,15 @@ func main() {
 	}
 	cni := libcni.NewCNIConfigWithCacheDir(dirs, *cacheDir, nil)
 	rt := &libcni.RuntimeConf{ContainerID: *id, NetNS: *netns, IfName: *ifname}
+	if *argsFlag != "" {
+		for _, kv := range strings.Split(*argsFlag, ";") {
+			parts := strings.SplitN(kv, "=", 2)
+			if len(parts) != 2 {
+				fail(fmt.Errorf("-args entry %q is not K=V", kv))
+			}
+			rt.Args = append(rt.Args, [2]string{parts[0], parts[1]})
+		}
+	}
 	switch *cmd {
 	case "ADD":
 		res, err := cni.AddNetworkList(ctx, list, rt)

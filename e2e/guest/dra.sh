@@ -1,0 +1,191 @@
+# The DRA node the dra-* scenarios and make demo-dra play (sourced by them; needs lib.sh): two
+# rxe slots, the fake API server (HTTPS, token), rdmak8s-dra-driver publishing ResourceSlices,
+# one allocated claim per pod prepared through the fake kubelet, pods built from the CDI specs,
+# and CNI ADD by K8S_POD_UID (no deviceID). dra_up does all that and checks each step; dra_down
+# undoes it as kubelet does (CNI DEL, unprepare) and checks the driver's exit removes its slices.
+DRA_DIR=/run/e2e/dra
+DRIVER=rdma.rdmak8s.io
+NODE=e2e-node
+REG_SOCK=/var/lib/kubelet/plugins_registry/$DRIVER-reg.sock
+CDI_DIR=/var/run/cdi
+DRA_LOG=/tmp/dra-driver.log
+API_LOG=/tmp/fake-api-server.log
+# Each pod: its slot, pod UID and claim UID (as the API server would have made them).
+DRA_PODS="podA:slot1:11111111-aaaa-4aaa-8aaa-000000000001:c1a1a1a1-0000-4000-8000-00000000000a
+podB:slot2:22222222-bbbb-4bbb-8bbb-000000000002:c2b2b2b2-0000-4000-8000-00000000000b"
+DRA_PODS_DIR=/run/rdmak8s/dra-pods  # the driver's and the CNI's default
+
+api_get() {  # api_get PATH: GET on the fake API server, as the driver authenticates
+  curl -sS --cacert "$DRA_DIR/tls/ca.crt" -H "Authorization: Bearer $(cat "$DRA_DIR/tls/token")" \
+    "$(jq -r '.clusters[0].cluster.server' "$DRA_DIR/tls/kubeconfig")$1"
+}
+
+# The slices' device of RDMA device $1: "<pool> <device name>".
+slice_device_of() {
+  api_get /apis/resource.k8s.io/v1/resourceslices | jq -r --arg d "$1" --arg drv "$DRIVER" '
+    .items[] | select(.spec.driver == $drv) | .spec.pool.name as $p
+    | .spec.devices[] | select(.attributes.rdmaDevice.string == $d) | "\($p) \(.name)"' | head -n 1
+}
+
+# claim_write NAME UID POD POD_UID POOL DEVICE: an allocated ResourceClaim reserved for the pod.
+claim_write() {
+  jq -n --arg name "$1" --arg uid "$2" --arg pod "$3" --arg puid "$4" --arg pool "$5" \
+    --arg dev "$6" --arg drv "$DRIVER" '{
+    apiVersion: "resource.k8s.io/v1", kind: "ResourceClaim",
+    metadata: {namespace: "default", name: $name, uid: $uid, resourceVersion: "1"},
+    spec: {devices: {requests: [{name: "nic", exactly: {deviceClassName: "rdma-roce"}}]}},
+    status: {
+      allocation: {devices: {results: [{request: "nic", driver: $drv, pool: $pool, device: $dev}],
+                             config: [{source: "FromClass", requests: ["nic"],
+                                       opaque: {driver: $drv, parameters: {ncclEnv: true}}}]}},
+      reservedFor: [{resource: "pods", name: $pod, uid: $puid}]}}' > "$DRA_DIR/claims/.$1.tmp" &&
+  mv "$DRA_DIR/claims/.$1.tmp" "$DRA_DIR/claims/$1.json"
+}
+
+# The Allocate-shaped JSON pod_create takes, from the CDI spec of claim UID $1.
+cdi_as_allocation() {
+  jq -c '{envs: ([.devices[].containerEdits.env // [] | .[] | capture("^(?<k>[^=]+)=(?<v>.*)$")]
+                 | map({(.k): .v}) | add // {}),
+          devices: [.devices[].containerEdits.deviceNodes // [] | .[]
+                    | {host_path: (.hostPath // .path), container_path: .path, permissions: "rw"}]}' \
+    "$CDI_DIR/rdmak8s-dra-$1.json"
+}
+
+dra_up() {
+  local s t0 t1 n
+  need_binaries rdmak8s-dra-driver rdmak8s-fake-api-server rdmak8s-fake-dra-kubelet cni-driver rdmak8s curl || return 1
+  for s in slot1 slot2; do
+    if err=$(slot_add $s rxe 2>&1); then
+      result "slot-$s" PASS "netns $s, net1 on $FABRIC, rxe_$s (no address until CNI ADD)"
+    else
+      result "slot-$s" FAIL "$err"
+      return 1
+    fi
+  done
+  mkdir -p "$DRA_DIR/claims" "$DRA_DIR/tls" /var/lib/kubelet/plugins_registry "$CDI_DIR"
+  rdmak8s-fake-api-server --tls-dir "$DRA_DIR/tls" --claims-dir "$DRA_DIR/claims" \
+    --node "$NODE:node-uid-e2e" > "$API_LOG" 2>&1 &
+  echo $! > /run/e2e/fake-api-server.pid
+  n=0
+  while [ ! -f "$DRA_DIR/tls/kubeconfig" ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+  if [ ! -f "$DRA_DIR/tls/kubeconfig" ]; then
+    result api-server FAIL "the fake API server wrote no kubeconfig in 30 s: $(tail -n 5 "$API_LOG")"
+    return 1
+  fi
+  t0=$(now_ms)
+  rdmak8s-dra-driver --kubeconfig "$DRA_DIR/tls/kubeconfig" --node-name "$NODE" \
+    --cdi-dir "$CDI_DIR" --delete-slices-on-exit -v 1 >> "$DRA_LOG" 2>&1 &
+  echo $! > /run/e2e/dra-driver.pid
+  # Published: both devices in this node's slices.
+  n=0
+  while [ $n -lt 900 ]; do
+    [ -n "$(slice_device_of rxe_slot1)" ] && [ -n "$(slice_device_of rxe_slot2)" ] && break
+    sleep 0.1
+    n=$((n + 1))
+  done
+  if [ -z "$(slice_device_of rxe_slot2)" ] || [ -z "$(slice_device_of rxe_slot1)" ]; then
+    result slices-published FAIL "no ResourceSlice device for rxe_slot1 and rxe_slot2 within 90 s: $(api_get /apis/resource.k8s.io/v1/resourceslices | head -c 600)"
+    show "$DRA_LOG" 30
+    return 1
+  fi
+  t1=$(now_ms)
+  figure dra-slices-published $((t1 - t0)) ms
+  result slices-published PASS "$(api_get /apis/resource.k8s.io/v1/resourceslices | jq -c --arg drv "$DRIVER" '[.items[] | select(.spec.driver == $drv) | {pool: .spec.pool.name, node: .spec.nodeName, devices: [.spec.devices[] | {name, transport: .attributes.transport.string, rdmaDevice: .attributes.rdmaDevice.string}]}]')"
+  # Registration with kubelet's plugin watcher happens on the first fake-kubelet call below.
+  for s in $DRA_PODS; do
+    local pod slot puid cuid pd prep alloc got want
+    IFS=: read -r pod slot puid cuid <<EOF_POD
+$s
+EOF_POD
+    pd=$(slice_device_of "rxe_$slot")
+    claim_write "nic-$pod" "$cuid" "$pod" "$puid" ${pd% *} ${pd#* }
+    # The fake API server loads the claim file on its own thread: prepare until it knows it
+    # (NotFound until then; anything else is the answer).
+    n=0
+    while :; do
+      prep=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" prepare --claim "default/nic-$pod/$cuid" 2>&1) && break
+      echo "$prep" | grep -q -i 'not found' || break
+      [ $n -ge 50 ] && break
+      sleep 0.1
+      n=$((n + 1))
+    done
+    if echo "$prep" | jq -e --arg u "$cuid" '.claims[$u].error == "" and (.claims[$u].devices | length) == 1' >/dev/null 2>&1; then
+      result "$pod-prepare" PASS "$(echo "$prep" | jq -c --arg u "$cuid" '{service, devices: .claims[$u].devices}')"
+    else
+      result "$pod-prepare" FAIL "NodePrepareResources of default/nic-$pod: $prep"
+      show "$DRA_LOG" 30
+      return 1
+    fi
+    echo "$puid" > "/run/e2e/$pod.uid"
+    if ! alloc=$(cdi_as_allocation "$cuid" 2>&1) || ! err=$(pod_create "$pod" "$slot" "$alloc" 2>&1); then
+      result "$pod-create" FAIL "pod from the CDI spec of claim $cuid: $alloc $err"
+      return 1
+    fi
+    got=$(pod_run "$pod" ls /dev/infiniband | sort | tr '\n' ' ')
+    want=$(echo "$alloc" | jq -r '.devices[].container_path' | sed 's|.*/||' | sort | tr '\n' ' ')
+    if [ "$got" = "$want" ] && echo "$got" | grep -q uverbs && echo "$got" | grep -q rdma_cm; then
+      result "$pod-devices-from-cdi" PASS "/dev/infiniband holds [$got], as the CDI spec says; env: $(tr '\n' ' ' < "$POD_DIR/$pod/env")"
+    else
+      result "$pod-devices-from-cdi" FAIL "pod has [$got], the CDI spec gave [$want]"
+    fi
+    # No deviceID: the CNI finds the pod's device through its claim, by K8S_POD_UID.
+    pod_conflist "$pod" "" exclusive
+    jq 'del(.plugins[1].deviceID)' "$POD_DIR/$pod/net.conflist" > "$POD_DIR/$pod/net.tmp" &&
+      mv "$POD_DIR/$pod/net.tmp" "$POD_DIR/$pod/net.conflist"
+    echo "K8S_POD_NAMESPACE=default;K8S_POD_NAME=$pod;K8S_POD_UID=$puid" > "$POD_DIR/$pod/cni_args"
+    t0=$(now_ms)
+    if cni "$pod" ADD; then
+      t1=$(now_ms)
+      figure "cni-add-$pod" $((t1 - t0)) ms
+      result "$pod-cni-add-by-pod-uid" PASS "$(jq -c '{ips: [.ips[].address], interfaces: [.interfaces[].name]}' "$POD_DIR/$pod/cni.ADD" 2>/dev/null)"
+    else
+      result "$pod-cni-add-by-pod-uid" FAIL "cni-driver add: $(tail -n 5 "$POD_DIR/$pod/cni.ADD" | tr '\n' ' ')"
+      show /tmp/rdmak8s-cni.log 20
+      return 1
+    fi
+    if cni "$pod" CHECK; then
+      result "$pod-cni-check" PASS "CHECK of the whole chain passed"
+    else
+      result "$pod-cni-check" FAIL "cni-driver check: $(tail -n 5 "$POD_DIR/$pod/cni.CHECK" | tr '\n' ' ')"
+    fi
+  done
+  A_IP=$(pod_ip podA)
+  B_IP=$(pod_ip podB)
+  [ -n "$A_IP" ] && [ -n "$B_IP" ] || { result pod-ips FAIL "no IPv4 in the CNI results ('$A_IP', '$B_IP')"; return 1; }
+  check_ping fabric-ping podB "$A_IP"
+}
+
+
+dra_down() {
+  local s out n left
+  # As kubelet tears a pod down: CNI DEL (twice), then NodeUnprepareResources.
+  stack_down rxe exclusive
+  if [ "${DRA_UP:-0}" = 1 ]; then
+    for s in $DRA_PODS; do
+      local pod slot puid cuid
+      IFS=: read -r pod slot puid cuid <<EOF_POD
+$s
+EOF_POD
+      if out=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" unprepare --claim "default/nic-$pod/$cuid" 2>&1) &&
+         [ ! -e "$CDI_DIR/rdmak8s-dra-$cuid.json" ] && [ ! -e "$DRA_PODS_DIR/$puid" ]; then
+        result "$pod-unprepare" PASS "claim unprepared: its CDI spec and the pod's device record are gone"
+      else
+        result "$pod-unprepare" FAIL "unprepare: $out; CDI specs left: $(ls "$CDI_DIR" | tr '\n' ' '); records: $(ls "$DRA_PODS_DIR" 2>&1 | tr '\n' ' ')"
+      fi
+    done
+  fi
+  # Uninstall: the driver's exit removes this node's slices.
+  if [ -f /run/e2e/dra-driver.pid ]; then
+    kill "$(cat /run/e2e/dra-driver.pid)" 2>/dev/null
+    n=0
+    while _alive "$(cat /run/e2e/dra-driver.pid)" && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+    left=$(api_get /apis/resource.k8s.io/v1/resourceslices | jq --arg drv "$DRIVER" '[.items[] | select(.spec.driver == $drv)] | length')
+    if [ "$left" = 0 ]; then
+      result slices-deleted-on-exit PASS "after SIGTERM the driver exited and this node's slices are gone"
+    else
+      result slices-deleted-on-exit FAIL "$left slice(s) of $DRIVER left after the driver's exit"
+      show "$DRA_LOG" 15
+    fi
+  fi
+  [ -f /run/e2e/fake-api-server.pid ] && kill "$(cat /run/e2e/fake-api-server.pid)" 2>/dev/null
+}

@@ -1,0 +1,28 @@
+# e2e-netns-mode: exclusive
+# e2e-needs: rdmak8s-dra-driver rdmak8s-fake-api-server rdmak8s-fake-dra-kubelet cni-driver rdmak8s
+# e2e-timeout: 900
+# Scenario: the DRA way, RoCE v2 (rxe), RDMA netns mode exclusive. The DRA driver publishes this
+# node's devices as ResourceSlices on the (fake) API server over HTTPS with a token; a claim per
+# pod, allocated as a scheduler would, names a device of a slice and the pod it is reserved for;
+# the (fake) kubelet prepares it through the driver's DRA service; each pod's /dev/infiniband is
+# built from the CDI spec the driver wrote; the CNI, with no deviceID in the netconf, takes the
+# pod's prepared device by K8S_POD_UID and moves it into the pod; raw verbs traffic passes; then
+# CNI DEL, unprepare, and the driver's exit removes its slices.
+. /e2e/dra.sh
+
+if dra_up; then
+  for s in "podA rxe_slot1" "podB rxe_slot2"; do
+    set -- $s
+    root_sees=$(ls /sys/class/infiniband 2>/dev/null | grep -x "$2")
+    pod_sees=$(pod_run "$1" ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')
+    if [ -z "$root_sees" ] && [ "$pod_sees" = "$2 " ]; then
+      result "$1-device-moved" PASS "$2 is in the pod only (the pod sees: $pod_sees)"
+    else
+      result "$1-device-moved" FAIL "root sees '${root_sees}', the pod sees '$pod_sees'; wanted $2 in the pod only"
+    fi
+  done
+  battery_raw_verbs dra podA rxe_slot1 "$A_IP" podB rxe_slot2 "$B_IP"
+  DRA_UP=1
+fi
+
+dra_down

@@ -54,42 +54,87 @@ std::vector<uint32_t> DeviceResolver::PortsOf(const SysfsDevice& dev, uint32_t r
   return ports;
 }
 
+StatusOr<std::optional<DraChoice>> DeviceResolver::FromDraClaims(std::string* no_claim) {
+  auto uid = CniArg(sel_.cni_args, "K8S_POD_UID");
+  if (!uid.ok()) {
+    if (uid.status().code() != StatusCode::kNotFound) return failure_.Fail(kErrDeviceNotFound, uid.status());
+    if (!sel_.dra_request.empty()) {
+      return failure_.Fail(kErrDeviceNotFound,
+                           InvalidArgumentError("draRequest \"" + sel_.dra_request +
+                                                "\" needs the pod's UID, and CNI_ARGS has no K8S_POD_UID"));
+    }
+    return std::optional<DraChoice>();
+  }
+  const std::string what = "DRA devices of pod " + *uid + " (K8S_POD_UID)" +
+                           (sel_.dra_request.empty() ? "" : ", draRequest \"" + sel_.dra_request + "\"");
+  auto records = ReadPodClaimRecords(sel_.pod_devices_dir, *uid);
+  if (!records.ok() && records.status().code() != StatusCode::kNotFound) {
+    return failure_.Fail(kErrDeviceNotFound, records.status().Prepend(what));
+  }
+  StatusOr<DraChoice> pick = records.ok() ? PickDraDevice(*records, *uid, sel_.dra_request)
+                                          : StatusOr<DraChoice>(records.status());
+  if (pick.ok()) return std::optional<DraChoice>(*pick);
+  if (pick.status().code() == StatusCode::kNotFound && sel_.dra_request.empty()) {
+    *no_claim = "no deviceID, and no DRA claim of pod " + *uid + " gave a device (" +
+                pick.status().message() + ")";
+    return std::optional<DraChoice>();
+  }
+  return failure_.Fail(kErrDeviceNotFound, pick.status().Prepend(what));
+}
+
 Status DeviceResolver::ResolveDevice(const Netns& pod, std::string* dev, uint32_t* port, bool* in_pod) {
   *in_pod = false;
-  if (!sel_.device_id.empty()) {
-    const std::string& id = sel_.device_id;
-    auto r = host_sysfs_.ResolveDeviceId(id);
-    if (r.ok() || r.status().code() != StatusCode::kNotFound) {
-      if (!r.ok()) return failure_.Fail(kErrDeviceNotFound, r.status());
-      *dev = *r;
-      return Status::Ok();
-    }
-    // Exclusive mode: the node's sysfs no longer shows a device in a pod (class/infiniband is
-    // netns tagged). A re-ADD, or another attachment of this pod over the same device, finds it
-    // in the pod's view.
-    StatusOr<std::string> there = r.status();
-    Status s = InPodSysfs(pod, [&](const std::string& root) -> Status {
-      there = DeviceLookup(root).ResolveDeviceId(id);
-      return Status::Ok();
-    });
-    if (!s.ok()) return failure_.Fail(kErrDeviceNotFound, s.Prepend("deviceID " + id + ": the pod's sysfs"));
-    if (there.ok()) {
-      *dev = *there;
-      *in_pod = true;
-      return Status::Ok();
-    }
-    if (there.status().code() != StatusCode::kNotFound) return failure_.Fail(kErrDeviceNotFound, there.status());
-    // Neither view shows it, but its uverbs char device (not netns tagged) is on the node.
-    if (auto hidden = host_sysfs_.ResolveHiddenDeviceId(id); hidden.ok()) {
-      return failure_.Fail(
-          kErrWiring,
-          FailedPreconditionError("RDMA device " + *hidden + " (deviceID " + id +
-                                  ") is in a network namespace other than the node's and this "
-                                  "pod's: held by another pod?"));
-    }
-    return failure_.Fail(kErrDeviceNotFound, r.status());
+  if (!sel_.device_id.empty()) return ResolveById(pod, sel_.device_id, dev, in_pod);
+  std::string no_claim;
+  RDMAK8S_ASSIGN_OR_RETURN(std::optional<DraChoice> dra, FromDraClaims(&no_claim));
+  if (dra) {
+    log_.Info("no deviceID: RDMA device " + dra->rdma_dev + " of DRA claim " + dra->claim +
+              ", request " + dra->request);
+    Status s = ResolveById(pod, dra->rdma_dev, dev, in_pod);
+    if (!s.ok()) return s.Prepend("DRA claim " + dra->claim + ", request " + dra->request);
+    return s;
   }
-  // No deviceID: follow CNI_IFNAME in the pod to its RDMA device.
+  Status s = ResolveByIfname(pod, dev, port, in_pod);
+  if (!s.ok() && !no_claim.empty() && failure_.code() == kErrDeviceNotFound) return s.Prepend(no_claim);
+  return s;
+}
+
+Status DeviceResolver::ResolveById(const Netns& pod, const std::string& id, std::string* dev,
+                                   bool* in_pod) {
+  auto r = host_sysfs_.ResolveDeviceId(id);
+  if (r.ok() || r.status().code() != StatusCode::kNotFound) {
+    if (!r.ok()) return failure_.Fail(kErrDeviceNotFound, r.status());
+    *dev = *r;
+    return Status::Ok();
+  }
+  // Exclusive mode: the node's sysfs no longer shows a device in a pod (class/infiniband is
+  // netns tagged). A re-ADD, or another attachment of this pod over the same device, finds it
+  // in the pod's view.
+  StatusOr<std::string> there = r.status();
+  Status s = InPodSysfs(pod, [&](const std::string& root) -> Status {
+    there = DeviceLookup(root).ResolveDeviceId(id);
+    return Status::Ok();
+  });
+  if (!s.ok()) return failure_.Fail(kErrDeviceNotFound, s.Prepend("deviceID " + id + ": the pod's sysfs"));
+  if (there.ok()) {
+    *dev = *there;
+    *in_pod = true;
+    return Status::Ok();
+  }
+  if (there.status().code() != StatusCode::kNotFound) return failure_.Fail(kErrDeviceNotFound, there.status());
+  // Neither view shows it, but its uverbs char device (not netns tagged) is on the node.
+  if (auto hidden = host_sysfs_.ResolveHiddenDeviceId(id); hidden.ok()) {
+    return failure_.Fail(
+        kErrWiring,
+        FailedPreconditionError("RDMA device " + *hidden + " (deviceID " + id +
+                                ") is in a network namespace other than the node's and this "
+                                "pod's: held by another pod?"));
+  }
+  return failure_.Fail(kErrDeviceNotFound, r.status());
+}
+
+Status DeviceResolver::ResolveByIfname(const Netns& pod, std::string* dev, uint32_t* port, bool* in_pod) {
+  // Follow CNI_IFNAME in the pod to its RDMA device.
   auto route = OpenRouteNetlink(o_, &pod);
   if (!route.ok()) return failure_.Fail(kErrIo, route.status().Prepend("open rtnetlink in the pod"));
   auto link = (*route)->GetLinkByName(sel_.ifname);

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "cni/dra_device.h"
 #include "cni/failure_code.h"
 #include "cni/log.h"
 #include "cni/plugin_options.h"
@@ -31,10 +32,13 @@ namespace rdmak8s::cni {
 
 // What the netconf and the runtime say about the device wanted.
 struct DeviceSelector {
-  std::string device_id;         // netconf deviceID; empty: follow `ifname` in the pod
+  std::string device_id;         // netconf deviceID; empty: the pod's DRA device, else `ifname`
   std::string ifname;            // CNI_IFNAME: the pod interface
   uint32_t port = 0;             // netconf port; 0: no port asked for
   std::optional<uint16_t> pkey;  // netconf pkey (IB)
+  std::string cni_args{};        // CNI_ARGS: K8S_POD_UID names the pod's DRA records
+  std::string dra_request{};     // netconf draRequest (cni/dra_device.h)
+  std::string pod_devices_dir{}; // the node's DRA records dir (NodeConfig); never the netconf's
 };
 
 // The device an ADD attaches, read where it shows now, and the ports it uses.
@@ -56,8 +60,13 @@ class DeviceResolver {
   const DeviceLookup& host_sysfs() const { return host_sysfs_; }
 
   // The RDMA device of this attachment: `deviceID`, in the node's sysfs or else the pod's view;
-  // without one, CNI_IFNAME in the pod followed down its stacked links (macvlan, ipvlan, vlan,
-  // IPoIB child; at most 8) to a netdev of the device. *port: the netdev's port (dev_port) when
+  // without one, the device a DRA claim gave the pod (K8S_POD_UID's records in the node's
+  // pod_devices_dir, PickDraDevice with draRequest), found as a deviceID is; when the pod has
+  // none (and no draRequest asks for one), CNI_IFNAME in the pod followed down its stacked links
+  // (macvlan, ipvlan, vlan, IPoIB child; at most 8) to a netdev of the device. 100 also when the
+  // pod's DRA records can't be trusted or read (naming the path), when K8S_POD_UID is not a
+  // plain name, when several DRA devices match, and when neither a claim nor CNI_IFNAME leads
+  // to a device (naming the pod UID). *port: the netdev's port (dev_port) when
   // known and the device has several, else left as is. *in_pod: the device shows only in the
   // pod's view (exclusive mode, already moved there). 100 when no device matches (or the
   // interface can't be read), 101 when the deviceID's device is in another pod's netns, 5 when
@@ -93,6 +102,14 @@ class DeviceResolver {
   StatusOr<bool> DeviceVisibleIn(const Netns* ns, const std::string& dev);
 
  private:
+  // The pod's DRA device, or nullopt when it has none and no draRequest asks for one (then
+  // *no_claim says so, for the error of the CNI_IFNAME path). Failures recorded (100).
+  StatusOr<std::optional<DraChoice>> FromDraClaims(std::string* no_claim);
+  // ResolveDevice for an ID (a deviceID, or a DRA device's name).
+  Status ResolveById(const Netns& pod, const std::string& id, std::string* dev, bool* in_pod);
+  // ResolveDevice by CNI_IFNAME.
+  Status ResolveByIfname(const Netns& pod, std::string* dev, uint32_t* port, bool* in_pod);
+
   const PluginOptions& o_;
   DeviceSelector sel_;
   std::string sysfs_root_;

@@ -2,6 +2,8 @@
 
 #include <exception>
 
+#include "cni/dra_device.h"
+
 namespace rdmak8s::cni {
 
 using nlohmann::json;
@@ -141,6 +143,15 @@ std::optional<NetConf> Parse(std::string_view data, Command command, CniError* e
     } else {
       std::string rt = r.String(j["runtimeConfig"], "deviceID", "runtimeConfig.");
       if (!rt.empty()) c.device_id = rt;
+    }
+  }
+  c.dra_request = r.String(j, "draRequest");
+  if (r.ok && !c.dra_request.empty() && !ValidDraRequest(c.dra_request)) {
+    if (command == Command::kDel) {
+      c.dra_request.clear();  // DEL undoes what the record says and never selects a device
+    } else {
+      r.Fail("\"draRequest\" \"" + c.dra_request + "\" is not a DRA request name: \"<request>\", " +
+             "\"<request>/<subrequest>\" or \"<claim>/<request>\", each part of [a-z0-9.-]");
     }
   }
   if (auto v = r.Int(j, "port", 1, 255)) c.port = static_cast<uint32_t>(*v);

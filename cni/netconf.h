@@ -44,6 +44,9 @@ struct NetConf {
   std::string name;
   std::string type;
   std::string device_id;             // "deviceID", or runtimeConfig.deviceID
+  // "draRequest": without a deviceID, which of the pod's DRA-prepared devices: "<request>",
+  // "<request>/<subrequest>" or "<claim>/<request>" (cni/dra_device.h). Empty: the only one.
+  std::string dra_request;
   uint32_t port = 0;                 // 0: every port of the device
   int gid_timeout_ms = 5000;
   bool ensure_ipv6_gid = false;

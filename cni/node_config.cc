@@ -29,7 +29,8 @@ StatusOr<NodeConfig> Parse(const std::string& path, const std::string& data, Nod
     return InvalidArgumentError("node configuration " + path + ": \"" + key + "\" " + why);
   };
   for (const auto& [key, v] : j.items()) {
-    if (key == "sysfsRoot" || key == "configfsRoot" || key == "stateDir" || key == "logFile") {
+    if (key == "sysfsRoot" || key == "configfsRoot" || key == "stateDir" || key == "logFile" ||
+        key == "podDevicesDir") {
       if (!v.is_string()) return bad(key, "must be a string");
       std::string s = v.get<std::string>();
       if (key != "logFile" || !s.empty()) {
@@ -38,6 +39,7 @@ StatusOr<NodeConfig> Parse(const std::string& path, const std::string& data, Nod
       if (key == "sysfsRoot") c.sysfs_root = s;
       else if (key == "configfsRoot") c.configfs_root = s;
       else if (key == "stateDir") c.state_dir = s;
+      else if (key == "podDevicesDir") c.pod_devices_dir = s;
       else c.log_file = s;
     } else if (key == "logLevel") {
       auto level = v.is_string() ? ParseLogLevel(v.get<std::string>()) : std::nullopt;
@@ -47,8 +49,8 @@ StatusOr<NodeConfig> Parse(const std::string& path, const std::string& data, Nod
       if (!v.is_boolean()) return bad(key, "must be true or false");
       c.allow_netconf_overrides = v.get<bool>();
     } else {
-      return bad(key, "is not a node configuration key (sysfsRoot, configfsRoot, stateDir, logFile, "
-                      "logLevel, allowNetconfOverrides)");
+      return bad(key, "is not a node configuration key (sysfsRoot, configfsRoot, stateDir, "
+                      "podDevicesDir, logFile, logLevel, allowNetconfOverrides)");
     }
   }
   return c;

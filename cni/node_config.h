@@ -25,6 +25,10 @@ struct NodeConfig {
   std::string sysfs_root = "/sys";
   std::string configfs_root = "/sys/kernel/config";
   std::string state_dir = "/var/lib/cni/rdmak8s";
+  // The DRA driver's records of each pod's prepared devices (rdmak8s/pod_devices.h; the
+  // driver's --pod-devices-dir). Only the node configuration sets it: no netconf key does, not
+  // even with allow_netconf_overrides, since it chooses which device a root process moves.
+  std::string pod_devices_dir = "/run/rdmak8s/dra-pods";
   std::string log_file;                  // empty: stderr only
   LogLevel log_level = LogLevel::kInfo;  // a netconf logLevel overrides it
   // Lets a netconf set sysfsRoot/configfsRoot/stateDir/logFile (tests on fixture trees). Never

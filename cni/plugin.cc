@@ -48,7 +48,10 @@ class Invocation {
         // The pod's view is the node's sysfs seen from the pod's netns: for the node's own sysfs
         // root, however it was named. Another root (a netconf override: a fixture tree) is read
         // as is.
-        resolver_(o, DeviceSelector{conf_.device_id, env_.ifname, conf_.port, conf_.pkey}, sysfs_root_,
+        resolver_(o,
+                  DeviceSelector{conf_.device_id, env_.ifname, conf_.port, conf_.pkey, env_.args,
+                                 conf_.dra_request, paths.pod_devices_dir},
+                  sysfs_root_,
                   sysfs_as_is ? nullptr : o.pod_sysfs, log, failure_),
         ledger_(o, store_, sysfs_root_, paths.configfs_root, conf_.qos, resolver_, log, failure_),
         mover_(o, store_, ledger_, resolver_, log, failure_),

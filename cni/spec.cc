@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <optional>
 
 namespace rdmak8s::cni {
 
@@ -98,6 +99,25 @@ std::optional<CniEnv> ParseEnv(const std::function<const char*(const char*)>& ge
     }
   }
   return env;
+}
+
+StatusOr<std::string> CniArg(std::string_view args, std::string_view key) {
+  std::optional<std::string_view> found;
+  while (!args.empty()) {
+    const size_t semi = args.find(';');
+    std::string_view pair = args.substr(0, semi);
+    args.remove_prefix(semi == std::string_view::npos ? args.size() : semi + 1);
+    const size_t eq = pair.find('=');
+    if (eq == std::string_view::npos || pair.substr(0, eq) != key) continue;
+    std::string_view value = pair.substr(eq + 1);
+    if (found && *found != value) {
+      return InvalidArgumentError("CNI_ARGS gives " + std::string(key) + " twice, \"" +
+                                  std::string(*found) + "\" and \"" + std::string(value) + "\"");
+    }
+    found = value;
+  }
+  if (!found) return NotFoundError("CNI_ARGS has no " + std::string(key));
+  return std::string(*found);
 }
 
 bool IsSupportedVersion(std::string_view v) {

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rdmak8s/status.h"
+
 namespace rdmak8s::cni {
 
 inline constexpr std::array<std::string_view, 5> kSupportedVersions = {"0.3.0", "0.3.1", "0.4.0",
@@ -72,6 +74,12 @@ std::optional<CniEnv> ParseEnv(const std::function<const char*(const char*)>& ge
 bool ValidContainerId(std::string_view id);
 bool ValidNetworkName(std::string_view name);
 bool ValidIfname(std::string_view ifname);
+
+// The value of `key` in CNI_ARGS, "K1=V1;K2=V2" (SPEC.md "Parameters"; the runtimes pass
+// K8S_POD_NAMESPACE, K8S_POD_NAME, K8S_POD_INFRA_CONTAINER_ID, K8S_POD_UID). kNotFound when no
+// pair has that key; kInvalidArgument naming the key when two pairs give it different values
+// (which one the runtime meant is unknowable). A part without '=' is no pair, and is skipped.
+StatusOr<std::string> CniArg(std::string_view args, std::string_view key);
 
 bool IsSupportedVersion(std::string_view v);
 // Numeric comparison of "a.b.c" versions: <0, 0, >0. Unparsable parts count as 0.

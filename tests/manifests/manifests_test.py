@@ -66,7 +66,7 @@ SELECTOR_KEYS = {"vendors", "deviceIDs", "drivers", "pciAddresses", "rdmaDevices
 # rdmak8s netconf fields (docs/cni.md, "Netconf reference").
 # Host paths (sysfsRoot, configfsRoot, stateDir, logFile) are not among them: they are the node's
 # (the installer's node configuration), and the CNI refuses a netconf that sets one.
-RDMAK8S_NETCONF_KEYS = {"type", "deviceID", "port", "gidTimeoutMs", "ensureIPv6Gid", "pkey",
+RDMAK8S_NETCONF_KEYS = {"type", "deviceID", "draRequest", "port", "gidTimeoutMs", "ensureIPv6Gid", "pkey",
                         "netnsMode", "qos", "logLevel"}
 RDMAK8S_QOS_KEYS = {"trust", "pfc", "dscpToPriority", "ecn", "roceTos", "trafficClass", "strict"}
 OUR_REPO = "ghcr.io/rdmak8s/"

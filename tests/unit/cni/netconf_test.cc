@@ -69,6 +69,21 @@ TEST(NetConfTest, RuntimeConfigDeviceIdWins) {
   EXPECT_EQ(c->device_id, "mlx5_3");
 }
 
+TEST(NetConfTest, DraRequestIsARequestNameAndDelIgnoresAMalformedOne) {
+  CniError err;
+  auto c = Parse(R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s","draRequest":"nics/east"})", &err);
+  ASSERT_TRUE(c) << err.msg;
+  EXPECT_EQ(c->dra_request, "nics/east");
+  const std::string bad = R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s","draRequest":"../etc"})";
+  EXPECT_FALSE(Parse(bad, &err));
+  EXPECT_EQ(err.code, kErrInvalidConfig);
+  EXPECT_NE(err.msg.find("draRequest"), std::string::npos) << err.msg;
+  CniError del_err;
+  auto del = Parse(bad, &del_err, Command::kDel);
+  ASSERT_TRUE(del) << del_err.msg;
+  EXPECT_TRUE(del->dra_request.empty());
+}
+
 TEST(NetConfTest, InvalidFieldsAreCode7NamingTheField) {
   for (std::string bad : {R"("qos":{"pfc":[8]})", R"("qos":{"trust":"vlan"})",
                           R"("qos":{"dscpToPriority":{"64":1}})", R"("qos":{"dscpToPriority":{"10":9}})",

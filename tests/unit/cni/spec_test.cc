@@ -37,6 +37,25 @@ TEST(CniEnvTest, ParsesEveryCommand) {
   }
 }
 
+TEST(CniArgTest, FindsAKeyAmongThePairsTheRuntimePasses) {
+  const std::string args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=team;K8S_POD_NAME=p-0;"
+                           "K8S_POD_INFRA_CONTAINER_ID=abc;K8S_POD_UID=0f1e-22";
+  auto uid = CniArg(args, "K8S_POD_UID");
+  ASSERT_TRUE(uid.ok()) << uid.status().ToString();
+  EXPECT_EQ(*uid, "0f1e-22");
+  EXPECT_EQ(*CniArg(args, "K8S_POD_NAME"), "p-0");
+  EXPECT_EQ(CniArg(args, "K8S_POD").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(CniArg("", "K8S_POD_UID").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(*CniArg("junk;K8S_POD_UID=a=b;", "K8S_POD_UID"), "a=b");
+}
+
+TEST(CniArgTest, AKeyGivenTwiceWithDifferentValuesIsRefused) {
+  EXPECT_EQ(*CniArg("K8S_POD_UID=a;K8S_POD_UID=a", "K8S_POD_UID"), "a");
+  auto twice = CniArg("K8S_POD_UID=a;K8S_POD_UID=b", "K8S_POD_UID");
+  EXPECT_EQ(twice.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(twice.status().message().find("K8S_POD_UID"), std::string::npos);
+}
+
 TEST(CniEnvTest, MissingCommandIsCode4) {
   FakeEnv e;
   CniError err;

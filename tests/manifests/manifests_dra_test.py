@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""The DRA manifests (overlays/dra, examples/dra-gpu-rdma) against the code they drive.
+
+Run by ctest, one entry per test (tests/manifests/CMakeLists.txt). Renders with the same tools as
+manifests_test.py (common.py). Names the checks rely on are read from the sources: the driver
+name and records dir defaults (dra/preparer.h, cni/node_config.h), the attribute names the driver
+publishes (dra/api/slice_devices.cc).
+"""
+import os
+import re
+import sys
+import unittest
+
+from common import SOURCE_DIR, find, nad_configs, one, render
+
+DRA_OVERLAY = "overlays/dra"
+DRA_EXAMPLE = "examples/dra-gpu-rdma"
+STANDARD_PREFIX = "resource.kubernetes.io/"
+TRANSPORTS = {"ib", "roce", "iwarp"}
+# resource.k8s.io/v1 DeviceClassSpec fields.
+DEVICE_CLASS_SPEC_FIELDS = {"selectors", "config", "extendedResourceName"}
+
+
+def source(rel):
+    with open(os.path.join(SOURCE_DIR, rel)) as f:
+        return f.read()
+
+
+def default_of(rel, member):
+    m = re.search(r"std::string " + member + r' = "([^"]+)";', source(rel))
+    assert m, f"{rel}: no default for {member}"
+    return m.group(1)
+
+
+def published_attributes():
+    return set(re.findall(r'a\.(?:String|Int)\("([A-Za-z]+)"', source("dra/api/slice_devices.cc")))
+
+
+def args_map(c):
+    return dict(a.split("=", 1) for a in c.get("args", []) if a.startswith("--") and "=" in a)
+
+
+class ManifestsDraTest(unittest.TestCase):
+    def test_dra_overlay_runs_the_driver_instead_of_the_device_plugin(self):
+        objs = render(DRA_OVERLAY)
+        names = {d["metadata"]["name"] for d in find(objs, "DaemonSet")}
+        self.assertIn("rdmak8s-dra-driver", names)
+        self.assertIn("rdmak8s-cni-installer", names)
+        self.assertNotIn("rdmak8s-device-plugin", names, "a node runs one or the other")
+        self.assertEqual([c for c in find(objs, "ConfigMap")
+                          if c["metadata"]["name"] == "rdmak8s-device-plugin-config"], [])
+
+    def test_dra_driver_mounts_what_it_writes_and_runs_as_its_service_account(self):
+        objs = render(DRA_OVERLAY)
+        ds = one(objs, "DaemonSet", "rdmak8s-dra-driver")
+        self.assertEqual(ds["metadata"]["namespace"], "kube-system")
+        spec = ds["spec"]["template"]["spec"]
+        sa = spec["serviceAccountName"]
+        one(objs, "ServiceAccount", sa)
+        binding = one(objs, "ClusterRoleBinding", "rdmak8s-dra-driver")
+        self.assertIn({"kind": "ServiceAccount", "name": sa, "namespace": "kube-system"},
+                      binding["subjects"])
+        c = spec["containers"][0]
+        vols = {v["name"]: v for v in spec["volumes"]}
+        mounts = {vols[m["name"]]["hostPath"]["path"]: m["mountPath"] for m in c["volumeMounts"]}
+        for path in ("/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins", "/var/run/cdi",
+                     "/sys", "/dev"):
+            self.assertEqual(mounts.get(path), path)
+        args = args_map(c)
+        self.assertEqual(args["--driver-name"], default_of("dra/preparer.h", "driver_name"))
+        # The records dir the driver writes is the one the CNI reads by default.
+        records = default_of("cni/node_config.h", "pod_devices_dir")
+        self.assertEqual(args["--pod-devices-dir"], records)
+        self.assertEqual(default_of("dra/preparer.h", "pod_devices_dir"), records)
+        self.assertEqual(mounts.get(records), records)
+        for flag in ("--plugins-registry-dir", "--cdi-dir", "--state-dir", "--sysfs-root", "--dev-root"):
+            self.assertIn(args[flag], mounts.values(), flag)
+
+    def test_device_classes_select_our_driver_by_transport_with_extended_resource_names(self):
+        driver = default_of("dra/preparer.h", "driver_name")
+        attrs = published_attributes()
+        self.assertIn("transport", attrs)
+        classes = find(render(DRA_OVERLAY), "DeviceClass")
+        by_transport, extended = {}, set()
+        for dc in classes:
+            with self.subTest(dc["metadata"]["name"]):
+                self.assertEqual(dc["apiVersion"], "resource.k8s.io/v1")
+                self.assertNotIn("namespace", dc["metadata"])
+                self.assertLessEqual(set(dc["spec"]), DEVICE_CLASS_SPEC_FIELDS)
+                exprs = [s["cel"]["expression"] for s in dc["spec"]["selectors"]]
+                cel = " && ".join(exprs)
+                self.assertIn(f'device.driver == "{driver}"', cel)
+                for name in re.findall(r'device\.attributes\["' + re.escape(driver) + r'"\]\.(\w+)', cel):
+                    self.assertIn(name, attrs)
+                t = re.findall(r'\.transport == "(\w+)"', cel)
+                by_transport[t[0] if t else "any"] = dc["metadata"]["name"]
+                ern = dc["spec"]["extendedResourceName"]
+                self.assertRegex(ern, r"^rdma/[a-z0-9_.-]+$")
+                self.assertNotIn(ern, extended, "an extended resource name names one class")
+                extended.add(ern)
+        self.assertEqual(set(by_transport), TRANSPORTS | {"any"})
+        self.assertEqual(by_transport, {"any": "rdma", "ib": "rdma-ib", "roce": "rdma-roce",
+                                        "iwarp": "rdma-iwarp"})
+
+    def test_gpu_example_pairs_a_gpu_and_our_nic_on_one_pcie_root(self):
+        objs = render(DRA_EXAMPLE)
+        ours = {dc["metadata"]["name"] for dc in find(render(DRA_OVERLAY), "DeviceClass")}
+        tmpl = one(objs, "ResourceClaimTemplate", "gpu-and-nic")
+        self.assertEqual(tmpl["apiVersion"], "resource.k8s.io/v1")
+        devices = tmpl["spec"]["spec"]["devices"]
+        classes = {r["name"]: r["exactly"]["deviceClassName"] for r in devices["requests"]}
+        self.assertEqual(classes["gpu"], "gpu.nvidia.com")
+        self.assertIn(classes["nic"], ours)
+        (constraint,) = devices["constraints"]
+        self.assertEqual(constraint["matchAttribute"], STANDARD_PREFIX + "pcieRoot")
+        self.assertEqual(sorted(constraint["requests"]), ["gpu", "nic"])
+        # The driver publishes the standard attribute the constraint compares.
+        self.assertIn('std_prefix + "pcieRoot"', source("dra/api/slice_devices.cc"))
+        pod = one(objs, "Pod", "gpu-rdma")
+        claims = {c["name"]: c["resourceClaimTemplateName"] for c in pod["spec"]["resourceClaims"]}
+        self.assertEqual(claims, {"gpu-and-nic": "gpu-and-nic"})
+        self.assertEqual(pod["spec"]["containers"][0]["resources"]["claims"], [{"name": "gpu-and-nic"}])
+        # The NAD's rdmak8s entry names the claim's NIC request, and has no deviceID to give.
+        (nad, conflist), = nad_configs(objs)
+        self.assertEqual(pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"],
+                         nad["metadata"]["name"])
+        rdma = [p for p in conflist["plugins"] if p["type"] == "rdmak8s"][0]
+        self.assertEqual(rdma["draRequest"], "nic")
+        self.assertNotIn("deviceID", rdma)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]] + sys.argv[1:], verbosity=2)

@@ -1,0 +1,86 @@
+#include "cni/dra_device.h"
+
+#include <gtest/gtest.h>
+
+namespace rdmak8s::cni {
+namespace {
+
+PodClaimRecord Claim(const std::string& name, std::vector<PodClaimDevice> devices) {
+  return {"team", name, "uid-" + name, std::move(devices)};
+}
+PodClaimDevice Dev(const std::string& request, const std::string& rdma_dev) {
+  return {request, "rdma.rdmak8s.io", "node-a", "dev-" + rdma_dev, rdma_dev, "0000:5e:00.2"};
+}
+
+TEST(PickDraDeviceTest, TheOnlyPreparedDeviceIsTaken) {
+  auto c = PickDraDevice({Claim("nic", {Dev("rdma", "mlx5_1")})}, "pod-1", "");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(*c, (DraChoice{"mlx5_1", "0000:5e:00.2", "team/nic", "rdma"}));
+}
+
+TEST(PickDraDeviceTest, ADeviceNotYetPreparedDoesNotCount) {
+  auto c = PickDraDevice({Claim("nic", {Dev("rdma", ""), Dev("rdma2", "mlx5_2")})}, "pod-1", "");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->rdma_dev, "mlx5_2");
+}
+
+TEST(PickDraDeviceTest, TheSameDeviceInTwoClaimsIsOneDevice) {
+  auto c = PickDraDevice({Claim("a", {Dev("rdma", "mlx5_1")}), Claim("b", {Dev("rdma", "mlx5_1")})},
+                         "pod-1", "");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->claim, "team/a");
+}
+
+TEST(PickDraDeviceTest, NoDeviceIsNotFoundNamingThePod) {
+  auto c = PickDraDevice({Claim("nic", {})}, "pod-1", "");
+  EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(c.status().message().find("pod pod-1"), std::string::npos) << c.status().message();
+}
+
+TEST(PickDraDeviceTest, SeveralDevicesWithoutARequestListTheCandidates) {
+  auto c = PickDraDevice({Claim("nics", {Dev("east", "mlx5_1"), Dev("west", "mlx5_2")})}, "pod-1", "");
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  const std::string m = c.status().message();
+  EXPECT_NE(m.find("team/nics/east (mlx5_1)"), std::string::npos) << m;
+  EXPECT_NE(m.find("team/nics/west (mlx5_2)"), std::string::npos) << m;
+  EXPECT_NE(m.find("draRequest"), std::string::npos) << m;
+}
+
+TEST(PickDraDeviceTest, ARequestNamesItsDeviceBySubrequestParentOrClaim) {
+  std::vector<PodClaimRecord> rs = {Claim("nics", {Dev("east", "mlx5_1"), Dev("west/fast", "mlx5_2")}),
+                                    Claim("more", {Dev("east", "mlx5_3")})};
+  auto west = PickDraDevice(rs, "pod-1", "west");  // a prioritized list's subrequest got it
+  ASSERT_TRUE(west.ok()) << west.status().ToString();
+  EXPECT_EQ(west->rdma_dev, "mlx5_2");
+  auto exact = PickDraDevice(rs, "pod-1", "west/fast");
+  ASSERT_TRUE(exact.ok()) << exact.status().ToString();
+  EXPECT_EQ(exact->rdma_dev, "mlx5_2");
+  auto by_claim = PickDraDevice(rs, "pod-1", "more/east");
+  ASSERT_TRUE(by_claim.ok()) << by_claim.status().ToString();
+  EXPECT_EQ(by_claim->rdma_dev, "mlx5_3");
+  // "east" is a request of both claims: which one is not for us to guess.
+  auto both = PickDraDevice(rs, "pod-1", "east");
+  EXPECT_EQ(both.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(both.status().message().find("team/nics/east (mlx5_1)"), std::string::npos);
+  EXPECT_NE(both.status().message().find("team/more/east (mlx5_3)"), std::string::npos);
+}
+
+TEST(PickDraDeviceTest, ARequestThatMatchesNothingListsWhatThePodHolds) {
+  auto c = PickDraDevice({Claim("nics", {Dev("east", "mlx5_1")})}, "pod-1", "north");
+  EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(c.status().message().find("\"north\""), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("team/nics/east (mlx5_1)"), std::string::npos) << c.status().message();
+}
+
+TEST(ValidDraRequestTest, RequestSubrequestAndClaimNamesOnly) {
+  for (auto ok : {"rdma", "nic-0", "nics/east", "west/fast", "my.claim/nic", "a/b/c"}) {
+    EXPECT_TRUE(ValidDraRequest(ok)) << ok;
+  }
+  for (auto bad : {"", "/x", "x/", "a//b", "a/b/c/d", "../x", "Nic", "a b", "a;b", "a\nb"}) {
+    EXPECT_FALSE(ValidDraRequest(bad)) << bad;
+  }
+  EXPECT_FALSE(ValidDraRequest(std::string(254, 'a')));
+}
+
+}  // namespace
+}  // namespace rdmak8s::cni

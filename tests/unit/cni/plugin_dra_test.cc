@@ -1,0 +1,221 @@
+// The plugin finding the RDMA device a DRA claim gave the pod (issue 12, item 5), in-process over
+// the fixture of plugin_fixture.h (real network namespaces, a copy of a kernel-shaped sysfs
+// tree, the fake RDMA netlink), with the pod's records written as the DRA driver writes them
+// (WritePodClaimRecord) in the node's records dir.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "plugin_fixture.h"
+#include "rdmak8s/pod_devices.h"
+
+namespace rdmak8s::cni {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kUid[] = "7c0ffee0-1111-4222-8333-444455556666";
+
+class PluginDraTest : public PluginTest {
+ protected:
+  void SetUp() override {
+    PluginTest::SetUp();
+    pods_ = tmp_.path() + "/dra-pods";
+    options_.node.pod_devices_dir = pods_;
+    cni_args_ = std::string("IgnoreUnknown=1;K8S_POD_NAMESPACE=team;K8S_POD_NAME=trainer-0;K8S_POD_UID=") + kUid;
+  }
+
+  // The DRA driver's prepare of claim team/<claim> for the pod: one device per request.
+  void Prepare(const std::string& claim, const std::vector<std::pair<std::string, std::string>>& devices,
+               const std::string& pod_uid = kUid) {
+    PodClaimRecord r{"team", claim, "uid-" + claim, {}};
+    for (const auto& [request, dev] : devices) {
+      r.devices.push_back({request, "rdma.rdmak8s.io", "node-a", "dev-" + dev, dev, ""});
+    }
+    Status s = WritePodClaimRecord(pods_, pod_uid, r);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  void Unprepare(const std::string& claim) {
+    Status s = RemovePodClaimRecord(pods_, kUid, "uid-" + claim);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+
+  std::string pods_;
+};
+
+TEST_F(PluginDraTest, AddWithoutDeviceIdTakesThePodsDraDeviceAndDelTakesItHomeAfterUnprepare) {
+  Pod pod = NewPod("10.78.0.2");  // a veth: CNI_IFNAME leads to no RDMA device
+  AddGid("mlx5_1", pod.ip, 100);
+  Prepare("nic", {{"rdma", "mlx5_1"}});
+  json conf = Conf("1.0.0", &pod);
+  auto out = Run("ADD", "c1", &pod, conf);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_TRUE(In(pod.key, "mlx5_1"));
+  EXPECT_FALSE(In(node_key_, "mlx5_1"));
+  auto rec = StateStore(state_).Load("rdma", "c1", "net1");
+  ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+  EXPECT_EQ(rec->rdma_dev, "mlx5_1");
+  EXPECT_EQ(Run("CHECK", "c1", &pod, conf).exit_code, 0);
+  // Kubelet unprepares the claim once the pod's containers are gone, and the runtime's DEL may
+  // come after that: CHECK and DEL work from what ADD recorded, not from the claim.
+  Unprepare("nic");
+  out = Run("CHECK", "c1", &pod, conf);
+  EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
+  out = Run("DEL", "c1", &pod, conf);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  EXPECT_EQ(Records(), 0u);
+}
+
+TEST_F(PluginDraTest, GcReleasesADraAttachmentWhoseClaimIsGone) {
+  Pod pod = NewPod("10.78.0.3");
+  AddGid("mlx5_1", pod.ip, 100);
+  Prepare("nic", {{"rdma", "mlx5_1"}});
+  ASSERT_EQ(Run("ADD", "c1", &pod, Conf("1.1.0", &pod)).exit_code, 0);
+  Unprepare("nic");
+  json gc = Conf("1.1.0", nullptr, {{"cni.dev/valid-attachments", json::array()}});
+  auto out = Run("GC", "", nullptr, gc);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  EXPECT_EQ(Records(), 0u);
+}
+
+TEST_F(PluginDraTest, SeveralDraDevicesNeedADraRequestAndTheOneNamedIsTaken) {
+  Pod pod = NewPod("10.78.0.4");
+  AddGid("mlx5_2", pod.ip, 100);
+  Prepare("nics", {{"east", "mlx5_1"}, {"west", "mlx5_2"}});
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
+  EXPECT_EQ(Code(out), kErrDeviceNotFound) << out.stdout_data;
+  EXPECT_NE(Msg(out).find("team/nics/east (mlx5_1)"), std::string::npos) << Msg(out);
+  EXPECT_NE(Msg(out).find("team/nics/west (mlx5_2)"), std::string::npos) << Msg(out);
+  EXPECT_NE(Msg(out).find("draRequest"), std::string::npos) << Msg(out);
+  EXPECT_EQ(Records(), 0u);
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  EXPECT_TRUE(In(node_key_, "mlx5_2"));
+
+  json conf = Conf("1.0.0", &pod, {{"draRequest", "west"}});
+  out = Run("ADD", "c1", &pod, conf);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_TRUE(In(pod.key, "mlx5_2"));
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  ASSERT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
+  EXPECT_TRUE(In(node_key_, "mlx5_2"));
+}
+
+TEST_F(PluginDraTest, ADeviceIdWinsOverTheDraRecords) {
+  Pod pod = NewPod("10.78.0.5");
+  AddGid("mlx5_2", pod.ip, 100);
+  Prepare("nic", {{"rdma", "mlx5_1"}});
+  ASSERT_EQ(Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_2"}})).exit_code, 0);
+  EXPECT_TRUE(In(pod.key, "mlx5_2"));
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+}
+
+TEST_F(PluginDraTest, NoDeviceIdAndNoClaimIsCode100NamingThePod) {
+  Pod pod = NewPod("10.78.0.6");
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
+  EXPECT_EQ(Code(out), kErrDeviceNotFound) << out.stdout_data;
+  EXPECT_NE(Msg(out).find(kUid), std::string::npos) << Msg(out);
+  EXPECT_NE(Msg(out).find("no deviceID, and no DRA claim"), std::string::npos) << Msg(out);
+  EXPECT_EQ(Records(), 0u);
+}
+
+TEST_F(PluginDraTest, ADraRequestWithoutARecordOrAPodUidIsCode100) {
+  Pod pod = NewPod("10.78.0.7");
+  json conf = Conf("1.0.0", &pod, {{"draRequest", "rdma"}});
+  auto out = Run("ADD", "c1", &pod, conf);
+  EXPECT_EQ(Code(out), kErrDeviceNotFound) << out.stdout_data;
+  EXPECT_NE(Msg(out).find("\"rdma\""), std::string::npos) << Msg(out);
+  cni_args_.clear();
+  out = Run("ADD", "c1", &pod, conf);
+  EXPECT_EQ(Code(out), kErrDeviceNotFound) << out.stdout_data;
+  EXPECT_NE(Msg(out).find("K8S_POD_UID"), std::string::npos) << Msg(out);
+}
+
+TEST_F(PluginDraTest, WithoutAPodUidTheInterfaceStillLeadsToTheDevice) {
+  Prepare("nic", {{"rdma", "mlx5_1"}});
+  cni_args_ = "K8S_POD_NAMESPACE=team;K8S_POD_NAME=trainer-0";
+  world_->mode = RdmaNetnsMode::kShared;
+  ASSERT_TRUE(ShIn(node_, "ip link add ens1f0np0 type veth peer name ensx && ip link set ens1f0np0 up && ip link set ensx up").ok());
+  Pod pod = NewPod("10.78.0.8", "ens1f0np0");  // macvlan over mlx5_0's PF netdev
+  StartGidWriter("mlx5_0", &pod);
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_EQ(StateStore(state_).Load("rdma", "c1", "net1")->rdma_dev, "mlx5_0");
+}
+
+TEST_F(PluginDraTest, APodUidThatIsNotAPlainNameIsRefused) {
+  Pod pod = NewPod("10.78.0.9");
+  // A record planted where "../x" would lead from the records dir.
+  Prepare("nic", {{"rdma", "mlx5_1"}}, "x");
+  ASSERT_EQ(rename((pods_ + "/x").c_str(), (tmp_.path() + "/x").c_str()), 0);
+  for (std::string uid : {"../x", "a/b", "..", "x y"}) {
+    SCOPED_TRACE(uid);
+    cni_args_ = "K8S_POD_UID=" + uid;
+    auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
+    EXPECT_EQ(Code(out), kErrDeviceNotFound) << out.stdout_data;
+    EXPECT_NE(Msg(out).find("\"" + uid + "\""), std::string::npos) << Msg(out);
+    EXPECT_NE(Msg(out).find("not a plain name"), std::string::npos) << Msg(out);
+    EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  }
+  EXPECT_EQ(Records(), 0u);
+}
+
+TEST_F(PluginDraTest, ASymlinkedPodDirectoryIsRefusedNamingIt) {
+  Pod pod = NewPod("10.78.0.10");
+  Prepare("nic", {{"rdma", "mlx5_1"}}, "planted");
+  fs::create_directory_symlink(pods_ + "/planted", pods_ + "/" + kUid);
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
+  EXPECT_EQ(Code(out), kErrDeviceNotFound) << out.stdout_data;
+  EXPECT_NE(Msg(out).find(pods_ + "/" + kUid + " is a symlink"), std::string::npos) << Msg(out);
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  EXPECT_EQ(Records(), 0u);
+}
+
+TEST_F(PluginDraTest, ARecordOwnedByAnotherUserIsRefusedNamingIt) {
+  Pod pod = NewPod("10.78.0.11");
+  Prepare("nic", {{"rdma", "mlx5_1"}});
+  const std::string record = pods_ + "/" + kUid + "/uid-nic.json";
+  ASSERT_EQ(chown(record.c_str(), 4242, 4242), 0);
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
+  EXPECT_EQ(Code(out), kErrDeviceNotFound) << out.stdout_data;
+  EXPECT_NE(Msg(out).find(record + " is owned by uid 4242"), std::string::npos) << Msg(out);
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  // A records dir others can write is no more the driver's than a foreign file.
+  ASSERT_EQ(chown(record.c_str(), 0, 0), 0);
+  ASSERT_EQ(chmod(pods_.c_str(), 0777), 0);
+  out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
+  EXPECT_NE(Msg(out).find(pods_ + " is writable by group or others"), std::string::npos) << Msg(out);
+  EXPECT_EQ(Records(), 0u);
+}
+
+TEST_F(PluginDraTest, TheRecordsDirIsTheNodesNeverTheNetconfs) {
+  Pod pod = NewPod("10.78.0.12");
+  AddGid("mlx5_1", pod.ip, 100);
+  // Records a tenant would like the plugin to read, where the netconf points.
+  const std::string elsewhere = tmp_.path() + "/tenant-pods";
+  ASSERT_TRUE(WritePodClaimRecord(elsewhere, kUid, {"team", "nic", "uid-nic",
+                                  {{"rdma", "d", "p", "dev", "mlx5_1", ""}}}).ok());
+  options_.node.allow_netconf_overrides = true;  // not even then
+  for (const char* key : {"podDevicesDir", "draRecordsDir"}) {
+    auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{key, elsewhere}}));
+    EXPECT_EQ(Code(out), kErrDeviceNotFound) << key << ": " << out.stdout_data;
+    EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  }
+  // The node configuration file moves it.
+  const std::string file = tmp_.path() + "/node.json";
+  ASSERT_TRUE(WriteFile(file, json({{"podDevicesDir", elsewhere}}).dump()));
+  options_.node_config_path = file;
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_TRUE(In(pod.key, "mlx5_1"));
+  ASSERT_TRUE(WriteFile(file, json({{"podDevicesDir", "run/x"}}).dump()));
+  out = Run("DEL", "c1", &pod, Conf("1.0.0", &pod));
+  EXPECT_EQ(Code(out), kErrInvalidConfig) << out.stdout_data;
+  EXPECT_NE(Msg(out).find("\"podDevicesDir\""), std::string::npos) << Msg(out);
+}
+
+}  // namespace
+}  // namespace rdmak8s::cni

@@ -1,5 +1,6 @@
 #include "device-plugin/fabric_metrics.h"
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 #include <set>
@@ -130,15 +131,22 @@ void FabricMetrics::CollectPorts(const Device& d, std::vector<MetricFamily>& fam
           {{"device", dev}, {"port", port_s}, {"driver", d.dev.driver}},
           *state == PortState::kActive ? 1 : 0, MetricType::Gauge));
     }
-    const std::string base = sources_.sysfs_root + "/class/infiniband/" + dev + "/ports/" + port_s;
+    // One path walk per directory, openat(2) per counter: a scrape of 1,024 ports reads ~25,000
+    // files (bench/device_plugin_bench.cc prints what it costs).
+    StatusOr<SysfsDir> port_dir = SysfsDir::Open(sources_.sysfs_root + "/class/infiniband/" +
+                                                 dev + "/ports/" + port_s);
+    if (!port_dir.ok()) continue;  // the device just left
     for (const char* dir : {"counters", "hw_counters"}) {
       const bool hw = dir[0] == 'h';
-      StatusOr<std::vector<std::string>> names = ListSysfsDir(base + "/" + dir);
-      if (!names.ok()) continue;  // the driver has none, or the device just left
+      StatusOr<SysfsDir> counters = port_dir->Sub(dir);
+      if (!counters.ok()) continue;  // the driver has none
+      StatusOr<std::vector<std::string>> names = counters->List();
+      if (!names.ok()) continue;
+      std::sort(names->begin(), names->end());
       for (const std::string& name : *names) {
         std::optional<CounterMeaning> meaning = ClassifyPortCounter(name, hw);
         if (!meaning) continue;
-        StatusOr<std::string> text = ReadSysfsAttr(base + "/" + dir + "/" + name);
+        StatusOr<std::string> text = counters->Read(name);
         if (!text.ok()) continue;
         std::optional<uint64_t> v = ParseU64(*text);
         if (!v) continue;

@@ -30,39 +30,43 @@ enum Family {
   kFamilies,
 };
 
+struct FamilySpec {
+  const char* name;
+  const char* help;
+  MetricType type;
+};
+
+// By Family.
+constexpr FamilySpec kFamilySpecs[kFamilies] = {
+    {"rdmak8s_port_counter",
+     "RDMA port counters from sysfs ports/N/counters and ports/N/hw_counters", MetricType::Untyped},
+    {"rdmak8s_rdma_counter_total",
+     "RDMA port counters (sysfs ports/N/counters, ports/N/hw_counters) by the driver's name and "
+     "what it shows (kind)",
+     MetricType::Counter},
+    {"rdmak8s_rdma_resource",
+     "RDMA driver statistics that go up and down (resources in use, high-water marks)",
+     MetricType::Gauge},
+    {"rdmak8s_port_active", "1 when the RDMA port is ACTIVE (sysfs ports/N/state)",
+     MetricType::Gauge},
+    {"rdmak8s_pfc_pause_frames_total",
+     "PFC pause frames per priority, received (rx) and sent (tx), from the PF netdev's ethtool "
+     "statistics",
+     MetricType::Counter},
+    {"rdmak8s_node_check",
+     "Last node check (rdmak8s-inspect check) result per check: 1 pass, 0 fail", MetricType::Gauge},
+    {"rdmak8s_node_check_passed", "1 when every node check passed last run", MetricType::Gauge},
+    {"rdmak8s_node_check_timestamp_seconds",
+     "When the node check results were written (Unix time)", MetricType::Gauge},
+};
+
 std::vector<MetricFamily> EmptyFamilies() {
-  auto fam = [](const char* name, const char* help, MetricType type) {
-    MetricFamily f;
-    f.name = name;
-    f.help = help;
-    f.type = type;
-    return f;
-  };
   std::vector<MetricFamily> f(kFamilies);
-  f[kRaw] = fam("rdmak8s_port_counter",
-                "RDMA port counters from sysfs ports/N/counters and ports/N/hw_counters",
-                MetricType::Untyped);
-  f[kCounter] = fam("rdmak8s_rdma_counter_total",
-                    "RDMA port counters (sysfs ports/N/counters, ports/N/hw_counters) by the "
-                    "driver's name and what it shows (kind)",
-                    MetricType::Counter);
-  f[kResource] = fam("rdmak8s_rdma_resource",
-                     "RDMA driver statistics that go up and down (resources in use, high-water "
-                     "marks)",
-                     MetricType::Gauge);
-  f[kActive] = fam("rdmak8s_port_active", "1 when the RDMA port is ACTIVE (sysfs ports/N/state)",
-                   MetricType::Gauge);
-  f[kPfc] = fam("rdmak8s_pfc_pause_frames_total",
-                "PFC pause frames per priority, received (rx) and sent (tx), from the PF netdev's "
-                "ethtool statistics",
-                MetricType::Counter);
-  f[kCheck] = fam("rdmak8s_node_check",
-                  "Last node check (rdmak8s-inspect check) result per check: 1 pass, 0 fail",
-                  MetricType::Gauge);
-  f[kCheckPass] = fam("rdmak8s_node_check_passed", "1 when every node check passed last run",
-                      MetricType::Gauge);
-  f[kCheckTime] = fam("rdmak8s_node_check_timestamp_seconds",
-                      "When the node check results were written (Unix time)", MetricType::Gauge);
+  for (int i = 0; i < kFamilies; ++i) {
+    f[i].name = kFamilySpecs[i].name;
+    f[i].help = kFamilySpecs[i].help;
+    f[i].type = kFamilySpecs[i].type;
+  }
   return f;
 }
 

@@ -28,7 +28,8 @@ Daemon::Daemon(DaemonOptions options, DaemonDeps deps)
       config_watch_(options_.config_path, options_.cdi),
       tracker_(deps_.discovery.get(), options_.sysfs_root),
       publisher_(PublishOptions{options_.cdi, options_.cdi_dir, options_.dev_root, deps_.metrics,
-                                deps_.netns_mode}) {}
+                                deps_.netns_mode, options_.nfd_features_dir,
+                                options_.node_check_results}) {}
 
 Daemon::~Daemon() {
   if (link_) link_->Shutdown();
@@ -362,6 +363,7 @@ Status Daemon::Run() {
   std::vector<std::string> names;
   for (const auto& [name, pool] : pools_) names.push_back(name);
   for (const auto& name : names) StopPool(name, /*remove_cdi=*/false);
+  publisher_.StopAdvertising();
   SPDLOG_INFO("stopped: sockets removed");
   return Status::Ok();
 }

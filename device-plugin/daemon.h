@@ -64,6 +64,10 @@ struct DaemonOptions {
   bool cdi = false;
   std::string cdi_dir = "/var/run/cdi";
   std::chrono::seconds rescan_interval{300};
+  // NFD's features.d for the feature file (nfd_features.h; "": none) and the node check's
+  // results file (node_check_results.h; "": none).
+  std::string nfd_features_dir;
+  std::string node_check_results;
   std::chrono::milliseconds register_timeout{5000};
   // Take SIGTERM, SIGINT and SIGHUP through a signalfd. The caller must have blocked them in
   // every thread (main does, before any thread starts).

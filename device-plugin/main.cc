@@ -11,7 +11,9 @@
 #include "device-plugin/daemon.h"
 #include "device-plugin/program_main.h"
 #include "device-plugin/device_events.h"
+#include "device-plugin/ethtool_stats.h"
 #include "device-plugin/metrics.h"
+#include "device-plugin/nfd_features.h"
 #include "device-plugin/uevent.h"
 #include "rdmak8s/discovery.h"
 #include "rdmak8s/rdma_netlink.h"
@@ -53,6 +55,15 @@ int RealMain(int argc, char** argv) {
   app.add_option("--metrics-address", metrics_address,
                  "host:port for /metrics and /healthz; empty disables")
       ->capture_default_str();
+  opts.nfd_features_dir = dp::kNfdFeaturesDir;
+  app.add_option("--nfd-features-dir", opts.nfd_features_dir,
+                 "node-feature-discovery's features.d: the plugin keeps its feature file "
+                 "(rdmak8s) there while it advertises devices; empty disables")
+      ->capture_default_str();
+  app.add_option("--node-check-results", opts.node_check_results,
+                 "the JSON of the last `rdmak8s-inspect check --json`, for the check metrics and "
+                 "the lossless-ready node feature; empty: none")
+      ->capture_default_str();
   app.add_option("--rescan-interval", rescan_s,
                  "seconds between safety-net full rescans (events drive everything else)")
       ->capture_default_str()
@@ -84,6 +95,8 @@ int RealMain(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   dp::Metrics metrics(opts.sysfs_root);
+  dp::IoctlEthtoolStats ethtool;
+  metrics.SetFabricSources(&ethtool, opts.node_check_results);
   if (!metrics_address.empty()) {
     Status s = metrics.Serve(metrics_address);
     if (!s.ok()) {

@@ -1,11 +1,8 @@
 #include "device-plugin/metrics.h"
 
 #include <atomic>
-#include <charconv>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
 
 #include <prometheus/collectable.h>
@@ -15,62 +12,12 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "device-plugin/fabric_metrics.h"
 #include "device-plugin/http_server.h"
-#include "rdmak8s/sysfs_attr.h"
 
 namespace rdmak8s::dp {
 
-namespace fs = std::filesystem;
-
 namespace {
-
-// Reads sysfs port counters at scrape time, so they are always current and cost nothing idle.
-class PortCounters final : public prometheus::Collectable {
- public:
-  explicit PortCounters(std::string sysfs_root) : sysfs_root_(std::move(sysfs_root)) {}
-
-  void Set(std::vector<std::pair<std::string, std::vector<uint32_t>>> dev_ports) {
-    std::lock_guard<std::mutex> lock(mu_);
-    dev_ports_ = std::move(dev_ports);
-  }
-
-  std::vector<prometheus::MetricFamily> Collect() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    prometheus::MetricFamily fam;
-    fam.name = "rdmak8s_port_counter";
-    fam.help = "RDMA port counters from sysfs ports/N/counters and ports/N/hw_counters";
-    fam.type = prometheus::MetricType::Untyped;
-    for (const auto& [dev, ports] : dev_ports_) {
-      for (uint32_t port : ports) {
-        std::string base = sysfs_root_ + "/class/infiniband/" + dev + "/ports/" + std::to_string(port);
-        for (const char* dir : {"counters", "hw_counters"}) {
-          std::error_code ec;
-          for (const auto& e : fs::directory_iterator(base + "/" + dir, ec)) {
-            // hw_counters/lifespan is how long (ms) the kernel caches the values, not a counter
-            // (drivers/infiniband/core/sysfs.c).
-            if (e.path().filename() == "lifespan") continue;
-            StatusOr<std::string> text = ReadSysfsAttr(e.path().string());
-            if (!text.ok()) continue;
-            uint64_t v = 0;
-            auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
-            if (ec != std::errc() || end == text->data()) continue;
-            prometheus::ClientMetric m;
-            m.label = {{"rdma_dev", dev}, {"port", std::to_string(port)},
-                       {"counter", e.path().filename().string()}, {"source", dir}};
-            m.untyped.value = static_cast<double>(v);
-            fam.metric.push_back(std::move(m));
-          }
-        }
-      }
-    }
-    return {fam};
-  }
-
- private:
-  std::string sysfs_root_;
-  mutable std::mutex mu_;
-  std::vector<std::pair<std::string, std::vector<uint32_t>>> dev_ports_;
-};
 
 int64_t SteadyNowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -84,7 +31,7 @@ class Metrics::Impl {
  public:
   explicit Impl(std::string sysfs_root)
       : registry(std::make_shared<prometheus::Registry>()),
-        counters(std::make_shared<PortCounters>(std::move(sysfs_root))),
+        counters(std::make_shared<FabricMetrics>(FabricSources{std::move(sysfs_root), nullptr, ""})),
         devices(prometheus::BuildGauge()
                     .Name("rdmak8s_pool_devices")
                     .Help("Distinct RDMA devices per pool, by health")
@@ -125,7 +72,7 @@ class Metrics::Impl {
   }
 
   std::shared_ptr<prometheus::Registry> registry;
-  std::shared_ptr<PortCounters> counters;
+  std::shared_ptr<FabricMetrics> counters;
   prometheus::Family<prometheus::Gauge>& devices;
   prometheus::Family<prometheus::Gauge>& ids;
   prometheus::Family<prometheus::Counter>& allocations;
@@ -209,8 +156,13 @@ void Metrics::ObserveDiscovery(double seconds) {
   impl_->discovery.Observe(seconds);
 }
 
-void Metrics::SetCounterDevices(std::vector<std::pair<std::string, std::vector<uint32_t>>> dev_ports) {
-  impl_->counters->Set(std::move(dev_ports));
+void Metrics::SetCounterDevices(std::vector<CounterDevice> devices) {
+  impl_->counters->SetDevices(std::move(devices));
+}
+
+void Metrics::SetFabricSources(EthtoolStats* ethtool, std::string node_check_results) {
+  impl_->counters->SetEthtool(ethtool);
+  impl_->counters->SetNodeCheckResults(std::move(node_check_results));
 }
 
 void Metrics::SetServing(bool serving) {

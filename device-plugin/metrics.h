@@ -1,7 +1,7 @@
 // Prometheus metrics of the device plugin (prometheus-cpp core registry), served with the probes
 // by our own small HTTP server (http_server.h) on --metrics-address. Names and labels are listed
-// in docs/device-plugin.md#metrics. Port counters are read from sysfs (ports/N/counters/*,
-// ports/N/hw_counters/*) at scrape time.
+// in docs/device-plugin.md#metrics. The fabric's counters (RDMA port counters, PFC pause frames,
+// the node check's last results) are read at scrape time (fabric_metrics.h).
 //
 // /livez (liveness) answers 200 "ok" while the event loop's heartbeat is younger than the stall
 // bound: the process works, whatever kubelet does. /readyz (readiness; /healthz answers the same,
@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "device-plugin/ethtool_stats.h"
+#include "device-plugin/fabric_metrics.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dp {
@@ -51,8 +53,11 @@ class Metrics {
   void CountRegistration(const std::string& resource, bool ok);
   void CountConfigReload(bool ok);
   void ObserveDiscovery(double seconds);
-  // The devices whose port counters a scrape reads.
-  void SetCounterDevices(std::vector<std::pair<std::string, std::vector<uint32_t>>> dev_ports);
+  // The devices whose port counters (and PF netdev's PFC counters) a scrape reads.
+  void SetCounterDevices(std::vector<CounterDevice> devices);
+  // Where a scrape reads PFC pause counters (null: not at all; not owned, must outlive this)
+  // and the node check's results ("": no node check metrics).
+  void SetFabricSources(EthtoolStats* ethtool, std::string node_check_results);
   // The daemon serves every pool (true after start, false while shutting down).
   void SetServing(bool serving);
   // Whether kubelet accepted the pool's registration (either registration mode). The daemon

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "device-plugin/cdi_spec.h"
+#include "device-plugin/node_check_results.h"
 #include "device-plugin/pools.h"
 
 namespace rdmak8s::dp {
@@ -59,7 +60,8 @@ Metrics::PoolCounts CountPool(const PoolState& state) {
   return counts;
 }
 
-PoolPublisher::PoolPublisher(PublishOptions options) : options_(std::move(options)) {}
+PoolPublisher::PoolPublisher(PublishOptions options)
+    : options_(std::move(options)), nfd_(options_.nfd_features_dir) {}
 
 void PoolPublisher::RecheckNetnsMode(const PluginConfig& config, bool pools_changed) {
   auto blocker = ExclusiveBlocker(config, options_.netns_mode);
@@ -88,17 +90,20 @@ void PoolPublisher::Publish(const PluginConfig& config,
     for (const auto& w : match.warnings) SPDLOG_WARN("{}", w);
     overlap_warnings_ = match.warnings;
   }
-  std::vector<std::pair<std::string, std::vector<uint32_t>>> counter_devs;
+  std::vector<CounterDevice> counter_devs;
+  NodeFeatures features;
   for (const Target& pool : pools) {
     auto state = BuildPoolState(pool.resource, pool.cfg, match.devices[pool.name], devices,
                                 exclusive_blocker_, options_);
     std::string fp = ToListAndWatch(*state).SerializeAsString();
     Metrics::PoolCounts counts = CountPool(*state);
     for (const auto& [dev, t] : state->devices) {
+      if (t.dev.transport != Transport::kUnknown) features.transports.insert(t.dev.transport);
       if (t.presence != Presence::kPresent) continue;  // its counters are not the node's to read
-      std::vector<uint32_t> ports;
-      for (const auto& p : t.dev.ports) ports.push_back(p.port_num);
-      counter_devs.emplace_back(dev, std::move(ports));
+      CounterDevice c{dev, t.dev.rdma_driver.empty() ? t.dev.driver : t.dev.rdma_driver,
+                      t.dev.transport, {}};
+      for (const auto& p : t.dev.ports) c.ports.push_back(p.port_num);
+      counter_devs.push_back(std::move(c));
     }
     if (options_.cdi) {
       Status s = WriteFileIfChanged(CdiSpecPath(options_.cdi_dir, pool.resource), BuildCdiSpec(*state));
@@ -116,6 +121,33 @@ void PoolPublisher::Publish(const PluginConfig& config,
     }
   }
   if (options_.metrics) options_.metrics->SetCounterDevices(std::move(counter_devs));
+  UpdateNodeFeatures(std::move(features));
+}
+
+void PoolPublisher::UpdateNodeFeatures(NodeFeatures features) {
+  if (options_.nfd_features_dir.empty()) return;
+  if (!features.transports.empty()) {
+    if (options_.netns_mode) {
+      if (auto mode = options_.netns_mode(); mode.ok()) features.netns_mode = *mode;
+    }
+    if (!options_.node_check_results.empty()) {
+      if (auto r = ReadNodeCheckResults(options_.node_check_results); r.ok()) {
+        features.lossless_ready = r->passed;
+      }
+    }
+  }
+  Status s = nfd_.Update(features);
+  std::string error = s.ok() ? "" : s.message();
+  if (error != nfd_error_) {
+    if (!error.empty()) SPDLOG_WARN("{}", error);
+    else SPDLOG_INFO("NFD feature file {} written", nfd_.path());
+    nfd_error_ = std::move(error);
+  }
+}
+
+void PoolPublisher::StopAdvertising() {
+  Status s = nfd_.Remove();
+  if (!s.ok()) SPDLOG_WARN("{}", s.message());
 }
 
 void PoolPublisher::Withdraw(const std::string& name, const std::string& resource, bool remove_cdi) {

@@ -3,7 +3,8 @@
 // devices Unhealthy while the node's RDMA netns mode forbids exclusive use), writes the pool's
 // CDI spec (with --cdi) before kubelet hears of a change, hands the state to the pool's server
 // (its ListAndWatch streams are notified only when what kubelet sees changed) and reports the
-// pool's device counts and the devices whose port counters a scrape reads to the metrics.
+// pool's device counts and the devices whose port counters a scrape reads to the metrics, and
+// keeps the node-feature-discovery file (nfd_features.h) in step with what is advertised.
 //
 // Warnings (pools overlapping, exclusive pools unusable) are logged once per change, here.
 // Thread safety: none; one thread (the daemon's event loop).
@@ -18,6 +19,7 @@
 
 #include "device-plugin/config.h"
 #include "device-plugin/metrics.h"
+#include "device-plugin/nfd_features.h"
 #include "device-plugin/plugin_server.h"
 #include "device-plugin/pool_state.h"
 #include "rdmak8s/rdma_netlink.h"
@@ -38,6 +40,10 @@ struct PublishOptions {
   Metrics* metrics = nullptr;     // optional, not owned
   // The node's RDMA netns mode (null: unknown).
   std::function<StatusOr<RdmaNetnsMode>()> netns_mode;
+  // NFD's features.d ("": no feature file) and the node check's results file ("": no
+  // lossless-ready label).
+  std::string nfd_features_dir;
+  std::string node_check_results;
 };
 
 // The state `pool` (resource `resource`) advertises with `pool_devs` (rdma_dev names, each a key
@@ -75,9 +81,15 @@ class PoolPublisher {
   // The pool `name` is gone: forgets what it published, its metrics, and with `remove_cdi` (and
   // --cdi) its CDI spec file.
   void Withdraw(const std::string& name, const std::string& resource, bool remove_cdi);
+  // The plugin stops advertising (shutdown): removes the NFD feature file.
+  void StopAdvertising();
 
  private:
+  void UpdateNodeFeatures(NodeFeatures features);
+
   PublishOptions options_;
+  NfdFeatureFile nfd_;
+  std::string nfd_error_;                          // logged once per change
   std::optional<std::string> exclusive_blocker_;
   std::vector<std::string> overlap_warnings_;      // logged once per change
   std::map<std::string, std::string> published_;  // pool name -> ListAndWatch last published

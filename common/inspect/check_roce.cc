@@ -7,7 +7,8 @@
 
 #include "check_device.h"
 #include "cni/knobs.h"
-#include "cni/rdma_sysfs.h"
+#include "cni/rdma_sysfs.h"  // GidForIp: the RoCE v2 GID of an address, the CNI's rule
+#include "rdmak8s/device_lookup.h"
 #include "rdmak8s/strings.h"
 
 namespace rdmak8s::inspect {
@@ -33,9 +34,9 @@ std::set<uint8_t> Bits(uint8_t mask) {
 // The netdev that carries the node-wide knobs (DCB, ECN): the CNI's own rule (the PF of a VF,
 // the owner of an SF, a soft device's lower netdev), else the first port's netdev.
 std::string PfNetdevOf(const RdmaDevice& dev, const CheckEnv& env) {
-  cni::RdmaSysfs sysfs(env.sysfs_root);
-  if (auto sd = sysfs.ReadDevice(dev.name); sd.ok()) {
-    if (auto pf = sysfs.PfNetdev(*sd); pf.ok()) return *pf;
+  DeviceLookup lookup(env.sysfs_root);
+  if (auto sd = lookup.ReadDevice(dev.name); sd.ok()) {
+    if (auto pf = lookup.PfNetdev(*sd); pf.ok()) return *pf;
   }
   for (const Port& p : dev.ports) {
     if (!p.netdevs.empty()) return p.netdevs.front();

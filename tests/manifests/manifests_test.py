@@ -59,7 +59,8 @@ OVERLAY_PURPOSE = {
 # Device plugin flags (BRIEF.md "Names every helper relies on").
 PLUGIN_FLAGS = {"--config", "--kubelet-dir", "--plugins-registry-dir", "--registration",
                 "--sysfs-root", "--dev-root", "--cdi", "--cdi-dir", "--metrics-address",
-                "--rescan-interval", "--no-verbs", "-v", "--v"}
+                "--rescan-interval", "--no-verbs", "-v", "--v", "--nfd-features-dir",
+                "--node-check-results"}
 BOOL_FLAGS = {"--cdi", "--no-verbs"}  # CLI11 flags: given bare, never as --flag=value
 SELECTOR_KEYS = {"vendors", "deviceIDs", "drivers", "pciAddresses", "rdmaDevices", "netdevs",
                  "linkTypes", "transports", "numaNodes", "isVF", "pfNames"}

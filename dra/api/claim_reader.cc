@@ -41,32 +41,36 @@ StatusOr<json> ObjectField(const json& obj, const std::string& where, const char
 
 std::string At(const std::string& where, size_t i) { return where + "[" + std::to_string(i) + "]"; }
 
+// Calls `fn(item, path)` for each item of the list parent[key] (none when absent), every item
+// required to be an object; the first error ends the walk.
+template <typename Fn>
+Status EachObject(const json& parent, const std::string& where, const char* key, Fn fn) {
+  RDMAK8S_ASSIGN_OR_RETURN(json list, ArrayField(parent, where, key));
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = At(Path(where, key), i);
+    if (!list[i].is_object()) return InvalidArgumentError(at + ": not an object");
+    RDMAK8S_RETURN_IF_ERROR(fn(list[i], at));
+  }
+  return Status::Ok();
+}
+
 Status ParseResults(const json& devices, ResourceClaim& claim) {
-  const std::string where = "status.allocation.devices.results";
-  RDMAK8S_ASSIGN_OR_RETURN(json results, ArrayField(devices, "status.allocation.devices", "results"));
-  for (size_t i = 0; i < results.size(); ++i) {
-    const json& r = results[i];
-    const std::string at = At(where, i);
-    if (!r.is_object()) return InvalidArgumentError(at + ": not an object");
+  auto parse = [&](const json& r, const std::string& at) -> Status {
     DeviceResult d;
     RDMAK8S_ASSIGN_OR_RETURN(d.request, StringField(r, at, "request", true));
     RDMAK8S_ASSIGN_OR_RETURN(d.driver, StringField(r, at, "driver", true));
     RDMAK8S_ASSIGN_OR_RETURN(d.pool, StringField(r, at, "pool", true));
     RDMAK8S_ASSIGN_OR_RETURN(d.device, StringField(r, at, "device", true));
     claim.results.push_back(std::move(d));
-  }
-  return Status::Ok();
+    return Status::Ok();
+  };
+  return EachObject(devices, "status.allocation.devices", "results", parse);
 }
 
 Status ParseConfig(const json& devices, ResourceClaim& claim) {
-  const std::string where = "status.allocation.devices.config";
-  RDMAK8S_ASSIGN_OR_RETURN(json config, ArrayField(devices, "status.allocation.devices", "config"));
-  for (size_t i = 0; i < config.size(); ++i) {
-    const json& c = config[i];
-    const std::string at = At(where, i);
-    if (!c.is_object()) return InvalidArgumentError(at + ": not an object");
+  auto parse = [&](const json& c, const std::string& at) -> Status {
     RDMAK8S_ASSIGN_OR_RETURN(json opaque, ObjectField(c, at, "opaque"));
-    if (opaque.is_null()) continue;  // a configuration kind of a newer API: not ours
+    if (opaque.is_null()) return Status::Ok();  // a configuration kind of a newer API: not ours
     OpaqueConfig o;
     RDMAK8S_ASSIGN_OR_RETURN(o.source, StringField(c, at, "source", true));
     RDMAK8S_ASSIGN_OR_RETURN(json requests, ArrayField(c, at, "requests"));
@@ -78,24 +82,22 @@ Status ParseConfig(const json& devices, ResourceClaim& claim) {
     auto params = opaque.find("parameters");
     o.parameters = (params == opaque.end() || params->is_null()) ? "{}" : params->dump();
     claim.config.push_back(std::move(o));
-  }
-  return Status::Ok();
+    return Status::Ok();
+  };
+  return EachObject(devices, "status.allocation.devices", "config", parse);
 }
 
 Status ParseReservedFor(const json& status, ResourceClaim& claim) {
-  RDMAK8S_ASSIGN_OR_RETURN(json refs, ArrayField(status, "status", "reservedFor"));
-  for (size_t i = 0; i < refs.size(); ++i) {
-    const json& r = refs[i];
-    const std::string at = At("status.reservedFor", i);
-    if (!r.is_object()) return InvalidArgumentError(at + ": not an object");
+  auto parse = [&](const json& r, const std::string& at) -> Status {
     ConsumerReference c;
     RDMAK8S_ASSIGN_OR_RETURN(c.api_group, StringField(r, at, "apiGroup", false));
     RDMAK8S_ASSIGN_OR_RETURN(c.resource, StringField(r, at, "resource", true));
     RDMAK8S_ASSIGN_OR_RETURN(c.name, StringField(r, at, "name", true));
     RDMAK8S_ASSIGN_OR_RETURN(c.uid, StringField(r, at, "uid", true));
     claim.reserved_for.push_back(std::move(c));
-  }
-  return Status::Ok();
+    return Status::Ok();
+  };
+  return EachObject(status, "status", "reservedFor", parse);
 }
 
 StatusOr<ResourceClaim> Decode(const json& obj) {

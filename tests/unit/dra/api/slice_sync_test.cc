@@ -111,7 +111,9 @@ TEST_F(SliceSyncTest, PublishesAtStartAndAfterEveryCatalogChange) {
 TEST_F(SliceSyncTest, AFailedPublishIsRetriedAndFinishesTheJob) {
   server_.FailNext(500, 3);
   Run();
-  ASSERT_TRUE(WaitUntil([&] { return Published() == std::vector<std::string>{"mlx5-0", "mlx5-1"}; }));
+  // The slices show on the server before Publish returns: wait for the loop to count it.
+  ASSERT_TRUE(WaitUntil([&] { return sync_->publishes() >= 1; }));
+  EXPECT_EQ(Published(), (std::vector<std::string>{"mlx5-0", "mlx5-1"}));
   std::lock_guard<std::mutex> lock(mu_);
   ASSERT_GE(results_.size(), 2u);
   EXPECT_FALSE(results_.front().ok());

@@ -14,14 +14,15 @@ constexpr auto kCancelCheck = std::chrono::milliseconds(200);
 
 class HealthService final : public v1alpha1::DRAResourceHealth::Service {
  public:
-  explicit HealthService(const DeviceCatalog* catalog) : catalog_(catalog) {}
+  HealthService(const DeviceCatalog* catalog, const std::atomic<bool>* stopping)
+      : catalog_(catalog), stopping_(stopping) {}
 
   grpc::Status NodeWatchResources(
       grpc::ServerContext* ctx, const v1alpha1::NodeWatchResourcesRequest*,
       grpc::ServerWriter<v1alpha1::NodeWatchResourcesResponse>* writer) override {
     uint64_t sent = catalog_->generation();
     if (!writer->Write(ToHealthMessage(catalog_->All()))) return grpc::Status::OK;
-    while (!ctx->IsCancelled() && !catalog_->shut_down()) {
+    while (!ctx->IsCancelled() && !catalog_->shut_down() && !stopping_->load()) {
       uint64_t now = catalog_->WaitForChange(sent, std::chrono::steady_clock::now() + kCancelCheck);
       if (now == sent) continue;
       sent = now;
@@ -32,6 +33,7 @@ class HealthService final : public v1alpha1::DRAResourceHealth::Service {
 
  private:
   const DeviceCatalog* catalog_;
+  const std::atomic<bool>* stopping_;
 };
 
 }  // namespace
@@ -48,8 +50,9 @@ v1alpha1::NodeWatchResourcesResponse ToHealthMessage(const std::vector<CatalogDe
   return out;
 }
 
-std::unique_ptr<grpc::Service> NewHealthService(const DeviceCatalog* catalog) {
-  return std::make_unique<HealthService>(catalog);
+std::unique_ptr<grpc::Service> NewHealthService(const DeviceCatalog* catalog,
+                                                const std::atomic<bool>* stopping) {
+  return std::make_unique<HealthService>(catalog, stopping);
 }
 
 }  // namespace rdmak8s::dra

@@ -1,25 +1,33 @@
-// rdmak8s-dra-driver: flags -> options -> wiring. Everything else is in the library.
+// rdmak8s-dra-driver: flags -> options -> wiring. Everything else is in the libraries
+// (rdmak8s_dra: the kubelet side; rdmak8s_dra_api: the API-server side).
+#include <poll.h>
 #include <signal.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <ctime>
-#include <cstdio>
-#include <iostream>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
 #include <thread>
 
 #include <CLI/CLI.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "device-plugin/program_main.h"
 #include "device-plugin/device_events.h"
+#include "device-plugin/program_main.h"
 #include "device-plugin/uevent.h"
+#include "dra/api/claim_reader.h"
+#include "dra/api/kube_client.h"
+#include "dra/api/kube_config.h"
+#include "dra/api/slice_publisher.h"
+#include "dra/api/slice_sync.h"
 #include "dra/claim_reader.h"
 #include "dra/device_catalog.h"
 #include "dra/health_watcher.h"
 #include "dra/plugin.h"
 #include "dra/preparer.h"
+#include "dra/registration_watch.h"
 #include "rdmak8s/discovery.h"
 #include "rdmak8s/route_netlink.h"
 #include "rdmak8s/verbs.h"
@@ -28,13 +36,12 @@ namespace {
 
 using namespace rdmak8s;
 
-// The seam for the API server (dra/api/ provides the real ClaimReader): until it is wired,
-// every claim fails to prepare with this, and kubelet keeps retrying.
+// --no-api-server only (development, tests of the kubelet side): every claim fails to prepare
+// with this, and kubelet keeps retrying.
 class NoApiServerClaimReader final : public dra::ClaimReader {
  public:
   StatusOr<dra::ResourceClaim> GetClaim(const std::string& ns, const std::string& name) override {
-    return UnavailableError("claim " + ns + "/" + name +
-                            ": no API server connection configured in this build");
+    return UnavailableError("claim " + ns + "/" + name + ": started with --no-api-server");
   }
 };
 
@@ -44,22 +51,108 @@ std::string HostName() {
   return buf;
 }
 
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// The API server's connection: the kubeconfig when given, else in-cluster. The error says what
+// is missing and how to proceed.
+StatusOr<std::unique_ptr<dra::CurlKubeClient>> ConnectApi(const std::string& kubeconfig,
+                                                          const std::string& service_account_dir) {
+  StatusOr<dra::KubeConfig> config =
+      kubeconfig.empty()
+          ? dra::InClusterConfig(Env("KUBERNETES_SERVICE_HOST"), Env("KUBERNETES_SERVICE_PORT"),
+                                 service_account_dir)
+          : dra::LoadKubeconfig(kubeconfig);
+  if (!config.ok()) {
+    return config.status().Prepend(
+        "no API server configuration (pass --kubeconfig, run in a pod with a service account, "
+        "or --no-api-server to publish and prepare nothing)");
+  }
+  return dra::CurlKubeClient::Create(*std::move(config));
+}
+
+// Which resource.k8s.io version the server serves (v1, else v1beta1). Retried with backoff while
+// the server cannot be reached; false when a signal came first or the server serves neither.
+bool DiscoverVersion(dra::SlicePublisher& publisher, const sigset_t& signals) {
+  int backoff_ms = 500;
+  while (true) {
+    Status s = publisher.DiscoverVersion();
+    if (s.ok()) return true;
+    if (s.code() != StatusCode::kUnavailable) {
+      SPDLOG_ERROR("start: {}", s.message());
+      return false;
+    }
+    SPDLOG_ERROR("start: {} (retrying in {} ms)", s.message(), backoff_ms);
+    timespec wait{backoff_ms / 1000, (backoff_ms % 1000) * 1000000L};
+    if (sigtimedwait(&signals, nullptr, &wait) > 0) return false;
+    backoff_ms = std::min(backoff_ms * 2, 30000);
+  }
+}
+
+// Until SIGTERM/SIGINT: serves the registration socket again whenever the registry directory
+// says it may be gone.
+void WaitForSignal(int signal_fd, dra::DraPlugin& plugin, dra::RegistrationWatch& watch) {
+  while (true) {
+    pollfd fds[2] = {{signal_fd, POLLIN, 0}, {watch.fd(), POLLIN, 0}};
+    // Without a watch (the directory went away), look again each second.
+    int r = ::poll(fds, 2, watch.watching() ? -1 : 1000);
+    if (r < 0 && errno != EINTR) {
+      SPDLOG_ERROR("poll: {}", std::strerror(errno));
+      return;
+    }
+    if (fds[0].revents) {
+      signalfd_siginfo si;
+      if (::read(signal_fd, &si, sizeof(si)) == sizeof(si)) {
+        SPDLOG_INFO("signal {}: shutting down", strsignal(static_cast<int>(si.ssi_signo)));
+        return;
+      }
+    }
+    if (r == 0 || fds[1].revents) {
+      if (!watch.Drain() && r != 0) continue;
+      if (auto again = plugin.ServeRegistrationAgain(); !again.ok()) {
+        SPDLOG_ERROR("{}", again.status().message());
+      }
+    }
+  }
+}
+
 int RealMain(int argc, char** argv) {
   dra::PreparerOptions prep;
   dra::DraPluginOptions plugin_opts;
   std::string node_name = HostName();
   std::string sysfs_root = "/sys";
+  std::string kubeconfig;
+  std::string service_account_dir = dra::kServiceAccountDir;
   int rescan_s = 300;
   int verbosity = 0;
   bool no_verbs = false;
+  bool no_api_server = false;
+  bool delete_slices_on_exit = false;
   plugin_opts.registry_dir = "/var/lib/kubelet/plugins_registry";
   CLI::App app{"rdmak8s-dra-driver: prepares RDMA devices (InfiniBand HCAs, RoCE and iWARP NICs) "
-               "allocated through Dynamic Resource Allocation, as kubelet's DRA plugin."};
+               "allocated through Dynamic Resource Allocation, as kubelet's DRA plugin, and "
+               "publishes them as this node's ResourceSlices."};
   app.set_version_flag("--version", "rdmak8s-dra-driver " RDMAK8S_VERSION);
   app.add_option("--driver-name", prep.driver_name, "DRA driver name (DeviceClass selectors, "
                  "ResourceSlices, CDI vendor)")->capture_default_str();
   app.add_option("--node-name", node_name, "this node's name: the pool of its devices")
       ->capture_default_str();
+  app.add_option("--kubeconfig", kubeconfig,
+                 "kubeconfig of the API server (development); default: in-cluster config "
+                 "(KUBERNETES_SERVICE_HOST/PORT and the pod's service account)");
+  app.add_option("--service-account-dir", service_account_dir,
+                 "in-cluster: where the service account's token and ca.crt are")
+      ->capture_default_str();
+  auto* no_api = app.add_flag("--no-api-server", no_api_server,
+                              "development and tests only: talk to no API server (publish no "
+                              "ResourceSlices; every claim fails to prepare)");
+  app.add_flag("--delete-slices-on-exit", delete_slices_on_exit,
+               "on SIGTERM/SIGINT, delete this node's ResourceSlices of this driver before "
+               "exiting: for uninstall (the scheduler stops offering the devices). Leave off "
+               "for restarts and rolling updates, where the next instance takes the slices over")
+      ->excludes(no_api);
   app.add_option("--plugins-registry-dir", plugin_opts.registry_dir,
                  "kubelet plugin-watcher directory")->capture_default_str();
   app.add_option("--plugin-dir", plugin_opts.plugin_dir,
@@ -88,13 +181,35 @@ int RealMain(int argc, char** argv) {
 
   dp::UseKlogStderrLogger(verbosity);
 
-  // Signals are taken by sigtimedwait below: block them before any thread starts.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  // Signals are read from a signalfd: block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+
+  // The API server first: without it the driver could only fail every claim.
+  std::unique_ptr<dra::CurlKubeClient> api;
+  std::unique_ptr<dra::SlicePublisher> publisher;
+  std::unique_ptr<dra::ClaimReader> reader;
+  if (no_api_server) {
+    SPDLOG_WARN("--no-api-server: no ResourceSlices are published and every claim fails");
+    reader = std::make_unique<NoApiServerClaimReader>();
+  } else {
+    auto connected = ConnectApi(kubeconfig, service_account_dir);
+    if (!connected.ok()) {
+      SPDLOG_ERROR("start: {}", connected.status().message());
+      return 1;
+    }
+    api = std::move(connected).value();
+    publisher = std::make_unique<dra::SlicePublisher>(
+        api.get(), dra::PublisherOptions{prep.driver_name, node_name});
+    if (!DiscoverVersion(*publisher, signals)) return 1;
+    SPDLOG_INFO("API server {}: resource.k8s.io/{}", api->server(),
+                dra::ResourceApiVersionName(publisher->version()));
+    reader = std::make_unique<dra::ApiClaimReader>(api.get(), publisher->version());
+  }
 
   std::unique_ptr<VerbsQuery> verbs;
   if (!no_verbs) verbs = NewIbverbsQuery();
@@ -121,8 +236,7 @@ int RealMain(int argc, char** argv) {
     SPDLOG_ERROR("start: {}", s.message());
     return 1;
   }
-  NoApiServerClaimReader reader;
-  auto preparer = dra::Preparer::Create(prep, &reader, &catalog);
+  auto preparer = dra::Preparer::Create(prep, reader.get(), &catalog);
   if (!preparer.ok()) {
     SPDLOG_ERROR("start: {}", preparer.status().message());
     return 1;
@@ -132,28 +246,52 @@ int RealMain(int argc, char** argv) {
     SPDLOG_ERROR("start: {}", s.message());
     return 1;
   }
+  dra::RegistrationWatch registration_watch;
+  if (Status s = registration_watch.Start(plugin_opts.registry_dir,
+                                          plugin_opts.driver_name + "-reg.sock");
+      !s.ok()) {
+    SPDLOG_ERROR("start: {}", s.message());
+    return 1;
+  }
+  int signal_fd = signalfd(-1, &signals, SFD_CLOEXEC);
+  if (signal_fd < 0) {
+    SPDLOG_ERROR("start: signalfd: {}", std::strerror(errno));
+    return 1;
+  }
 
   Status run_status;
   std::thread watch([&] { run_status = watcher.Run(); });
-  while (true) {
-    timespec one_second{1, 0};
-    int sig = sigtimedwait(&set, nullptr, &one_second);
-    if (sig > 0) {
-      SPDLOG_INFO("signal {}: shutting down", strsignal(sig));
-      break;
-    }
-    if (auto again = plugin.ServeRegistrationAgain(); !again.ok()) {
-      SPDLOG_ERROR("{}", again.status().message());
-    }
+  std::thread sync;
+  std::unique_ptr<dra::SliceSync> slice_sync;
+  if (publisher) {
+    dra::SliceSyncOptions sync_opts;
+    sync_opts.sysfs_root = sysfs_root;
+    slice_sync = std::make_unique<dra::SliceSync>(publisher.get(), &catalog, sync_opts);
+    sync = std::thread([&] { slice_sync->Run(); });
   }
+
+  WaitForSignal(signal_fd, plugin, registration_watch);
+  ::close(signal_fd);
+
   plugin.Stop();
   watcher.Stop();
   watch.join();
+  catalog.Shutdown();  // ends the slice loop
+  if (sync.joinable()) sync.join();
+  int rc = 0;
+  if (delete_slices_on_exit && publisher) {
+    if (Status s = publisher->DeleteAll(); !s.ok()) {
+      SPDLOG_ERROR("delete ResourceSlices on exit: {}", s.message());
+      rc = 1;
+    } else {
+      SPDLOG_INFO("deleted this node's ResourceSlices");
+    }
+  }
   if (!run_status.ok()) {
     SPDLOG_ERROR("{}", run_status.message());
     return 1;
   }
-  return 0;
+  return rc;
 }
 
 }  // namespace

@@ -68,7 +68,8 @@ Status DraPlugin::Start() {
   dra_.path = dra_socket();
   dra_.services.push_back(NewDraServiceV1(preparer_));
   dra_.services.push_back(NewDraServiceV1beta1(preparer_));
-  dra_.services.push_back(NewHealthService(catalog_));
+  stopping_ = false;
+  dra_.services.push_back(NewHealthService(catalog_, &stopping_));
   if (Status s = Serve(dra_); !s.ok()) {
     dra_.services.clear();
     return s;
@@ -106,7 +107,9 @@ StatusOr<bool> DraPlugin::ServeRegistrationAgain() {
 
 void DraPlugin::Stop() {
   Unserve(registration_);
-  if (dra_.server) catalog_->Shutdown();
+  // Ends the health streams without waiting for gRPC's shutdown deadline; the catalog is the
+  // driver's, and outlives this plugin (a restarted plugin serves the same catalog).
+  stopping_ = true;
   Unserve(dra_);
 }
 

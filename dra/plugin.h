@@ -6,14 +6,16 @@
 //      is what kubelet expects (it dials the endpoint right after GetInfo).
 // A stale file at either path (a previous instance that died) is replaced (bound under a
 // private name, renamed over it). Stop() removes the registration socket first (kubelet's plugin
-// watcher then deregisters us), shuts the catalog down (ending the health streams: Stop is the
-// end of the driver), then stops the DRA socket; each file is removed only while it is still the socket we
-// bound (a newer instance's socket is left alone). ServeRegistrationAgain() re-creates the
-// registration socket if someone removed it (call it on an inotify event or periodically).
+// watcher then deregisters us), ends the health streams, then stops the DRA socket; each file is
+// removed only while it is still the socket we bound (a newer instance's socket is left alone).
+// Stop leaves the catalog alone: its owner (the driver's main) shuts it down. The plugin may be
+// started again after Stop. ServeRegistrationAgain() re-creates the registration socket if
+// someone removed it (call it on registration_watch.h's event).
 //
 // Thread safety: Start, Stop and ServeRegistrationAgain on one thread; accessors from any.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <sys/types.h>
@@ -74,6 +76,7 @@ class DraPlugin {
   Preparer* preparer_;
   DeviceCatalog* catalog_;
   RegistrationState registration_state_;
+  std::atomic<bool> stopping_{false};  // read by the health streams
   Served dra_;
   Served registration_;
 };

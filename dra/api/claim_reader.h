@@ -1,40 +1,51 @@
-// Reads a ResourceClaim from the API server for NodePrepareResources: GET
-// /apis/resource.k8s.io/<version>/namespaces/<ns>/resourceclaims/<name>, checked against the UID
-// kubelet gave, reduced to our driver's part (claim.h).
+// The API server's side of dra::ClaimReader (dra/claim_reader.h): GET
+// /apis/resource.k8s.io/<version>/namespaces/<ns>/resourceclaims/<name>, decoded into the one
+// claim model the preparer uses (dra::ResourceClaim). Every read goes to the server: a cached
+// claim could be a deleted claim's namesake, and the preparer compares the UID kubelet sent.
 //
-// Thread safety: Read may be called from several threads if the KubeApi allows it (ours does).
+// Decoded, for resource.k8s.io v1 and v1beta1 (and v1beta2): the status fields below have the
+// same names and shapes in each (k8s.io/api/resource/{v1,v1beta1,v1beta2}/types.go); the spec,
+// where the versions differ, is not read.
+//   metadata.{namespace,name,uid}
+//   status.allocation (set: allocated)
+//   status.allocation.devices.results[] = {request, driver, pool, device}   (every driver's)
+//   status.allocation.devices.config[]  = {source, requests[], opaque: {driver, parameters}}
+//                                          (entries without `opaque` are not ours to read)
+//   status.reservedFor[]                = {apiGroup, resource, name, uid}
+//
+// Thread safety: GetClaim may be called from several threads if the KubeApi allows it (ours
+// does).
 #pragma once
 
 #include <string>
 #include <string_view>
 
-#include "dra/api/claim.h"
 #include "dra/api/kube_client.h"
 #include "dra/api/resource_slice.h"
+#include "dra/claim_reader.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dra {
 
-class ApiClaimReader {
+class ApiClaimReader final : public ClaimReader {
  public:
-  // `api` is not owned and must outlive the reader.
-  ApiClaimReader(KubeApi* api, std::string driver, ResourceApiVersion version)
-      : api_(api), driver_(std::move(driver)), version_(version) {}
+  // `api` is not owned and must outlive the reader; `version` is the one discovery chose.
+  ApiClaimReader(KubeApi* api, ResourceApiVersion version) : api_(api), version_(version) {}
 
-  // NotFound when the claim does not exist; FailedPrecondition when its UID is not `uid` (a
-  // claim deleted and re-created under the same name) or it is not allocated; InvalidArgument
-  // when the answer is not a ResourceClaim; other API errors as ApiError says.
-  StatusOr<ResourceClaimView> Read(std::string_view ns, std::string_view name, std::string_view uid);
+  // kNotFound when the server has no such claim; kUnavailable naming the claim when no answer
+  // came (connection, TLS, token file, retries of 429/5xx ran out); kPermissionDenied for
+  // 401/403; kInvalidArgument naming the claim and the field when the answer is not a
+  // ResourceClaim. The UID and the allocation are not checked here (the preparer does).
+  StatusOr<ResourceClaim> GetClaim(const std::string& namespace_name, const std::string& name) override;
 
  private:
   KubeApi* api_;
-  const std::string driver_;
   const ResourceApiVersion version_;
 };
 
-// The pure part of Read: the view of a ResourceClaim JSON object for `driver`, with the same
-// errors (the UID is checked unless `expected_uid` is empty, before the allocation is).
-StatusOr<ResourceClaimView> ParseResourceClaim(std::string_view json_text, const std::string& driver,
-                                               std::string_view expected_uid);
+// The pure part of GetClaim: a ResourceClaim object's JSON text as the claim model.
+// InvalidArgument naming the field ("status.allocation.devices.results[1].driver: not a
+// string") when it is not a ResourceClaim of a version we read.
+StatusOr<ResourceClaim> ParseResourceClaim(std::string_view json_text);
 
 }  // namespace rdmak8s::dra

@@ -155,5 +155,26 @@ TEST_F(DraPluginTest, StaleSocketFilesOfADeadInstanceAreReplaced) {
   kubelet_.Disconnect();
 }
 
+TEST_F(DraPluginTest, StopEndsHealthStreamsButLeavesTheCatalogToItsOwner) {
+  ASSERT_TRUE(kubelet_.Register(plugin_->registration_socket()).ok());
+  ASSERT_TRUE(kubelet_.WaitForHealth([](const auto& m) { return m.devices_size() == 1; }, kWait).has_value());
+  plugin_->Stop();
+  EXPECT_FALSE(catalog_.shut_down());
+  kubelet_.Disconnect();
+
+  // The driver serves again (a restarted plugin over the same catalog): its health stream
+  // still follows the catalog.
+  fake::FakeDraKubelet again;
+  ASSERT_TRUE(plugin_->Start().ok());
+  ASSERT_TRUE(again.Register(plugin_->registration_socket()).ok());
+  SetHealth(false);
+  EXPECT_TRUE(again
+                  .WaitForHealth([](const auto& m) {
+                    return m.devices_size() == 1 && m.devices(0).health() == v1alpha1::UNHEALTHY;
+                  }, kWait)
+                  .has_value());
+  again.Disconnect();
+}
+
 }  // namespace
 }  // namespace rdmak8s::dra

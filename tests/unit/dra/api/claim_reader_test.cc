@@ -1,21 +1,32 @@
 #include "dra/api/claim_reader.h"
 
+#include <filesystem>
+#include <functional>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "dra/preparer.h"
 #include "fakes/fake_api_server.h"
 #include "support/temp_dir.h"
+#include "unit/device-plugin/test_devices.h"
 
 namespace rdmak8s::dra {
 namespace {
 
 using nlohmann::json;
 
+constexpr char kDriver[] = "rdma.rdmak8s.io";
+
+// A claim as a v1 API server stores it (spec.devices.requests[].exactly).
 json Claim() {
   return json::parse(R"({
     "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-    "metadata": {"namespace": "ml", "name": "train-nic", "uid": "claim-uid"},
-    "spec": {"devices": {"requests": [{"name": "nic"}, {"name": "gpu"}]}},
+    "metadata": {"namespace": "ml", "name": "train-nic", "uid": "claim-uid", "resourceVersion": "7"},
+    "spec": {"devices": {"requests": [
+      {"name": "nic", "exactly": {"deviceClassName": "rdma-ib", "allocationMode": "ExactCount", "count": 1}},
+      {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}},
+      {"name": "nic2", "firstAvailable": [{"name": "fast", "deviceClassName": "rdma-roce"}]}]}},
     "status": {
       "allocation": {"devices": {
         "results": [
@@ -23,11 +34,26 @@ json Claim() {
           {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "node1", "device": "gpu-0"},
           {"request": "nic2/fast", "driver": "rdma.rdmak8s.io", "pool": "node1", "device": "mlx5-2"}],
         "config": [
-          {"source": "FromClass", "opaque": {"driver": "rdma.rdmak8s.io", "parameters": {"ucx": true}}},
-          {"source": "FromClaim", "requests": ["nic2"], "opaque": {"driver": "rdma.rdmak8s.io", "parameters": {"nccl": {"ibHca": "mlx5_2"}}}},
-          {"source": "FromClaim", "requests": ["gpu"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {"x": 1}}}]}},
+          {"source": "FromClass", "opaque": {"driver": "rdma.rdmak8s.io", "parameters": {"ucxEnv": true}}},
+          {"source": "FromClaim", "requests": ["nic2"], "opaque": {"driver": "rdma.rdmak8s.io", "parameters": {"ncclEnv": true}}},
+          {"source": "FromClaim", "requests": ["gpu"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {"x": 1}}}]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node1"]}]}]}},
       "reservedFor": [{"resource": "pods", "name": "p0", "uid": "pod-uid-0"},
                       {"resource": "pods", "name": "p1", "uid": "pod-uid-1"}]}})");
+}
+
+// The same claim as a 1.32/1.33 server stores it: v1beta1 requests carry deviceClassName
+// directly and results may say adminAccess; status is the same.
+json ClaimV1beta1() {
+  return json::parse(R"({
+    "apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim",
+    "metadata": {"namespace": "ml", "name": "old-nic", "uid": "beta-uid"},
+    "spec": {"devices": {"requests": [{"name": "nic", "deviceClassName": "rdma-ib", "allocationMode": "ExactCount", "count": 1}]}},
+    "status": {
+      "allocation": {"devices": {
+        "results": [{"request": "nic", "driver": "rdma.rdmak8s.io", "pool": "node1", "device": "mlx5-1", "adminAccess": false}],
+        "config": [{"source": "FromClaim", "requests": ["nic"], "opaque": {"driver": "rdma.rdmak8s.io", "parameters": {"env": {"A": "1"}}}}]}},
+      "reservedFor": [{"resource": "pods", "name": "p0", "uid": "pod-uid-0"}]}})");
 }
 
 class ClaimReaderTest : public ::testing::Test {
@@ -45,59 +71,183 @@ class ClaimReaderTest : public ::testing::Test {
   std::unique_ptr<CurlKubeClient> client_;
 };
 
-TEST_F(ClaimReaderTest, TakesOurDriversResultsReservationsAndConfig) {
-  ApiClaimReader reader(client_.get(), "rdma.rdmak8s.io", ResourceApiVersion::kV1);
-  auto v = reader.Read("ml", "train-nic", "claim-uid");
-  ASSERT_TRUE(v.ok()) << v.status().ToString();
-  EXPECT_EQ(v->namespace_, "ml");
-  EXPECT_EQ(v->uid, "claim-uid");
-  EXPECT_EQ(v->results, (std::vector<AllocatedDevice>{{"nic", "rdma.rdmak8s.io", "node1", "mlx5-1"},
-                                                      {"nic2/fast", "rdma.rdmak8s.io", "node1", "mlx5-2"}}));
-  EXPECT_EQ(v->reserved_for_pod_uids, (std::vector<std::string>{"pod-uid-0", "pod-uid-1"}));
-  EXPECT_EQ(json::parse(v->opaque_config.at("nic")), json::parse(R"([{"ucx": true}])"));
-  EXPECT_EQ(json::parse(v->opaque_config.at("nic2/fast")),
-            json::parse(R"([{"ucx": true}, {"nccl": {"ibHca": "mlx5_2"}}])"));
+TEST_F(ClaimReaderTest, ReadsEveryResultConfigAndReservationOfTheClaim) {
+  ApiClaimReader reader(client_.get(), ResourceApiVersion::kV1);
+  auto c = reader.GetClaim("ml", "train-nic");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->namespace_name, "ml");
+  EXPECT_EQ(c->name, "train-nic");
+  EXPECT_EQ(c->uid, "claim-uid");
+  EXPECT_TRUE(c->allocated);
+  // Every driver's results: the preparer takes ours (ResultsOfOtherDriversAreLeftToThem).
+  EXPECT_EQ(c->results, (std::vector<DeviceResult>{{"nic", kDriver, "node1", "mlx5-1"},
+                                                   {"gpu", "gpu.nvidia.com", "node1", "gpu-0"},
+                                                   {"nic2/fast", kDriver, "node1", "mlx5-2"}}));
+  ASSERT_EQ(c->config.size(), 3u);
+  EXPECT_EQ(c->config[0].source, "FromClass");
+  EXPECT_TRUE(c->config[0].requests.empty());
+  EXPECT_EQ(c->config[0].driver, kDriver);
+  EXPECT_EQ(json::parse(c->config[0].parameters), json::parse(R"({"ucxEnv": true})"));
+  EXPECT_EQ(c->config[1].source, "FromClaim");
+  EXPECT_EQ(c->config[1].requests, std::vector<std::string>{"nic2"});
+  EXPECT_EQ(c->config[2].driver, "gpu.nvidia.com");
+  EXPECT_EQ(c->reserved_for, (std::vector<ConsumerReference>{{"", "pods", "p0", "pod-uid-0"},
+                                                              {"", "pods", "p1", "pod-uid-1"}}));
 }
 
-TEST_F(ClaimReaderTest, ReadsThroughV1beta1Too) {
-  ApiClaimReader reader(client_.get(), "rdma.rdmak8s.io", ResourceApiVersion::kV1beta1);
-  auto v = reader.Read("ml", "train-nic", "claim-uid");
-  ASSERT_TRUE(v.ok()) << v.status().ToString();
-  EXPECT_EQ(v->results.size(), 2u);
-  EXPECT_EQ(server_.CountRequests("GET /apis/resource.k8s.io/v1beta1/namespaces/ml/resourceclaims/train-nic"), 1);
+TEST_F(ClaimReaderTest, ReadsAV1beta1ClaimThroughTheV1beta1Path) {
+  server_.AddClaim(ClaimV1beta1());
+  ApiClaimReader reader(client_.get(), ResourceApiVersion::kV1beta1);
+  auto c = reader.GetClaim("ml", "old-nic");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->uid, "beta-uid");
+  EXPECT_EQ(c->results, (std::vector<DeviceResult>{{"nic", kDriver, "node1", "mlx5-1"}}));
+  ASSERT_EQ(c->config.size(), 1u);
+  EXPECT_EQ(json::parse(c->config[0].parameters), json::parse(R"({"env": {"A": "1"}})"));
+  EXPECT_EQ(c->reserved_for.size(), 1u);
+  EXPECT_EQ(server_.CountRequests("GET /apis/resource.k8s.io/v1beta1/namespaces/ml/resourceclaims/old-nic"), 1);
 }
 
-TEST_F(ClaimReaderTest, AnotherUidIsAFailedPrecondition) {
-  ApiClaimReader reader(client_.get(), "rdma.rdmak8s.io", ResourceApiVersion::kV1);
-  auto v = reader.Read("ml", "train-nic", "old-uid");
-  ASSERT_FALSE(v.ok());
-  EXPECT_EQ(v.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(v.status().message().find("old-uid"), std::string::npos);
+TEST_F(ClaimReaderTest, EveryReadAsksTheServerAgain) {
+  ApiClaimReader reader(client_.get(), ResourceApiVersion::kV1);
+  ASSERT_TRUE(reader.GetClaim("ml", "train-nic").ok());
+  json replaced = Claim();
+  replaced["metadata"]["uid"] = "new-uid";
+  server_.AddClaim(replaced);
+  auto c = reader.GetClaim("ml", "train-nic");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->uid, "new-uid");
+  EXPECT_EQ(server_.CountRequests("GET /apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/train-nic"), 2);
 }
 
 TEST_F(ClaimReaderTest, AMissingClaimIsNotFoundNamingIt) {
-  ApiClaimReader reader(client_.get(), "rdma.rdmak8s.io", ResourceApiVersion::kV1);
-  auto v = reader.Read("ml", "gone", "u");
+  ApiClaimReader reader(client_.get(), ResourceApiVersion::kV1);
+  auto v = reader.GetClaim("ml", "gone");
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.status().code(), StatusCode::kNotFound);
   EXPECT_NE(v.status().message().find("/namespaces/ml/resourceclaims/gone"), std::string::npos);
 }
 
-TEST_F(ClaimReaderTest, AnUnallocatedClaimIsAFailedPrecondition) {
+TEST_F(ClaimReaderTest, AnUnreachableServerIsUnavailableNamingTheClaim) {
+  server_.Stop();
+  ApiClaimReader reader(client_.get(), ResourceApiVersion::kV1);
+  auto v = reader.GetClaim("ml", "train-nic");
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(v.status().message().find("ml/train-nic"), std::string::npos) << v.status().message();
+}
+
+TEST_F(ClaimReaderTest, AnUnallocatedClaimReadsAsNotAllocated) {
   json c = Claim();
   c["metadata"]["name"] = "pending";
   c["status"].erase("allocation");
   server_.AddClaim(c);
-  ApiClaimReader reader(client_.get(), "rdma.rdmak8s.io", ResourceApiVersion::kV1);
-  auto v = reader.Read("ml", "pending", "claim-uid");
+  ApiClaimReader reader(client_.get(), ResourceApiVersion::kV1);
+  auto v = reader.GetClaim("ml", "pending");
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_FALSE(v->allocated);
+  EXPECT_TRUE(v->results.empty());
+  EXPECT_EQ(v->reserved_for.size(), 2u);
+}
+
+// The preparer over the real reader and a real HTTP server: what kubelet's NodePrepareResources
+// gets from a claim on the API server.
+class PreparerOverApiTest : public ClaimReaderTest {
+ protected:
+  void SetUp() override {
+    ClaimReaderTest::SetUp();
+    options_.driver_name = kDriver;
+    options_.state_dir = dir_.path() + "/state";
+    options_.cdi_dir = dir_.path() + "/cdi";
+    options_.pod_devices_dir = dir_.path() + "/pods";
+    std::filesystem::create_directories(options_.cdi_dir);
+    catalog_.Update({{"mlx5_1", {dp::testdev::Ib("mlx5_1", 1, "0000:3b:00.1"), {}, dp::Presence::kPresent}},
+                     {"mlx5_2", {dp::testdev::Roce("mlx5_2", 2, "eth0"), {}, dp::Presence::kPresent}}});
+    reader_ = std::make_unique<ApiClaimReader>(client_.get(), ResourceApiVersion::kV1);
+    auto p = Preparer::Create(options_, reader_.get(), &catalog_);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    preparer_ = std::move(p).value();
+  }
+  PreparerOptions options_;
+  DeviceCatalog catalog_{"node1"};
+  std::unique_ptr<ApiClaimReader> reader_;
+  std::unique_ptr<Preparer> preparer_;
+};
+
+TEST_F(PreparerOverApiTest, PreparesOurDriversResultsOnly) {
+  auto r = preparer_->Prepare({"ml", "claim-uid", "train-nic"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 2u);
+  EXPECT_EQ((*r)[0].request, "nic");
+  EXPECT_EQ((*r)[0].rdma_dev, "mlx5_1");
+  EXPECT_EQ((*r)[1].request, "nic2/fast");
+  EXPECT_EQ((*r)[1].rdma_dev, "mlx5_2");
+  EXPECT_EQ(preparer_->Claims().at("claim-uid").pod_uids,
+            (std::vector<std::string>{"pod-uid-0", "pod-uid-1"}));
+}
+
+TEST_F(PreparerOverApiTest, AnotherUidIsAFailedPrecondition) {
+  auto v = preparer_->Prepare({"ml", "old-uid", "train-nic"});
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(v.status().message().find("old-uid"), std::string::npos);
+}
+
+TEST_F(PreparerOverApiTest, AnUnallocatedClaimIsAFailedPrecondition) {
+  json c = Claim();
+  c["metadata"]["name"] = "pending";
+  c["status"].erase("allocation");
+  server_.AddClaim(c);
+  auto v = preparer_->Prepare({"ml", "claim-uid", "pending"});
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(v.status().message().find("not allocated"), std::string::npos);
 }
 
 TEST(ParseResourceClaimTest, GarbageIsInvalidArgument) {
-  EXPECT_EQ(ParseResourceClaim("{", "d", "").status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(ParseResourceClaim(R"({"metadata": {}})", "d", "").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseResourceClaim("{").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseResourceClaim(R"({"metadata": {}})").status().code(), StatusCode::kInvalidArgument);
+}
+
+// Each malformed claim, and the field its error must name.
+TEST(ParseResourceClaimTest, MalformedFieldsAreNamedInTheError) {
+  struct Case {
+    std::function<void(json&)> spoil;
+    std::string field;
+  };
+  std::vector<Case> cases = {
+      {[](json& c) { c.erase("metadata"); }, "metadata: missing"},
+      {[](json& c) { c["metadata"]["uid"] = 5; }, "metadata.uid: not a string"},
+      {[](json& c) { c["kind"] = "Pod"; }, "kind is Pod"},
+      {[](json& c) { c["apiVersion"] = "resource.k8s.io/v2alpha9"; }, "apiVersion resource.k8s.io/v2alpha9"},
+      {[](json& c) { c["status"]["allocation"]["devices"]["results"][1].erase("driver"); },
+       "status.allocation.devices.results[1].driver: missing"},
+      {[](json& c) { c["status"]["allocation"]["devices"]["results"] = "x"; },
+       "status.allocation.devices.results: not a list"},
+      {[](json& c) { c["status"]["allocation"]["devices"]["config"][1]["requests"] = json::array({3}); },
+       "status.allocation.devices.config[1].requests[0]: not a string"},
+      {[](json& c) { c["status"]["allocation"]["devices"]["config"][0]["opaque"].erase("driver"); },
+       "status.allocation.devices.config[0].opaque.driver: missing"},
+      {[](json& c) { c["status"]["reservedFor"][0].erase("uid"); }, "status.reservedFor[0].uid: missing"},
+      {[](json& c) { c["status"]["allocation"] = 1; }, "status.allocation: not an object"},
+  };
+  for (const auto& k : cases) {
+    json c = Claim();
+    k.spoil(c);
+    auto r = ParseResourceClaim(c.dump());
+    ASSERT_FALSE(r.ok()) << k.field;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << k.field;
+    EXPECT_NE(r.status().message().find(k.field), std::string::npos) << r.status().message();
+  }
+}
+
+TEST(ParseResourceClaimTest, ConfigWithoutOpaqueIsSkippedAndAbsentParametersAreAnEmptyObject) {
+  json c = ClaimV1beta1();
+  c["status"]["allocation"]["devices"]["config"] = json::parse(
+      R"([{"source": "FromClass", "futureKind": {}}, {"source": "FromClaim", "opaque": {"driver": "d"}}])");
+  auto r = ParseResourceClaim(c.dump());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->config, (std::vector<OpaqueConfig>{{"FromClaim", {}, "d", "{}"}}));
 }
 
 }  // namespace

@@ -1,0 +1,289 @@
+// The real rdmak8s-dra-driver binary as a subprocess, between the fake API server (HTTPS on
+// 127.0.0.1 with a CA and a bearer token, found through a kubeconfig written here) and the fake
+// kubelet DRA client (plugin watcher and NodePrepare/Unprepare over unix-socket gRPC), on a copy
+// of a committed sysfs fixture (mlx5_ib_2port: one IB HCA, port 1 ACTIVE, port 2 DOWN).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "fakes/fake_api_server.h"
+#include "fakes/fake_dra_kubelet.h"
+#include "rdmak8s/pod_devices.h"
+
+namespace rdmak8s {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace std::chrono_literals;
+using testing::FakeApiServer;
+using testing::FakeApiServerOptions;
+
+constexpr char kDriver[] = "rdma.rdmak8s.io";
+constexpr char kNode[] = "node1";
+constexpr char kToken[] = "integration-token";
+constexpr auto kWait = 30s;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class DraDriverBinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // The driver is killed mid-request in TearDown: the fake server's write to its closed
+    // connection must be an error there, not a SIGPIPE that ends this test process.
+    signal(SIGPIPE, SIG_IGN);
+    char tmpl[] = "/tmp/draXXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    for (const char* d : {"reg", "plugin", "state", "cdi", "pods"}) fs::create_directories(root_ + "/" + d);
+    fs::copy(std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/mlx5_ib_2port", root_ + "/sys",
+             fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  }
+  void TearDown() override {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    kubelet_.reset();
+    server_.reset();
+    fs::remove_all(root_);
+  }
+
+  // The fake API server and a kubeconfig naming it (CA file, token), as a developer's would.
+  void StartApiServer(bool serve_v1 = true) {
+    testing::TestCertificate cert = testing::MakeSelfSignedCertificate();
+    FakeApiServerOptions o;
+    o.serve_v1 = serve_v1;
+    o.token = kToken;
+    o.tls_cert_pem = cert.cert_pem;
+    o.tls_key_pem = cert.key_pem;
+    server_ = std::make_unique<FakeApiServer>(o);
+    ASSERT_TRUE(server_->Start());
+    server_->AddNode(kNode, "node-uid-1");
+    std::ofstream(root_ + "/ca.crt") << cert.cert_pem;
+    json kubeconfig = {
+        {"apiVersion", "v1"}, {"kind", "Config"}, {"current-context", "dev"},
+        {"clusters", {{{"name", "fake"}, {"cluster", {{"server", server_->url()}, {"certificate-authority", "ca.crt"}}}}}},
+        {"users", {{{"name", "driver"}, {"user", {{"token", kToken}}}}}},
+        {"contexts", {{{"name", "dev"}, {"context", {{"cluster", "fake"}, {"user", "driver"}}}}}}};
+    std::ofstream(root_ + "/kubeconfig") << kubeconfig.dump(2);
+  }
+
+  std::vector<std::string> DriverArgs() const {
+    return {"--kubeconfig", root_ + "/kubeconfig", "--node-name", kNode, "--driver-name", kDriver,
+            "--plugins-registry-dir", root_ + "/reg", "--plugin-dir", root_ + "/plugin",
+            "--state-dir", root_ + "/state", "--cdi-dir", root_ + "/cdi",
+            "--pod-devices-dir", root_ + "/pods", "--sysfs-root", root_ + "/sys",
+            "--dev-root", root_ + "/dev", "--no-verbs", "--rescan-interval", "1"};
+  }
+
+  // Runs the driver; its stderr goes to <root>/stderr.log. No KUBERNETES_SERVICE_* in its
+  // environment: only what the arguments say.
+  void Spawn(std::vector<std::string> args) {
+    std::string bin = std::string(RDMAK8S_BINARY_DIR) + "/dra/rdmak8s-dra-driver";
+    args.insert(args.begin(), bin);
+    std::string log = root_ + "/stderr.log";
+    pid_ = fork();
+    ASSERT_GE(pid_, 0);
+    if (pid_ == 0) {
+      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd < 0 || dup2(fd, 2) < 0) _exit(126);
+      unsetenv("KUBERNETES_SERVICE_HOST");
+      unsetenv("KUBERNETES_SERVICE_PORT");
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(bin.c_str(), argv.data());
+      _exit(127);
+    }
+  }
+
+  // The child's wait status, or -1 when it did not exit within `timeout`.
+  int WaitExit(std::chrono::seconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return status;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return -1;
+  }
+
+  bool WaitUntil(const std::function<bool()>& pred) {
+    auto deadline = std::chrono::steady_clock::now() + kWait;
+    while (!pred()) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      int status = 0;
+      if (pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        ADD_FAILURE() << "driver exited: " << ReadAll(root_ + "/stderr.log");
+        return false;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return true;
+  }
+
+  // The published device `name` (v1 shape), or null.
+  json Device(const std::string& name, const std::string& version = "v1") const {
+    for (const auto& s : server_->Slices(version)) {
+      for (const auto& d : s["spec"].value("devices", json::array())) {
+        if (d.value("name", "") == name) return d;
+      }
+    }
+    return nullptr;
+  }
+
+  void Register() {
+    std::string reg = root_ + "/reg/" + std::string(kDriver) + "-reg.sock";
+    ASSERT_TRUE(WaitUntil([&] { return fs::exists(reg); })) << ReadAll(root_ + "/stderr.log");
+    kubelet_ = std::make_unique<fake::FakeDraKubelet>();
+    auto info = kubelet_->Register(reg);
+    ASSERT_TRUE(info.ok()) << info.status().ToString();
+  }
+
+  std::string root_;
+  std::unique_ptr<FakeApiServer> server_;
+  std::unique_ptr<fake::FakeDraKubelet> kubelet_;
+  pid_t pid_ = -1;
+};
+
+TEST_F(DraDriverBinaryTest, PublishesThisNodesDevicesWithTheirAttributes) {
+  StartApiServer();
+  Spawn(DriverArgs());
+  ASSERT_TRUE(WaitUntil([&] { return !Device("mlx5-0").is_null(); })) << ReadAll(root_ + "/stderr.log");
+  auto slices = server_->Slices();
+  ASSERT_EQ(slices.size(), 1u);
+  const json& spec = slices[0]["spec"];
+  EXPECT_EQ(spec["driver"], kDriver);
+  EXPECT_EQ(spec["nodeName"], kNode);
+  EXPECT_EQ(spec["pool"]["name"], kNode);
+  EXPECT_EQ(slices[0]["metadata"]["ownerReferences"][0]["uid"], "node-uid-1");
+  json attrs = Device("mlx5-0")["attributes"];
+  EXPECT_EQ(attrs["transport"]["string"], "ib");
+  EXPECT_EQ(attrs["rdmaDevice"]["string"], "mlx5_0");
+  EXPECT_EQ(attrs["activePorts"]["int"], 1);
+  EXPECT_TRUE(attrs.contains("resource.kubernetes.io/pcieRoot")) << attrs.dump();
+  EXPECT_GE(server_->CountRequests("POST /apis/resource.k8s.io/v1/resourceslices"), 1);
+}
+
+TEST_F(DraDriverBinaryTest, OnAV1beta1OnlyServerPublishesV1beta1Slices) {
+  StartApiServer(/*serve_v1=*/false);
+  Spawn(DriverArgs());
+  ASSERT_TRUE(WaitUntil([&] { return !Device("mlx5-0", "v1beta1").is_null(); })) << ReadAll(root_ + "/stderr.log");
+  EXPECT_TRUE(Device("mlx5-0", "v1beta1").contains("basic"));
+  EXPECT_GE(server_->CountRequests("POST /apis/resource.k8s.io/v1beta1/resourceslices"), 1);
+  EXPECT_EQ(server_->CountRequests("POST /apis/resource.k8s.io/v1/resourceslices"), 0);
+}
+
+TEST_F(DraDriverBinaryTest, PreparesAnAllocatedClaimForItsPodsAndUnpreparesIt) {
+  StartApiServer();
+  Spawn(DriverArgs());
+  Register();
+  server_->AddClaim(json::parse(R"({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+    "metadata": {"namespace": "ml", "name": "nic", "uid": "claim-1"},
+    "spec": {"devices": {"requests": [{"name": "nic", "exactly": {"deviceClassName": "rdma-ib"}}]}},
+    "status": {
+      "allocation": {"devices": {"results": [
+        {"request": "nic", "driver": "rdma.rdmak8s.io", "pool": "node1", "device": "mlx5-0"}]}},
+      "reservedFor": [{"resource": "pods", "name": "trainer", "uid": "pod-uid-1"}]}})"));
+
+  auto prep = kubelet_->NodePrepareResources({{"ml", "claim-1", "nic"}});
+  ASSERT_TRUE(prep.ok()) << prep.status().ToString();
+  const auto& answer = prep->claims().at("claim-1");
+  ASSERT_EQ(answer.error(), "") << ReadAll(root_ + "/stderr.log");
+  ASSERT_EQ(answer.devices_size(), 1);
+  EXPECT_EQ(answer.devices(0).pool_name(), kNode);
+  EXPECT_EQ(answer.devices(0).device_name(), "mlx5-0");
+  ASSERT_EQ(answer.devices(0).cdi_device_ids_size(), 1);
+  EXPECT_EQ(answer.devices(0).cdi_device_ids(0), "rdma.rdmak8s.io/claim=claim-1-mlx5-0");
+  const std::string spec = root_ + "/cdi/rdmak8s-dra-claim-1.json";
+  ASSERT_TRUE(fs::exists(spec));
+  EXPECT_NE(ReadAll(spec).find("/dev/infiniband/uverbs"), std::string::npos);
+  auto records = ReadPodClaimRecords(root_ + "/pods", "pod-uid-1");
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  ASSERT_EQ(records->size(), 1u);
+  EXPECT_EQ((*records)[0].devices.at(0).rdma_dev, "mlx5_0");
+
+  auto unprep = kubelet_->NodeUnprepareResources({{"ml", "claim-1", "nic"}});
+  ASSERT_TRUE(unprep.ok()) << unprep.status().ToString();
+  EXPECT_EQ(unprep->claims().at("claim-1").error(), "");
+  EXPECT_FALSE(fs::exists(spec));
+  EXPECT_EQ(ReadPodClaimRecords(root_ + "/pods", "pod-uid-1").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(DraDriverBinaryTest, PortDownRepublishesTheSliceAndSigtermWithDeleteOnExitRemovesIt) {
+  StartApiServer();
+  auto args = DriverArgs();
+  args.push_back("--delete-slices-on-exit");
+  Spawn(args);
+  ASSERT_TRUE(WaitUntil([&] { return !Device("mlx5-0").is_null(); })) << ReadAll(root_ + "/stderr.log");
+  EXPECT_FALSE(Device("mlx5-0").contains("taints"));
+
+  std::ofstream(root_ + "/sys/class/infiniband/mlx5_0/ports/1/state") << "1: DOWN\n";
+  ASSERT_TRUE(WaitUntil([&] {
+    json d = Device("mlx5-0");
+    return !d.is_null() && d["attributes"]["activePorts"]["int"] == 0;
+  })) << ReadAll(root_ + "/stderr.log");
+  json d = Device("mlx5-0");
+  EXPECT_EQ(d["attributes"]["portState"]["string"], "DOWN");
+  ASSERT_TRUE(d.contains("taints")) << d.dump();
+  EXPECT_EQ(d["taints"][0]["key"], std::string(kDriver) + "/unhealthy");
+
+  ASSERT_EQ(kill(pid_, SIGTERM), 0);
+  int status = WaitExit(30s);
+  ASSERT_NE(status, -1) << "driver did not exit after SIGTERM";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << ReadAll(root_ + "/stderr.log");
+  EXPECT_TRUE(server_->Slices().empty());
+  EXPECT_FALSE(fs::exists(root_ + "/reg/" + std::string(kDriver) + "-reg.sock"));
+}
+
+TEST_F(DraDriverBinaryTest, SigtermWithoutDeleteOnExitLeavesTheSlicesForTheNextInstance) {
+  StartApiServer();
+  Spawn(DriverArgs());
+  ASSERT_TRUE(WaitUntil([&] { return !Device("mlx5-0").is_null(); })) << ReadAll(root_ + "/stderr.log");
+  ASSERT_EQ(kill(pid_, SIGTERM), 0);
+  int status = WaitExit(30s);
+  ASSERT_TRUE(status != -1 && WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(server_->Slices().size(), 1u);
+}
+
+TEST_F(DraDriverBinaryTest, WithoutAnyApiServerConfigurationItRefusesToStartNamingWhatIsMissing) {
+  auto args = DriverArgs();
+  args.erase(args.begin(), args.begin() + 2);  // no --kubeconfig
+  args.push_back("--service-account-dir");
+  args.push_back(root_ + "/no-such-dir");
+  Spawn(args);
+  int status = WaitExit(30s);
+  ASSERT_TRUE(status != -1 && WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::string log = ReadAll(root_ + "/stderr.log");
+  EXPECT_NE(log.find("KUBERNETES_SERVICE_HOST"), std::string::npos) << log;
+  EXPECT_NE(log.find("--kubeconfig"), std::string::npos) << log;
+  EXPECT_NE(log.find("--no-api-server"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(root_ + "/reg/" + std::string(kDriver) + "-reg.sock"));
+}
+
+}  // namespace
+}  // namespace rdmak8s

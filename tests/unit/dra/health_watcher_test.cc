@@ -1,0 +1,151 @@
+// HealthWatcher over a kernel-shaped sysfs tree (a copy of a committed fixture) with in-memory
+// link and verbs event sources: a port or netdev that changes state reaches the catalog (its
+// generation moves, the device's health follows) and kubelet's health stream.
+#include "dra/health_watcher.h"
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "dra/plugin.h"
+#include "fakes/fake_claim_reader.h"
+#include "fakes/fake_dra_kubelet.h"
+#include "support/temp_dir.h"
+#include "unit/device-plugin/fake_event_sources.h"
+
+namespace rdmak8s::dra {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr auto kWait = std::chrono::seconds(10);
+constexpr char kPool[] = "node-a";
+
+class HealthWatcherTest : public ::testing::Test {
+ protected:
+  void StartOn(const std::string& fixture) {
+    ASSERT_FALSE(tmp_.path().empty());
+    sys_ = tmp_.path() + "/sys";
+    fs::copy(std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/" + fixture, sys_,
+             fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    HealthWatcherDeps deps;
+    deps.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{sys_, nullptr});
+    auto links = std::make_unique<dp::FakeLinkMonitor>();
+    auto events = std::make_unique<dp::FakeDeviceEventSource>();
+    links_ = links.get();
+    events_ = events.get();
+    deps.links = std::move(links);
+    deps.async_events = std::move(events);
+    // No periodic rescan within the test: only the events can make the change visible.
+    watcher_ = std::make_unique<HealthWatcher>(std::move(deps), sys_, &catalog_, std::chrono::hours(1));
+    ASSERT_TRUE(watcher_->Start().ok());
+    run_ = std::thread([this] { run_status_ = watcher_->Run(); });
+  }
+  void TearDown() override {
+    if (plugin_) plugin_->Stop();
+    if (watcher_) {
+      watcher_->Stop();
+      run_.join();
+      EXPECT_TRUE(run_status_.ok()) << run_status_.ToString();
+    }
+  }
+  void Write(const std::string& rel, const std::string& text) { std::ofstream(sys_ + "/" + rel) << text; }
+
+  // Waits (bounded) for the catalog to move past `seen`; returns the device `device` then.
+  std::optional<CatalogDevice> AfterChange(uint64_t seen, const std::string& device, bool healthy) {
+    auto deadline = std::chrono::steady_clock::now() + kWait;
+    while (std::chrono::steady_clock::now() < deadline) {
+      seen = catalog_.WaitForChange(seen, deadline);
+      auto d = catalog_.Find(kPool, device);
+      if (d && d->health.healthy == healthy) return d;
+    }
+    return std::nullopt;
+  }
+
+  // Serves the catalog's health stream to a fake kubelet.
+  void ServeHealth() {
+    PreparerOptions p;
+    p.state_dir = tmp_.path() + "/state";
+    p.cdi_dir = tmp_.path() + "/cdi";
+    p.pod_devices_dir = tmp_.path() + "/pods";
+    fs::create_directories(p.cdi_dir);
+    fs::create_directories(tmp_.path() + "/reg");
+    auto prep = Preparer::Create(p, &reader_, &catalog_);
+    ASSERT_TRUE(prep.ok());
+    preparer_ = std::move(prep).value();
+    plugin_ = std::make_unique<DraPlugin>(
+        DraPluginOptions{p.driver_name, tmp_.path() + "/plugin", tmp_.path() + "/reg"}, preparer_.get(), &catalog_);
+    ASSERT_TRUE(plugin_->Start().ok());
+    ASSERT_TRUE(kubelet_.Register(plugin_->registration_socket()).ok());
+  }
+  static bool StreamSays(const v1alpha1::NodeWatchResourcesResponse& m, const std::string& device,
+                         v1alpha1::HealthStatus h) {
+    for (const auto& d : m.devices()) {
+      if (d.device().device_name() == device) return d.health() == h;
+    }
+    return false;
+  }
+
+  testing::TempDir tmp_;
+  std::string sys_;
+  DeviceCatalog catalog_{kPool};
+  dp::FakeLinkMonitor* links_ = nullptr;
+  dp::FakeDeviceEventSource* events_ = nullptr;
+  std::unique_ptr<HealthWatcher> watcher_;
+  std::thread run_;
+  Status run_status_;
+  fake::FakeClaimReader reader_;
+  std::unique_ptr<Preparer> preparer_;
+  std::unique_ptr<DraPlugin> plugin_;
+  fake::FakeDraKubelet kubelet_;
+};
+
+TEST_F(HealthWatcherTest, StartPublishesTheNodesDevicesHealthy) {
+  StartOn("mlx5_ib_2port");
+  auto d = catalog_.Find(kPool, "mlx5-0");
+  ASSERT_TRUE(d.has_value());
+  EXPECT_TRUE(d->health.healthy) << d->health.reason;
+  EXPECT_GT(catalog_.generation(), 0u);
+  EXPECT_EQ(events_->watched(), std::vector<std::string>{"mlx5_0"});
+}
+
+TEST_F(HealthWatcherTest, PortErrorEventTurnsTheDeviceUnhealthyInCatalogAndHealthStream) {
+  StartOn("mlx5_ib_2port");
+  ServeHealth();
+  ASSERT_TRUE(kubelet_.WaitForHealth([](const auto& m) { return StreamSays(m, "mlx5-0", v1alpha1::HEALTHY); }, kWait));
+  uint64_t before = catalog_.generation();
+
+  Write("class/infiniband/mlx5_0/ports/1/state", "1: DOWN\n");
+  events_->Inject({"mlx5_0", 1, "port error"});
+  auto down = AfterChange(before, "mlx5-0", false);
+  ASSERT_TRUE(down.has_value());
+  EXPECT_GT(catalog_.generation(), before);
+  EXPECT_NE(down->health.reason.find("DOWN"), std::string::npos) << down->health.reason;
+  EXPECT_TRUE(kubelet_.WaitForHealth([](const auto& m) { return StreamSays(m, "mlx5-0", v1alpha1::UNHEALTHY); }, kWait));
+
+  uint64_t while_down = catalog_.generation();
+  Write("class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n");
+  events_->Inject({"mlx5_0", 1, "port active"});
+  ASSERT_TRUE(AfterChange(while_down, "mlx5-0", true).has_value());
+  EXPECT_TRUE(kubelet_.WaitForHealth([](const auto& m) { return StreamSays(m, "mlx5-0", v1alpha1::HEALTHY); }, kWait));
+}
+
+TEST_F(HealthWatcherTest, NetdevDownLinkEventTurnsASoftRoceDeviceUnhealthy) {
+  StartOn("rxe_veth");
+  ASSERT_TRUE(catalog_.Find(kPool, "rxe0").has_value());
+  uint64_t before = catalog_.generation();
+  Write("class/net/veth0/operstate", "down\n");
+  links_->Inject("veth0", false);
+  auto down = AfterChange(before, "rxe0", false);
+  ASSERT_TRUE(down.has_value());
+  EXPECT_GT(catalog_.generation(), before);
+
+  uint64_t while_down = catalog_.generation();
+  Write("class/net/veth0/operstate", "up\n");
+  links_->Inject("veth0", true);
+  EXPECT_TRUE(AfterChange(while_down, "rxe0", true).has_value());
+}
+
+}  // namespace
+}  // namespace rdmak8s::dra

@@ -42,12 +42,13 @@ claim_write() {
   mv "$DRA_DIR/claims/.$1.tmp" "$DRA_DIR/claims/$1.json"
 }
 
-# The Allocate-shaped JSON pod_create takes, from the CDI spec of claim UID $1.
+# The Allocate-shaped JSON pod_create takes, from the CDI spec of claim UID $1: the spec-level
+# containerEdits (rdma_cm, shared by every device) and each device's, as a runtime applies them.
 cdi_as_allocation() {
-  jq -c '{envs: ([.devices[].containerEdits.env // [] | .[] | capture("^(?<k>[^=]+)=(?<v>.*)$")]
-                 | map({(.k): .v}) | add // {}),
-          devices: [.devices[].containerEdits.deviceNodes // [] | .[]
-                    | {host_path: (.hostPath // .path), container_path: .path, permissions: "rw"}]}' \
+  jq -c '[.containerEdits // {}] + [.devices[].containerEdits] |
+    {envs: ([.[].env // [] | .[] | capture("^(?<k>[^=]+)=(?<v>.*)$")] | map({(.k): .v}) | add // {}),
+     devices: [.[].deviceNodes // [] | .[]
+               | {host_path: (.hostPath // .path), container_path: .path, permissions: "rw"}]}' \
     "$CDI_DIR/rdmak8s-dra-$1.json"
 }
 
@@ -90,6 +91,7 @@ dra_up() {
   fi
   t1=$(now_ms)
   figure dra-slices-published $((t1 - t0)) ms
+  [ "$E2E_VERBOSE" = 1 ] && show "$DRA_LOG" 40
   result slices-published PASS "$(api_get /apis/resource.k8s.io/v1/resourceslices | jq -c --arg drv "$DRIVER" '[.items[] | select(.spec.driver == $drv) | {pool: .spec.pool.name, node: .spec.nodeName, devices: [.spec.devices[] | {name, transport: .attributes.transport.string, rdmaDevice: .attributes.rdmaDevice.string}]}]')"
   # Registration with kubelet's plugin watcher happens on the first fake-kubelet call below.
   for s in $DRA_PODS; do
@@ -132,7 +134,8 @@ EOF_POD
     pod_conflist "$pod" "" exclusive
     jq 'del(.plugins[1].deviceID)' "$POD_DIR/$pod/net.conflist" > "$POD_DIR/$pod/net.tmp" &&
       mv "$POD_DIR/$pod/net.tmp" "$POD_DIR/$pod/net.conflist"
-    echo "K8S_POD_NAMESPACE=default;K8S_POD_NAME=$pod;K8S_POD_UID=$puid" > "$POD_DIR/$pod/cni_args"
+    # What containerd's CRI passes (IgnoreUnknown=1 keeps host-local from refusing the K8S_ keys).
+    echo "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=$pod;K8S_POD_INFRA_CONTAINER_ID=e2e-$pod;K8S_POD_UID=$puid" > "$POD_DIR/$pod/cni_args"
     t0=$(now_ms)
     if cni "$pod" ADD; then
       t1=$(now_ms)

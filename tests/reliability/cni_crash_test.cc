@@ -77,14 +77,19 @@ class CniCrashTest : public ::testing::TestWithParam<bool> {
   // The crash points `cmd` passes, as "<name>@<n>", in order (after ADD when cmd is DEL or GC).
   std::vector<std::string> Points(const std::string& cmd) {
     const std::string list = tmp_.path() + "/points." + cmd;
-    if (cmd != "ADD") EXPECT_EQ(Run("ADD").exit_code, 0);
+    if (cmd != "ADD") {
+      EXPECT_EQ(Run("ADD").exit_code, 0);
+    }
     ExecResult r = Run(cmd, "", list);
     EXPECT_EQ(r.exit_code, 0) << r.out;
     std::vector<std::string> out;
     std::map<std::string, int> seen;
     std::ifstream f(list);
     for (std::string name; std::getline(f, name);) out.push_back(name + "@" + std::to_string(++seen[name]));
-    if (cmd == "ADD") EXPECT_EQ(Run("DEL").exit_code, 0);
+    if (cmd == "ADD") {
+      EXPECT_EQ(Run("DEL").exit_code, 0);
+    }
+    std::printf("%s crash points: %s\n", cmd.c_str(), ::testing::PrintToString(out).c_str());
     return out;
   }
 

@@ -99,10 +99,9 @@ class CniWorld {
     NodeState s;
     for (const auto& dev : devices_) {
       s.where[dev] = WorldRead(dir_ + "/rdma/" + dev);
-      for (const std::string rel : {"config/rdma_cm/" + dev + "/ports/1/default_roce_tos",
-                                    "node/devices/virtual/infiniband/" + dev + "/tc/1/traffic_class"}) {
-        s.knobs[rel] = WorldRead(dir_ + "/" + rel);
-      }
+      const std::string root = s.where[dev] == node_key_ ? "node" : "views/" + s.where[dev];
+      s.knobs["tos " + dev] = WorldRead(dir_ + "/config/rdma_cm/" + dev + "/ports/1/default_roce_tos");
+      s.knobs["tc " + dev] = WorldRead(dir_ + "/" + root + "/devices/virtual/infiniband/" + dev + "/tc/1/traffic_class");
     }
     for (const char* side : {"rp", "np"}) {
       const std::string rel = std::string("node/devices/virtual/net/veth0/ecn/roce_") + side + "/enable/3";
@@ -137,6 +136,8 @@ inline ExecResult ExecIn(const Netns& ns, const std::vector<std::string>& argv,
     if (pid == 0) {
       dup2(in[0], 0);
       dup2(out[1], 1);
+      int null = open("/dev/null", O_WRONLY | O_CLOEXEC);  // (the log file has what stderr gets)
+      dup2(null, 2);
       std::vector<char*> a, e;
       for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
       a.push_back(nullptr);

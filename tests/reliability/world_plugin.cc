@@ -6,7 +6,8 @@
 // $RDMAK8S_TEST_WORLD names the world (tests/reliability/cni_world.h builds it):
 //   node.json            the node configuration (sysfsRoot node/, configfsRoot config/, stateDir)
 //   node/                the node's sysfs; class/infiniband/<dev> shows where the device is
-//   views/<netns key>/   a pod's sysfs view: class/infiniband, devices -> ../../node/devices
+//   views/<netns key>/   a pod's sysfs view: the RDMA devices moved there (class/infiniband/<dev>
+//                        and devices/virtual/infiniband/<dev>, both netns tagged)
 //   mode                 "exclusive" or "shared" (the kernel's RDMA netns mode)
 //   rdma/<dev>           the netns key ("<st_dev>:<st_ino>") device <dev> is in
 // RDMA netlink: MoveToNetns renames the class link between trees and rewrites rdma/<dev>, and
@@ -86,13 +87,17 @@ class World {
     mkdir(root.c_str(), 0755);
     mkdir((root + "/class").c_str(), 0755);
     mkdir((root + "/class/infiniband").c_str(), 0755);
-    (void)symlink("../../node/devices", (root + "/devices").c_str());
+    mkdir((root + "/devices").c_str(), 0755);
+    mkdir((root + "/devices/virtual").c_str(), 0755);
+    mkdir((root + "/devices/virtual/infiniband").c_str(), 0755);
     return root;
   }
   Status Move(const std::string& dev, const std::string& from, const std::string& to) const {
-    const std::string rel = "/class/infiniband/" + dev;
-    if (from != to && rename((RootOf(from) + rel).c_str(), (RootOf(to) + rel).c_str()) != 0) {
-      return ErrnoError(errno, "world: move class link of " + dev);
+    // class/infiniband/<dev> and the device's directory are netns tagged: both move.
+    for (const std::string& rel : std::vector<std::string>{"/devices/virtual/infiniband/" + dev, "/class/infiniband/" + dev}) {
+      if (from != to && rename((RootOf(from) + rel).c_str(), (RootOf(to) + rel).c_str()) != 0) {
+        return ErrnoError(errno, "world: move " + rel + " of " + dev);
+      }
     }
     if (!WriteAtomic(dir_ + "/rdma/" + dev, to)) return InternalError("world: record move of " + dev);
     const std::string tos = dir_ + "/config/rdma_cm/" + dev + "/ports/1/default_roce_tos";

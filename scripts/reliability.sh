@@ -5,8 +5,7 @@
 set -uo pipefail
 build=${1:-build/default}
 src=$(cd "$(dirname "$0")/.." && pwd)
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+log=$build/reliability.log  # kept: the failing test's output is in it
 rc=0
 ctest --test-dir "$build" -L reliability -V -j 2 >"$log" 2>&1 || rc=1
 ctest --test-dir "$build" -R '^fuzz_corpus_' -j 2 >>"$log" 2>&1 || rc=1
@@ -24,6 +23,6 @@ for dir in "$src"/fuzz/corpus/*/; do
 done
 grep -E '^[0-9]+% tests passed|tests failed' "$log"
 if [ "$rc" -ne 0 ]; then
-  echo "FAILED:" && grep -E '\*\*\*Failed|Failed  ' "$log"
+  echo "FAILED (output in $log):" && grep -E '\*\*\*Failed|Failed  ' "$log"
 fi
 exit "$rc"

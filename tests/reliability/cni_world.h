@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,13 @@ struct NodeState {
   size_t saved_originals = 0;
   bool operator==(const NodeState&) const = default;
 };
+
+// gtest prints a NodeState field by field.
+inline void PrintTo(const NodeState& s, std::ostream* os) {
+  for (const auto& [dev, key] : s.where) *os << dev << " in " << key << "; ";
+  for (const auto& [k, v] : s.knobs) *os << k << "=" << v << "; ";
+  *os << s.records << " records, " << s.saved_originals << " saved originals";
+}
 
 class CniWorld {
  public:

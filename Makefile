@@ -39,6 +39,12 @@ fuzz: deps
 	@cmake --build --preset fuzz -j $(JOBS)
 	@bash scripts/fuzz.sh build/fuzz $(FUZZ_SECONDS)
 
+# The reliability figures in one table (issue 13): the crash at every CNI step, CNI concurrency
+# through libcni, the device plugin soak (ctest label "reliability") and the fuzz corpus replays.
+.PHONY: reliability
+reliability: build
+	@bash scripts/reliability.sh build/default
+
 # End to end: real RDMA traffic (soft RoCE v2 and iWARP) between pods in a qemu VM, wired by the
 # device plugin and the CNI plugin. Some scenarios: make e2e E2E_SCENARIO="rxe-shared failures". See e2e/README.md.
 e2e: build

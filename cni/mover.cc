@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "cni/crash_point.h"
 #include "cni/spec.h"
 #include "rdmak8s/strings.h"
 
@@ -100,6 +101,7 @@ Status Mover::Release(const AttachmentRecord& rec) {
   if (heir) {
     heir->moved = true;
     if (Status s = store_.Save(*heir); !s.ok()) return failure_.Fail(kErrState, s);
+    CrashPoint("release.heir_saved");
     log_.Info(rec.rdma_dev + " stays in the pod for " + heir->Key());
   } else if (rec.moved) {
     auto pod = rec.netns.empty() ? StatusOr<Netns>(NotFoundError("no netns recorded"))
@@ -129,6 +131,7 @@ Status Mover::Release(const AttachmentRecord& rec) {
       });
       if (!s.ok()) return failure_.Fail(kErrWiring, s.Prepend("return " + rec.rdma_dev + " to the node"));
       if (in_pod) {
+        CrashPoint("release.device_home");
         log_.Info("moved " + rec.rdma_dev + " back to the node's netns");
       } else {
         log_.Info(rec.rdma_dev + " is not in the pod netns any more: already home");
@@ -170,6 +173,7 @@ Status Mover::Release(const AttachmentRecord& rec) {
   if (Status s = store_.Remove(rec.network, rec.container_id, rec.ifname); !s.ok()) {
     return failure_.Fail(kErrState, s);
   }
+  CrashPoint("release.record_removed");
   return Status::Ok();
 }
 

@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 
+#include "cni/crash_point.h"
 #include "cni/device_resolver.h"
 #include "cni/failure_code.h"
 #include "cni/gid_waiter.h"
@@ -152,6 +153,7 @@ Status Invocation::Add(json* result) {
   // Write-ahead record: from here on a crash leaves enough on disk for DEL/GC to undo.
   if (need_move) rec.moved = true;
   if (Status s = store_.Save(rec); !s.ok()) return failure_.Fail(kErrState, s);
+  CrashPoint("add.record_saved");
   auto rollback = [&](Status cause) -> Status {
     int code = failure_.code();
     log_.Error("ADD failed, rolling back: " + cause.message());
@@ -162,6 +164,7 @@ Status Invocation::Add(json* result) {
   };
 
   if (Status s = mover_.MoveIn(rec, **host_nl, *pod, need_move); !s.ok()) return rollback(s);
+  CrashPoint("add.device_placed");
 
   // QoS after the move. Moving an RDMA device to another netns in exclusive mode unregisters
   // and re-registers it (rdma_dev_change_netns in drivers/infiniband/core/device.c:
@@ -177,12 +180,14 @@ Status Invocation::Add(json* result) {
   // Unsupported knobs were dropped: record that (each save costs an fsync, so only then).
   if (rec.knobs.size() != planned_knobs) {
     if (Status s = store_.Save(rec); !s.ok()) return rollback(failure_.Fail(kErrState, s));
+    CrashPoint("add.record_updated");
   }
 
   if (conf_.ensure_ipv6_gid) {
     if (Status s = gids_.EnsureIpv6(*pod); !s.ok()) {
       return rollback(failure_.Fail(kErrIo, s.Prepend("ensureIPv6Gid")));
     }
+    CrashPoint("add.ipv6_enabled");
   }
   if (dev->transport == Transport::kRoce) {
     // Wait for the GIDs WITHOUT the node-wide lock: one pod whose GID never shows must not stall
@@ -198,6 +203,7 @@ Status Invocation::Add(json* result) {
                            relock.status().Prepend("re-take the state lock after the GID wait"));
     }
     lock.emplace(std::move(*relock));
+    CrashPoint("add.gids_waited");
     auto now = store_.Load(rec.network, rec.container_id, rec.ifname);
     if (!now.ok()) {
       if (now.status().code() == StatusCode::kNotFound) {
@@ -226,6 +232,7 @@ Status Invocation::Add(json* result) {
     }
   }
   *result = std::move(*converted);
+  CrashPoint("add.done");
   return Status::Ok();
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "cni/crash_point.h"
 #include "cni/knobs.h"
 #include "cni/spec.h"
 #include "rdmak8s/strings.h"
@@ -124,11 +125,13 @@ Status QosLedger::ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb, const Netns
     }
     if (changed) {
       if (Status s = store_.SaveKnobs(*originals); !s.ok()) return failure_.Fail(kErrState, s);
+      CrashPoint("add.originals_saved");
     }
     for (const auto& [id, cur] : to_change) {
       Status s = with_ctx(
           id, [&, &id = id](const KnobContext& ctx) { return WriteKnob(ctx, id, keep[id]); });
       if (!s.ok()) return failure_.Fail(kErrQos, s.Prepend("qos"));
+      CrashPoint("add.knob_applied");
       log_.Info("qos: " + id + " = " + keep[id] + " applied (was " + cur + ")");
     }
   }
@@ -210,6 +213,7 @@ Status QosLedger::RestoreUnneededKnobs(const std::string& leaving,
         continue;
       }
       s = WriteKnob(ctx, id, orig);
+      if (s.ok()) CrashPoint("release.knob_restored");
     }
     if (!s.ok()) {
       pending->push_back(id + " (original " + orig + "): " + s.message());
@@ -222,6 +226,7 @@ Status QosLedger::RestoreUnneededKnobs(const std::string& leaving,
   }
   if (changed) {
     if (Status s = store_.SaveKnobs(*originals); !s.ok()) return failure_.Fail(kErrState, s);
+    CrashPoint("release.originals_saved");
   }
   return Status::Ok();
 }

@@ -63,6 +63,12 @@ class PoolServer::DevicePluginService final : public v1beta1::DevicePlugin::Serv
                             grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) override {
     std::unique_lock<std::mutex> lock(s_->mu_);
     s_->open_streams_++;
+    // kubelet keeps one stream per plugin: a new one supersedes the streams before it, which
+    // end now rather than when the wait below first notices their kubelet went away (up to 5 s
+    // each, holding a gRPC thread and a connection: a kubelet restarting quickly in
+    // plugin-watcher mode, where our server is not restarted, piled them up).
+    const uint64_t generation = ++s_->stream_generation_;
+    s_->cv_.notify_all();
     uint64_t sent = 0;
     bool first = true;
     grpc::Status result = grpc::Status::OK;
@@ -70,9 +76,9 @@ class PoolServer::DevicePluginService final : public v1beta1::DevicePlugin::Serv
       // Updates and Stop() wake us at once; the timeout only notices a kubelet that went away
       // (sync gRPC has no cancellation callback), so it can be slow.
       s_->cv_.wait_for(lock, std::chrono::seconds(5), [&] {
-        return s_->stopping_ || first || s_->publish_count_ != sent;
+        return s_->stopping_ || first || s_->publish_count_ != sent || s_->stream_generation_ != generation;
       });
-      if (s_->stopping_ || ctx->IsCancelled()) break;
+      if (s_->stopping_ || ctx->IsCancelled() || s_->stream_generation_ != generation) break;
       if (!first && s_->publish_count_ == sent) continue;
       first = false;
       sent = s_->publish_count_;

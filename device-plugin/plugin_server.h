@@ -3,7 +3,8 @@
 // socket. Registering with kubelet is kubelet_link.h's.
 //
 // The daemon publishes a new PoolState whenever something kubelet should see changed; every
-// open ListAndWatch stream sends the full list at once. Stop() ends the streams, stops serving
+// open ListAndWatch stream sends the full list at once; a new stream ends the ones before it (kubelet
+// keeps one). Stop() ends the streams, stops serving
 // and removes the socket file if it is still ours.
 //
 // Thread safety: Publish/state/Stop may be called from any thread; RPCs run on gRPC's threads.
@@ -100,6 +101,7 @@ class PoolServer {
   uint64_t publish_count_ = 0;
   bool stopping_ = false;
   int open_streams_ = 0;
+  uint64_t stream_generation_ = 0;  // of the newest ListAndWatch stream: it supersedes the others
 };
 
 }  // namespace rdmak8s::dp

@@ -142,10 +142,16 @@ StatusOr<int> OpenBeneath(const std::string& root, std::string_view rel, int fla
     how.flags = static_cast<uint64_t>(flags | O_CLOEXEC);
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
     const std::string r(rel);
-    long n = syscall(SYS_openat2, root_fd, r.c_str(), &how, sizeof how);
-    fd = n < 0 ? -errno : static_cast<int>(n);
+    // openat2(2): with RESOLVE_BENEATH, a ".." met while a rename or mount happens anywhere on
+    // the system answers EAGAIN ("the caller should retry"). sysfs links are all "../..", and a
+    // node renames files all the time (every atomic write): retry, then walk, which cannot race.
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      long n = syscall(SYS_openat2, root_fd, r.c_str(), &how, sizeof how);
+      fd = n < 0 ? -errno : static_cast<int>(n);
+      if (fd != -EAGAIN) break;
+    }
   }
-  if (fd == -ENOSYS) fd = Walk(root_fd, rel, flags);
+  if (fd == -ENOSYS || fd == -EAGAIN) fd = Walk(root_fd, rel, flags);
   close(root_fd);
   if (fd == -EXDEV) {
     return FailedPreconditionError(what + ": it leaves " + root +

@@ -44,6 +44,8 @@ EOF_POD
       (.containerEdits.env[]? | "    env  \(.)")' "$CDI_DIR/rdmak8s-dra-$cuid.json" | sayin
     say "  the pod's /dev/infiniband: $(pod_run "$pod" ls /dev/infiniband | tr '\n' ' ')"
   done
+  say "(rdma_cm sits in the spec's own containerEdits, shared by its devices; NCCL_IB_HCA's leading"
+  say " '=' is NCCL's syntax for an exact device name, not a typo)"
 
   step "5. CNI ADD with no deviceID: the device comes from the pod's claim (K8S_POD_UID)"
   for s in "podA rxe_slot1" "podB rxe_slot2"; do

@@ -118,62 +118,6 @@ Status CheckOneOf(const std::vector<std::string>& vals, const std::string& path,
   return Status::Ok();
 }
 
-StatusOr<Selectors> ParseSelectors(const json& j, const std::string& path) {
-  if (!j.is_object()) return Bad(path, "must be an object, got " + TypeName(j));
-  RDMAK8S_RETURN_IF_ERROR(CheckKeys(j, path,
-                                    {"vendors", "deviceIDs", "drivers", "pciAddresses",
-                                     "rdmaDevices", "netdevs", "linkTypes", "transports",
-                                     "numaNodes", "isVF", "pfNames"}));
-  Selectors s;
-  auto list = [&](const char* key, std::vector<std::string>& out) -> Status {
-    if (!j.contains(key)) return Status::Ok();
-    RDMAK8S_ASSIGN_OR_RETURN(out, StringList(j[key], path + "." + key));
-    return Status::Ok();
-  };
-  RDMAK8S_RETURN_IF_ERROR(list("vendors", s.vendors));
-  RDMAK8S_RETURN_IF_ERROR(CheckHexIds(s.vendors, path + ".vendors", "vendor ID"));
-  RDMAK8S_RETURN_IF_ERROR(list("deviceIDs", s.device_ids));
-  RDMAK8S_RETURN_IF_ERROR(CheckHexIds(s.device_ids, path + ".deviceIDs", "device ID"));
-  RDMAK8S_RETURN_IF_ERROR(list("drivers", s.drivers));
-  RDMAK8S_RETURN_IF_ERROR(list("pciAddresses", s.pci_addresses));
-  for (size_t i = 0; i < s.pci_addresses.size(); ++i) {
-    // tolower of a negative char (a UTF-8 byte) is undefined: pass it as unsigned char.
-    for (char& c : s.pci_addresses[i]) {
-      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-    if (!IsPciAddress(s.pci_addresses[i])) {
-      return Bad(path + ".pciAddresses[" + std::to_string(i) + "]",
-                 "\"" + s.pci_addresses[i] + "\" is not a PCI address like 0000:3b:00.0");
-    }
-  }
-  RDMAK8S_RETURN_IF_ERROR(list("rdmaDevices", s.rdma_devices));
-  RDMAK8S_RETURN_IF_ERROR(list("netdevs", s.netdevs));
-  RDMAK8S_RETURN_IF_ERROR(list("linkTypes", s.link_types));
-  RDMAK8S_RETURN_IF_ERROR(CheckOneOf(s.link_types, path + ".linkTypes", {"infiniband", "ethernet"}));
-  RDMAK8S_RETURN_IF_ERROR(list("transports", s.transports));
-  RDMAK8S_RETURN_IF_ERROR(CheckOneOf(s.transports, path + ".transports", {"ib", "roce", "iwarp"}));
-  RDMAK8S_RETURN_IF_ERROR(list("pfNames", s.pf_names));
-  if (j.contains("numaNodes")) {
-    const json& n = j["numaNodes"];
-    std::string p = path + ".numaNodes";
-    if (!n.is_array()) return Bad(p, "must be a list of integers, got " + TypeName(n));
-    if (n.empty()) return Bad(p, "must not be empty (leave the selector out to match all)");
-    for (size_t i = 0; i < n.size(); ++i) {
-      if (!n[i].is_number_integer() || n[i].get<int64_t>() < -1 || n[i].get<int64_t>() > 1023) {
-        return Bad(p + "[" + std::to_string(i) + "]",
-                   "must be a NUMA node number (0..1023, or -1 for unknown), got " + n[i].dump());
-      }
-      s.numa_nodes.push_back(n[i].get<int>());
-    }
-  }
-  if (j.contains("isVF")) {
-    if (!j["isVF"].is_boolean()) {
-      return Bad(path + ".isVF", "must be true or false, got " + j["isVF"].dump());
-    }
-    s.is_vf = j["isVF"].get<bool>();
-  }
-  return s;
-}
 
 StatusOr<AllocateOptions> ParseAllocate(const json& j, const std::string& path) {
   if (!j.is_object()) return Bad(path, "must be an object, got " + TypeName(j));
@@ -254,6 +198,63 @@ StatusOr<PoolConfig> ParsePool(const json& j, const std::string& path) {
 }
 
 }  // namespace
+
+StatusOr<Selectors> ParseSelectors(const json& j, const std::string& path) {
+  if (!j.is_object()) return Bad(path, "must be an object, got " + TypeName(j));
+  RDMAK8S_RETURN_IF_ERROR(CheckKeys(j, path,
+                                    {"vendors", "deviceIDs", "drivers", "pciAddresses",
+                                     "rdmaDevices", "netdevs", "linkTypes", "transports",
+                                     "numaNodes", "isVF", "pfNames"}));
+  Selectors s;
+  auto list = [&](const char* key, std::vector<std::string>& out) -> Status {
+    if (!j.contains(key)) return Status::Ok();
+    RDMAK8S_ASSIGN_OR_RETURN(out, StringList(j[key], path + "." + key));
+    return Status::Ok();
+  };
+  RDMAK8S_RETURN_IF_ERROR(list("vendors", s.vendors));
+  RDMAK8S_RETURN_IF_ERROR(CheckHexIds(s.vendors, path + ".vendors", "vendor ID"));
+  RDMAK8S_RETURN_IF_ERROR(list("deviceIDs", s.device_ids));
+  RDMAK8S_RETURN_IF_ERROR(CheckHexIds(s.device_ids, path + ".deviceIDs", "device ID"));
+  RDMAK8S_RETURN_IF_ERROR(list("drivers", s.drivers));
+  RDMAK8S_RETURN_IF_ERROR(list("pciAddresses", s.pci_addresses));
+  for (size_t i = 0; i < s.pci_addresses.size(); ++i) {
+    // tolower of a negative char (a UTF-8 byte) is undefined: pass it as unsigned char.
+    for (char& c : s.pci_addresses[i]) {
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    if (!IsPciAddress(s.pci_addresses[i])) {
+      return Bad(path + ".pciAddresses[" + std::to_string(i) + "]",
+                 "\"" + s.pci_addresses[i] + "\" is not a PCI address like 0000:3b:00.0");
+    }
+  }
+  RDMAK8S_RETURN_IF_ERROR(list("rdmaDevices", s.rdma_devices));
+  RDMAK8S_RETURN_IF_ERROR(list("netdevs", s.netdevs));
+  RDMAK8S_RETURN_IF_ERROR(list("linkTypes", s.link_types));
+  RDMAK8S_RETURN_IF_ERROR(CheckOneOf(s.link_types, path + ".linkTypes", {"infiniband", "ethernet"}));
+  RDMAK8S_RETURN_IF_ERROR(list("transports", s.transports));
+  RDMAK8S_RETURN_IF_ERROR(CheckOneOf(s.transports, path + ".transports", {"ib", "roce", "iwarp"}));
+  RDMAK8S_RETURN_IF_ERROR(list("pfNames", s.pf_names));
+  if (j.contains("numaNodes")) {
+    const json& n = j["numaNodes"];
+    std::string p = path + ".numaNodes";
+    if (!n.is_array()) return Bad(p, "must be a list of integers, got " + TypeName(n));
+    if (n.empty()) return Bad(p, "must not be empty (leave the selector out to match all)");
+    for (size_t i = 0; i < n.size(); ++i) {
+      if (!n[i].is_number_integer() || n[i].get<int64_t>() < -1 || n[i].get<int64_t>() > 1023) {
+        return Bad(p + "[" + std::to_string(i) + "]",
+                   "must be a NUMA node number (0..1023, or -1 for unknown), got " + n[i].dump());
+      }
+      s.numa_nodes.push_back(n[i].get<int>());
+    }
+  }
+  if (j.contains("isVF")) {
+    if (!j["isVF"].is_boolean()) {
+      return Bad(path + ".isVF", "must be true or false, got " + j["isVF"].dump());
+    }
+    s.is_vf = j["isVF"].get<bool>();
+  }
+  return s;
+}
 
 StatusOr<AllocateOptions> ParseAllocateOptions(std::string_view json_text) {
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/false);

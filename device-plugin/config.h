@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dp {
@@ -69,6 +71,9 @@ struct PluginConfig {
 
 // Parses and validates the JSON text of a config file.
 StatusOr<PluginConfig> ParseConfig(std::string_view json_text);
+// One selectors object (a pool's "selectors"), validated as ParseConfig does; errors name the
+// offending key under `path` ("$.selectors.vendors[0]: ..."). Also the DRA driver's --devices.
+StatusOr<Selectors> ParseSelectors(const nlohmann::json& j, const std::string& path);
 // The JSON text of one "allocate" object alone (the DRA driver's opaque claim parameters take
 // the same shape); errors name the JSON path from "$" ("$.ncclEnv: must be true or false").
 StatusOr<AllocateOptions> ParseAllocateOptions(std::string_view json_text);

@@ -25,7 +25,7 @@ HealthWatcher::~HealthWatcher() {
   if (stop_fd_ >= 0) ::close(stop_fd_);
 }
 
-void HealthWatcher::Publish() { catalog_->Update(tracker_.devices()); }
+void HealthWatcher::Publish() { catalog_->Update(deps_.filter.Apply(tracker_.devices())); }
 
 void HealthWatcher::WatchAsync() {
   if (!deps_.async_events) return;

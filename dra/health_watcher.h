@@ -2,7 +2,8 @@
 // plugin's own machinery: a dp::DeviceTracker over Discovery, fed link events (rtnetlink),
 // kernel uevents and verbs async events through dp::tracker_events.h, exactly as the device
 // plugin's daemon does; after every change the tracker's devices go to DeviceCatalog::Update
-// (and so to the health stream and to NodePrepareResources). A slow periodic rescan is the
+// (and so to the health stream and to NodePrepareResources), those the DeviceFilter takes
+// (device_filter.h). A slow periodic rescan is the
 // safety net, as in the daemon.
 //
 // Every source is optional (null: not listened to); tests pass a uevent source on a socketpair.
@@ -16,6 +17,7 @@
 #include "device-plugin/device_events.h"
 #include "device-plugin/device_tracker.h"
 #include "dra/device_catalog.h"
+#include "dra/device_filter.h"
 #include "rdmak8s/discovery.h"
 #include "rdmak8s/route_netlink.h"
 #include "rdmak8s/status.h"
@@ -27,6 +29,7 @@ struct HealthWatcherDeps {
   std::unique_ptr<LinkMonitor> links;                    // optional
   std::unique_ptr<dp::DeviceEventSource> uevents;        // optional
   std::unique_ptr<dp::DeviceEventSource> async_events;   // optional
+  DeviceFilter filter;  // which devices go to the catalog (--devices); default: all
 };
 
 class HealthWatcher {

@@ -171,6 +171,10 @@ int RealMain(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(1, 86400));
   app.add_flag("--no-verbs", no_verbs, "do not open devices with libibverbs");
+  std::string devices_file;
+  app.add_option("--devices", devices_file,
+                 "which RDMA devices this driver takes: a JSON file {\"selectors\": {...}} with "
+                 "the device plugin's selector keys (default: every RDMA device of the node)");
   app.add_option("-v,--v", verbosity, "log verbosity: 0 info, 1 debug, 2 trace")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -188,6 +192,16 @@ int RealMain(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+
+  dra::DeviceFilter filter;
+  if (!devices_file.empty()) {
+    auto loaded = dra::DeviceFilter::Load(devices_file);
+    if (!loaded.ok()) {
+      SPDLOG_ERROR("start: {}", loaded.status().message());
+      return 1;
+    }
+    filter = std::move(loaded).value();
+  }
 
   // The API server first: without it the driver could only fail every claim.
   std::unique_ptr<dra::CurlKubeClient> api;
@@ -214,6 +228,7 @@ int RealMain(int argc, char** argv) {
   std::unique_ptr<VerbsQuery> verbs;
   if (!no_verbs) verbs = NewIbverbsQuery();
   dra::HealthWatcherDeps deps;
+  deps.filter = std::move(filter);
   deps.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{sysfs_root, verbs.get()});
   if (auto links = NewLinkMonitor(); links.ok()) {
     deps.links = std::move(links).value();

@@ -269,6 +269,22 @@ TEST_F(DraDriverBinaryTest, SigtermWithoutDeleteOnExitLeavesTheSlicesForTheNextI
   EXPECT_EQ(server_->Slices().size(), 1u);
 }
 
+TEST_F(DraDriverBinaryTest, ADevicesFileThatIsNotValidStopsTheStartNamingTheKey) {
+  StartApiServer();
+  std::ofstream(root_ + "/devices.json") << R"({"selectors": {"transports": ["rocev2"]}})";
+  auto args = DriverArgs();
+  args.push_back("--devices");
+  args.push_back(root_ + "/devices.json");
+  Spawn(args);
+  int status = WaitExit(30s);
+  ASSERT_TRUE(status != -1 && WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::string log = ReadAll(root_ + "/stderr.log");
+  EXPECT_NE(log.find(root_ + "/devices.json"), std::string::npos) << log;
+  EXPECT_NE(log.find("$.selectors.transports[0]"), std::string::npos) << log;
+  EXPECT_TRUE(server_->Slices().empty());
+}
+
 TEST_F(DraDriverBinaryTest, WithoutAnyApiServerConfigurationItRefusesToStartNamingWhatIsMissing) {
   auto args = DriverArgs();
   args.erase(args.begin(), args.begin() + 2);  // no --kubeconfig

@@ -24,12 +24,13 @@ constexpr char kPool[] = "node-a";
 
 class HealthWatcherTest : public ::testing::Test {
  protected:
-  void StartOn(const std::string& fixture) {
+  void StartOn(const std::string& fixture, DeviceFilter filter = {}) {
     ASSERT_FALSE(tmp_.path().empty());
     sys_ = tmp_.path() + "/sys";
     fs::copy(std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/" + fixture, sys_,
              fs::copy_options::recursive | fs::copy_options::copy_symlinks);
     HealthWatcherDeps deps;
+    deps.filter = std::move(filter);
     deps.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{sys_, nullptr});
     auto links = std::make_unique<dp::FakeLinkMonitor>();
     auto events = std::make_unique<dp::FakeDeviceEventSource>();
@@ -108,6 +109,16 @@ TEST_F(HealthWatcherTest, StartPublishesTheNodesDevicesHealthy) {
   EXPECT_TRUE(d->health.healthy) << d->health.reason;
   EXPECT_GT(catalog_.generation(), 0u);
   EXPECT_EQ(events_->watched(), std::vector<std::string>{"mlx5_0"});
+}
+
+TEST_F(HealthWatcherTest, OnlyTheDevicesTheFilterTakesReachTheCatalog) {
+  auto vfs = DeviceFilter::Parse(R"({"selectors": {"isVF": true}})");
+  ASSERT_TRUE(vfs.ok()) << vfs.status().ToString();
+  StartOn("mlx5_roce_sriov", *vfs);
+  std::vector<std::string> names;
+  for (const auto& d : catalog_.All()) names.push_back(d.device);
+  EXPECT_EQ(names, (std::vector<std::string>{"mlx5-1", "mlx5-2"}));  // the VFs; the PF and SF stay out
+  EXPECT_FALSE(catalog_.Find(kPool, "mlx5-0").has_value());
 }
 
 TEST_F(HealthWatcherTest, PortErrorEventTurnsTheDeviceUnhealthyInCatalogAndHealthStream) {

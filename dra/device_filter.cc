@@ -1,0 +1,55 @@
+#include "dra/device_filter.h"
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "device-plugin/pools.h"
+
+namespace rdmak8s::dra {
+
+StatusOr<DeviceFilter> DeviceFilter::Parse(std::string_view json_text) {
+  nlohmann::json j = nlohmann::json::parse(json_text, nullptr, false);
+  if (j.is_discarded()) return InvalidArgumentError("$: not valid JSON");
+  if (!j.is_object()) return InvalidArgumentError("$: must be an object {\"selectors\": {...}}");
+  for (const auto& [key, value] : j.items()) {
+    if (key != "selectors") {
+      return InvalidArgumentError("$." + key + ": unknown key (known: selectors)");
+    }
+  }
+  if (!j.contains("selectors")) {
+    return InvalidArgumentError("$.selectors: is required (leave --devices out to take every device)");
+  }
+  RDMAK8S_ASSIGN_OR_RETURN(dp::Selectors s, dp::ParseSelectors(j["selectors"], "$.selectors"));
+  return DeviceFilter(std::move(s));
+}
+
+StatusOr<DeviceFilter> DeviceFilter::Load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return ErrnoError(errno, "--devices " + path + ": open");
+  std::stringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return ErrnoError(errno, "--devices " + path + ": read");
+  StatusOr<DeviceFilter> f = Parse(text.str());
+  if (!f.ok()) return f.status().Prepend("--devices " + path);
+  return f;
+}
+
+std::map<std::string, dp::TrackedDevice> DeviceFilter::Apply(
+    const std::map<std::string, dp::TrackedDevice>& tracked) const {
+  if (!selectors_) return tracked;
+  // Selectors such as pfNames look at the other devices of the node: all of them, as the pools do.
+  std::vector<RdmaDevice> all;
+  all.reserve(tracked.size());
+  for (const auto& [name, t] : tracked) all.push_back(t.dev);
+  std::map<std::string, dp::TrackedDevice> out;
+  for (const auto& [name, t] : tracked) {
+    if (dp::SelectorsMatch(*selectors_, t.dev, all)) out.emplace(name, t);
+  }
+  return out;
+}
+
+}  // namespace rdmak8s::dra

@@ -163,14 +163,9 @@ TEST_F(DpSoakTest, HundredKubeletRestartsWithRegisterOnKubeletSockLoseNoRegistra
     ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/soft", static_cast<size_t>(i + 1), kWait)) << "restart " << i;
     ASSERT_TRUE(Devices(2)) << "restart " << i;
   }
-  // KNOWN LEAK, not fixed yet: some Register connections to a kubelet.sock whose kubelet went
-  // away while they connected stay open (unix sockets whose peer is gone; about 10 to 20 per
-  // 100 restarts here, and they never close). Until that is fixed this case only fails a leak
-  // of one (or more) per restart; the plugin-watcher case below holds the tight bound.
-  constexpr int kKnownLeakBound = kRestarts / 2;
-  const Usage end = Settled(pid_, start, kKnownLeakBound);
+  const Usage end = Settled(pid_, start);
   Figure("kubelet restarts (kubelet.sock Register)", kRestarts, start, end);
-  EXPECT_LT(end.fds, start.fds + kKnownLeakBound);
+  EXPECT_LE(end.fds, start.fds + kFdSlack);
   EXPECT_LE(OpenStreams(), 1) << "no stream of an earlier kubelet left open";
 }
 

@@ -100,7 +100,8 @@ Wake WaitFor(int fd, RegisterCancellation* cancel, Clock::time_point deadline) {
   }
 }
 
-// A unix stream socket connected to `path`, or -1 with `*err` set.
+// A unix stream socket connected to `path`, or -1 with `*err` set. Non-blocking: a listener
+// whose backlog is full (a kubelet that does not accept) is EAGAIN, tried again, not a hang.
 int ConnectUnix(const std::string& path, int* err) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -109,7 +110,7 @@ int ConnectUnix(const std::string& path, int* err) {
     return -1;
   }
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     *err = errno;
     return -1;

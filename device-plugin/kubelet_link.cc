@@ -1,12 +1,18 @@
 #include "device-plugin/kubelet_link.h"
 
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
+
+#include <grpcpp/create_channel_posix.h>
 
 #include <spdlog/spdlog.h>
 
@@ -50,19 +56,78 @@ std::chrono::seconds RegisterBackoff(int failures) {
   return std::chrono::seconds(std::min(30, 1 << std::min(failures - 1, 5)));
 }
 
-Status RegisterWithKubelet(const std::string& kubelet_socket, const std::string& endpoint,
-                           const std::string& resource, std::chrono::milliseconds timeout,
-                           grpc::ClientContext* given_ctx) {
-  // A kubelet that is starting refuses connects between its bind and its listen (and a new
-  // kubelet.sock may briefly be unanswered): retry within milliseconds, not after gRPC's default
-  // first backoff of 1 s. A channel of its own (no subchannel shared with an earlier attempt
-  // that may sit in its backoff).
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 10);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 200);
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  auto channel = grpc::CreateCustomChannel("unix://" + kubelet_socket,
-                                           grpc::InsecureChannelCredentials(), args);
+RegisterCancellation::RegisterCancellation()
+    : event_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+
+RegisterCancellation::~RegisterCancellation() {
+  if (event_fd_ >= 0) close(event_fd_);
+}
+
+void RegisterCancellation::Cancel() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancelled_) return;
+  cancelled_ = true;
+  if (call_ != nullptr) call_->TryCancel();
+  uint64_t one = 1;
+  if (event_fd_ >= 0) (void)!write(event_fd_, &one, sizeof(one));
+}
+
+bool RegisterCancellation::cancelled() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cancelled_;
+}
+
+bool RegisterCancellation::SetCall(grpc::ClientContext* ctx) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ctx != nullptr && cancelled_) return false;
+  call_ = ctx;
+  return true;
+}
+
+namespace {
+
+enum class Wake { kReady, kDeadline, kCancelled };
+
+// Waits until `fd` (-1: none) is readable or hung up, `cancel` fires, or `deadline` passes.
+Wake WaitFor(int fd, RegisterCancellation* cancel, Clock::time_point deadline) {
+  while (true) {
+    if (cancel != nullptr && cancel->cancelled()) return Wake::kCancelled;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return Wake::kDeadline;
+    pollfd p[2] = {{fd, POLLIN, 0}, {cancel != nullptr ? cancel->fd() : -1, POLLIN, 0}};
+    int n = poll(p, 2, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+    if (n > 0 && p[0].revents != 0) return Wake::kReady;
+  }
+}
+
+// A unix stream socket connected to `path`, or -1 with `*err` set. Non-blocking: a listener
+// whose backlog is full (a kubelet that does not accept) is EAGAIN, tried again, not a hang.
+int ConnectUnix(const std::string& path, int* err) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) {
+    *err = ENAMETOOLONG;
+    return -1;
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    *err = errno;
+    return -1;
+  }
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    *err = errno;
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// The Register call on `fd`, a connection kubelet has spoken on; the channel owns `fd` and closes
+// it when it goes, at the end of this call.
+Status CallRegister(int fd, const std::string& endpoint, const std::string& resource,
+                    Clock::time_point deadline, RegisterCancellation* cancel) {
+  auto channel = grpc::CreateCustomInsecureChannelFromFd("localhost", fd, grpc::ChannelArguments());
   auto stub = v1beta1::Registration::NewStub(channel);
   v1beta1::RegisterRequest req;
   req.set_version(kDevicePluginVersion);
@@ -71,20 +136,53 @@ Status RegisterWithKubelet(const std::string& kubelet_socket, const std::string&
   req.mutable_options()->set_pre_start_required(false);
   req.mutable_options()->set_get_preferred_allocation_available(true);
   v1beta1::Empty resp;
-  grpc::ClientContext own_ctx;
-  grpc::ClientContext& ctx = given_ctx != nullptr ? *given_ctx : own_ctx;
-  ctx.set_wait_for_ready(true);
-  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + (deadline - Clock::now()));
+  if (cancel != nullptr && !cancel->SetCall(&ctx)) return InternalError("cancelled");
   grpc::Status s = stub->Register(&ctx, req, &resp);
-  if (!s.ok()) {
-    Status out = s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
-                     ? DeadlineExceededError(s.error_message())
-                     : (s.error_code() == grpc::StatusCode::UNAVAILABLE
-                            ? UnavailableError(s.error_message())
-                            : InternalError(s.error_message()));
-    return out.Prepend("register " + resource + " with kubelet " + kubelet_socket);
+  if (cancel != nullptr) cancel->SetCall(nullptr);
+  if (s.ok()) return Status::Ok();
+  if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) return DeadlineExceededError(s.error_message());
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE) return UnavailableError(s.error_message());
+  return InternalError(s.error_message());
+}
+
+}  // namespace
+
+Status RegisterWithKubelet(const std::string& kubelet_socket, const std::string& endpoint,
+                           const std::string& resource, std::chrono::milliseconds timeout,
+                           RegisterCancellation* cancel) {
+  const std::string what = "register " + resource + " with kubelet " + kubelet_socket;
+  const Clock::time_point deadline = Clock::now() + timeout;
+  // Our own connection, not a gRPC channel's: a channel cancelled or dropped just as its
+  // subchannel connects leaks that connection in gRPC 1.51 (an fd whose peer is gone, forever).
+  // A starting kubelet refuses connects between its bind and its listen (and its new
+  // kubelet.sock may briefly be missing): retry within milliseconds.
+  std::chrono::milliseconds backoff{10};
+  std::string last = "no connection";
+  while (true) {
+    int err = 0;
+    int fd = ConnectUnix(kubelet_socket, &err);
+    if (fd >= 0) {
+      // An HTTP/2 server speaks first (its SETTINGS). A connection closed before that, a kubelet
+      // going away, never saw our Register: try a new one. (As gRPC's channels wait for SETTINGS.)
+      Wake w = WaitFor(fd, cancel, deadline);
+      char byte;
+      if (w == Wake::kReady && recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 1) {
+        return CallRegister(fd, endpoint, resource, deadline, cancel).Prepend(what);
+      }
+      close(fd);
+      if (w == Wake::kCancelled) return InternalError("cancelled").Prepend(what);
+      if (w == Wake::kDeadline) return DeadlineExceededError("kubelet did not answer").Prepend(what);
+      last = "connection closed before kubelet answered";
+    } else {
+      last = std::string("connect: ") + std::strerror(err);
+    }
+    Wake w = WaitFor(-1, cancel, std::min(deadline, Clock::now() + backoff));
+    if (w == Wake::kCancelled) return InternalError("cancelled").Prepend(what);
+    if (Clock::now() >= deadline) return DeadlineExceededError(last).Prepend(what);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(200));
   }
-  return Status::Ok();
 }
 
 KubeletRegistrar::KubeletRegistrar() = default;
@@ -104,7 +202,7 @@ Status KubeletRegistrar::Start() {
 void KubeletRegistrar::Submit(Request request) {
   std::lock_guard<std::mutex> lock(mu_);
   std::erase_if(queue_, [&](const Request& r) { return r.resource == request.resource; });
-  if (inflight_ctx_ != nullptr && inflight_resource_ == request.resource) inflight_ctx_->TryCancel();
+  if (inflight_cancel_ != nullptr && inflight_resource_ == request.resource) inflight_cancel_->Cancel();
   queue_.push_back(std::move(request));
   cv_.notify_all();
 }
@@ -124,7 +222,7 @@ void KubeletRegistrar::Shutdown() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
     queue_.clear();
-    if (inflight_ctx_ != nullptr) inflight_ctx_->TryCancel();
+    if (inflight_cancel_ != nullptr) inflight_cancel_->Cancel();
     cv_.notify_all();
   }
   if (worker_.joinable()) worker_.join();
@@ -137,13 +235,13 @@ void KubeletRegistrar::Loop() {
     if (stop_) return;
     Request req = std::move(queue_.front());
     queue_.erase(queue_.begin());
-    grpc::ClientContext ctx;
-    inflight_ctx_ = &ctx;
+    RegisterCancellation cancel;
+    inflight_cancel_ = &cancel;
     inflight_resource_ = req.resource;
     lock.unlock();
-    Status s = RegisterWithKubelet(req.kubelet_socket, req.endpoint, req.resource, req.timeout, &ctx);
+    Status s = RegisterWithKubelet(req.kubelet_socket, req.endpoint, req.resource, req.timeout, &cancel);
     lock.lock();
-    inflight_ctx_ = nullptr;
+    inflight_cancel_ = nullptr;
     inflight_resource_.clear();
     results_.push_back(Result{req.seq, req.resource, std::move(s)});
     uint64_t one = 1;

@@ -46,13 +46,45 @@ std::string SocketFileName(const std::string& resource);
 // doubling, at most 30 s.
 std::chrono::seconds RegisterBackoff(int failures);
 
+// Lets another thread cancel a RegisterWithKubelet at any step: connecting, waiting for
+// kubelet's first frame, or in the call. Cancel() is sticky and may come before the call starts.
+//
+// Thread safety: Cancel() and cancelled() from any thread; SetCall() from the thread running the
+// Register.
+class RegisterCancellation {
+ public:
+  RegisterCancellation();  // an eventfd; without one, a cancel is still seen between steps
+  ~RegisterCancellation();
+  RegisterCancellation(const RegisterCancellation&) = delete;
+  RegisterCancellation& operator=(const RegisterCancellation&) = delete;
+
+  void Cancel();
+  bool cancelled() const;
+  // Readable once cancelled; -1 when no eventfd could be made.
+  int fd() const { return event_fd_; }
+  // The context of the call in flight (null: none any more); Cancel() cancels it. False, with
+  // nothing set, when already cancelled.
+  bool SetCall(grpc::ClientContext* ctx);
+
+ private:
+  mutable std::mutex mu_;
+  bool cancelled_ = false;
+  grpc::ClientContext* call_ = nullptr;  // guarded by mu_
+  int event_fd_ = -1;
+};
+
 // v1beta1 Registration.Register on `kubelet_socket` for `endpoint` (a file name in the kubelet
-// dir). Waits for kubelet to accept connections up to `timeout`. `ctx`, when given, is the call's
-// context (another thread may TryCancel it). kDeadlineExceeded / kUnavailable / kInternal from
-// gRPC's answer, prefixed "register <resource> with kubelet <socket>".
+// dir), all within `timeout`. Connects itself, retrying every 10 ms (doubling, at most 200 ms)
+// while the socket is missing, refuses (a kubelet between its bind and its listen) or closes
+// before kubelet's first frame (a kubelet going away), then makes the call on that one
+// connection; the connection is closed when this returns, whatever the outcome (gRPC 1.51's own
+// channels leak a connection whose call is cancelled just as it connects). `cancel`, when given,
+// may stop it from another thread at any step. kDeadlineExceeded (no kubelet answered in time),
+// kUnavailable / kInternal from kubelet's answer, kInternal when cancelled, each prefixed
+// "register <resource> with kubelet <socket>".
 Status RegisterWithKubelet(const std::string& kubelet_socket, const std::string& endpoint,
                            const std::string& resource, std::chrono::milliseconds timeout,
-                           grpc::ClientContext* ctx = nullptr);
+                           RegisterCancellation* cancel = nullptr);
 
 // KubeletRegistrar runs RegisterWithKubelet on a thread of its own, so that a kubelet.sock nobody
 // answers on (a stale file, a kubelet that has bound but does not serve yet) cannot stall the
@@ -100,7 +132,7 @@ class KubeletRegistrar {
   std::vector<Request> queue_;
   std::vector<Result> results_;
   std::string inflight_resource_;
-  grpc::ClientContext* inflight_ctx_ = nullptr;  // guarded by mu_
+  RegisterCancellation* inflight_cancel_ = nullptr;  // guarded by mu_
 };
 
 // KubeletLink keeps each pool's socket served and registered with kubelet:

@@ -12,6 +12,8 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -231,6 +233,90 @@ TEST_F(KubeletLinkTest, KubeletSocketRemovedUnregistersAndCreatedServesAgainAndR
   ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 2, kWait));
   ASSERT_TRUE(HandleResultAt(Clock::now()));
   EXPECT_TRUE(P().registered);
+}
+
+// A kubelet that takes connections and answers them (its HTTP/2 SETTINGS) but never a
+// Register: one that is starting, or going away. Each accepted connection is kept open here.
+class MuteKubelet {
+ public:
+  explicit MuteKubelet(const std::string& path) {
+    lfd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, path.c_str());
+    ok_ = lfd_ >= 0 && bind(lfd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+          listen(lfd_, 16) == 0;
+  }
+  ~MuteKubelet() {
+    if (lfd_ >= 0) close(lfd_);
+    for (int fd : conns_) close(fd);
+  }
+  bool ok() const { return ok_; }
+  // The next connection, once the plugin has sent something on it (gRPC's preface); -1 when
+  // none came within kWait. Not answered yet.
+  int Accept() {
+    pollfd p{lfd_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(std::chrono::milliseconds(kWait).count())) != 1) return -1;
+    int fd = accept4(lfd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return -1;
+    conns_.push_back(fd);
+    return fd;
+  }
+  // Answers the connection: an empty SETTINGS frame, the server's preface. (The plugin may have
+  // closed it already.)
+  static void Answer(int fd) {
+    const unsigned char settings[9] = {0, 0, 0, 4, 0, 0, 0, 0, 0};
+    (void)send(fd, settings, sizeof(settings), MSG_NOSIGNAL);
+  }
+  // True once the plugin closed its end of `fd` (everything it sent read and dropped).
+  static bool ClosedByPlugin(int fd) {
+    char buf[4096];
+    for (auto deadline = Clock::now() + kWait; Clock::now() < deadline;) {
+      pollfd c{fd, POLLIN, 0};
+      if (poll(&c, 1, 100) != 1) continue;
+      ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+    }
+    return false;
+  }
+
+ private:
+  int lfd_ = -1;
+  bool ok_ = false;
+  std::vector<int> conns_;
+};
+
+// Every Register attempt closes its connection when it ends, wherever it was: connected and
+// waiting for kubelet's answer, or in the call. kubelet answering a connection whose attempt was
+// superseded (a newer Register for the pool: kubelet restarted) is where gRPC's own channels
+// left the connection open for good (100 kubelet restarts left 5 to 18 such sockets in the
+// plugin, their peers gone).
+TEST_F(KubeletLinkTest, EveryRegisterClosesItsConnectionWhenSupersededOrCancelled) {
+  MuteKubelet kubelet(kubelet_dir_ + "/" + kKubeletSocket);
+  ASSERT_TRUE(kubelet.ok());
+  register_timeout_ = 60s;  // ended by the next Register or by Shutdown, never by the deadline
+  NewLink();
+  AddPool();
+  link_->Register("p");
+  for (int i = 0; i < 5; ++i) {
+    int conn = kubelet.Accept();
+    ASSERT_GE(conn, 0) << "attempt " << i;
+    link_->Register("p");  // supersedes the attempt in flight
+    ASSERT_TRUE(HandleResultAt(Clock::now())) << "the superseded attempt ended";
+    MuteKubelet::Answer(conn);  // kubelet's answer comes after the attempt ended
+    EXPECT_TRUE(MuteKubelet::ClosedByPlugin(conn)) << "superseded attempt " << i;
+  }
+  int answered = kubelet.Accept();  // the Register in flight, answered and waiting for its call
+  ASSERT_GE(answered, 0);
+  MuteKubelet::Answer(answered);
+  link_->Register("p");
+  ASSERT_TRUE(HandleResultAt(Clock::now()));
+  EXPECT_TRUE(MuteKubelet::ClosedByPlugin(answered)) << "superseded in the call";
+  int last = kubelet.Accept();
+  ASSERT_GE(last, 0);
+  link_->Shutdown();
+  MuteKubelet::Answer(last);
+  EXPECT_TRUE(MuteKubelet::ClosedByPlugin(last)) << "cancelled by Shutdown";
 }
 
 }  // namespace

@@ -4,26 +4,22 @@
 
 namespace rdmak8s::dra {
 
-std::string DraDeviceName(std::string_view rdma_dev) {
-  std::string out;
-  for (char c : rdma_dev) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-    out += ok ? c : '-';
-  }
-  if (out.size() > 63) out.resize(63);
-  return out;
-}
-
-DeviceCatalog::DeviceCatalog(std::string pool, WallClock now)
+DeviceCatalog::DeviceCatalog(std::string pool, WallClock now, int shares)
     : pool_(std::move(pool)),
-      now_(now ? std::move(now) : WallClock([] { return static_cast<int64_t>(std::time(nullptr)); })) {}
+      now_(now ? std::move(now) : WallClock([] { return static_cast<int64_t>(std::time(nullptr)); })),
+      shares_(shares) {}
 
 void DeviceCatalog::Update(const std::map<std::string, dp::TrackedDevice>& tracked) {
+  std::vector<std::string> present;
+  for (const auto& [name, t] : tracked) {
+    if (t.presence != dp::Presence::kGone) present.push_back(name);
+  }
+  DraDeviceNames names(present, shares_);
   std::map<std::string, CatalogDevice> next;
   for (const auto& [name, t] : tracked) {
-    if (t.presence == dp::Presence::kGone) continue;
-    CatalogDevice d{pool_, DraDeviceName(name), t.dev, t.health, t.presence, 0};
+    std::string device = names.Name(name);
+    if (t.presence == dp::Presence::kGone || device.empty()) continue;
+    CatalogDevice d{pool_, device, std::nullopt, t.dev, t.health, t.presence, 0};
     next[d.device] = std::move(d);
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -40,6 +36,7 @@ void DeviceCatalog::Update(const std::map<std::string, dp::TrackedDevice>& track
     }
   }
   devices_ = std::move(next);
+  names_ = std::move(names);
   if (changed) {
     ++generation_;
     cv_.notify_all();
@@ -50,9 +47,13 @@ std::optional<CatalogDevice> DeviceCatalog::Find(const std::string& pool,
                                                  const std::string& device) const {
   if (pool != pool_) return std::nullopt;
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = devices_.find(device);
+  std::optional<DraDeviceRef> ref = names_.Resolve(device);
+  if (!ref) return std::nullopt;
+  auto it = devices_.find(names_.Name(ref->rdma_dev));
   if (it == devices_.end()) return std::nullopt;
-  return it->second;
+  CatalogDevice out = it->second;
+  out.share = ref->share;
+  return out;
 }
 
 std::vector<CatalogDevice> DeviceCatalog::All() const {

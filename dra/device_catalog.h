@@ -5,8 +5,10 @@
 //
 // It is fed, not a reader of the node: whoever tracks devices (the device plugin's
 // DeviceTracker, driven by health_watcher.h) calls Update() with its whole map after each change.
-// The DRA name of a device is DraDeviceName(rdma_dev): a ResourceSlice device name must be a
-// DNS label, which "mlx5_0" is not.
+// Devices are named by DraDeviceNames (device_name.h) over the catalog's whole set, the same
+// rule and the same set the ResourceSlices are built from: a ResourceSlice device name must be
+// a DNS label, which "mlx5_0" is not. In shared mode (shares > 0) the names of the shares
+// ("<name>-<k>") find their device too.
 //
 // Thread safety: every method may be called from any thread.
 #pragma once
@@ -23,17 +25,17 @@
 #include <vector>
 
 #include "device-plugin/pool_state.h"
+#include "dra/device_name.h"
 #include "rdmak8s/device.h"
 
 namespace rdmak8s::dra {
 
-// "mlx5_0" -> "mlx5-0": lower case, every character outside [a-z0-9-] made '-', at most 63
-// characters (RFC 1123 label, what resource.k8s.io requires of a device name).
-std::string DraDeviceName(std::string_view rdma_dev);
-
 struct CatalogDevice {
   std::string pool;    // pool_name in ResourceSlices and health messages
-  std::string device;  // DraDeviceName(dev.name)
+  std::string device;  // the device's DRA name (DraDeviceNames::Name(dev.name))
+  // Find() only: the share the looked-up name stands for (shared mode); nullopt for the whole
+  // device.
+  std::optional<int> share;
   RdmaDevice dev;
   dp::DeviceHealth health;
   dp::Presence presence = dp::Presence::kPresent;
@@ -44,7 +46,9 @@ class DeviceCatalog {
  public:
   using WallClock = std::function<int64_t()>;  // Unix seconds
   // Every device belongs to `pool` (the node's pool: one per node, as DRA drivers usually do).
-  explicit DeviceCatalog(std::string pool, WallClock now = nullptr);
+  // `shares`: 0 exclusive; N > 0 each device is published whole (consumable capacity) and as
+  // N shares "<name>-<k>", and Find() resolves all of those names.
+  explicit DeviceCatalog(std::string pool, WallClock now = nullptr, int shares = 0);
 
   // Replaces the catalog with `tracked` (rdma_dev -> device, as DeviceTracker::devices()).
   // Devices kGone are left out (they cannot be prepared and kubelet learns they are gone when
@@ -52,7 +56,8 @@ class DeviceCatalog {
   void Update(const std::map<std::string, dp::TrackedDevice>& tracked);
 
   const std::string& pool() const { return pool_; }
-  // The device `device` of `pool`; nullopt when this node has no such device.
+  // The device `device` (a device's DRA name or, in shared mode, one of its shares') of
+  // `pool`; nullopt when this node has no such device.
   std::optional<CatalogDevice> Find(const std::string& pool, const std::string& device) const;
   // Every device, by name.
   std::vector<CatalogDevice> All() const;
@@ -67,9 +72,11 @@ class DeviceCatalog {
  private:
   const std::string pool_;
   const WallClock now_;
+  const int shares_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   std::map<std::string, CatalogDevice> devices_;  // by DRA device name
+  DraDeviceNames names_;                           // of devices_
   uint64_t generation_ = 0;
   bool shut_down_ = false;
 };

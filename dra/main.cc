@@ -73,22 +73,28 @@ StatusOr<std::unique_ptr<dra::CurlKubeClient>> ConnectApi(const std::string& kub
   return dra::CurlKubeClient::Create(*std::move(config));
 }
 
-// Which resource.k8s.io version the server serves (v1, else v1beta1). Retried with backoff while
-// the server cannot be reached; false when a signal came first or the server serves neither.
-bool DiscoverVersion(dra::SlicePublisher& publisher, const sigset_t& signals) {
-  int backoff_ms = 500;
-  while (true) {
-    Status s = publisher.DiscoverVersion();
-    if (s.ok()) return true;
-    if (s.code() != StatusCode::kUnavailable) {
-      SPDLOG_ERROR("start: {}", s.message());
-      return false;
+// --delete-slices-on-exit: a few attempts within a few seconds (the client retries nothing
+// by now: StopRetries), so that an API server answering 503s cannot hold the exit up.
+bool DeleteSlicesOnExit(dra::SlicePublisher& publisher, const std::string& driver,
+                        const std::string& node) {
+  constexpr int kAttempts = 3;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  Status s;
+  int attempt = 1;
+  for (;; ++attempt) {
+    s = publisher.DeleteAll();
+    if (s.ok()) {
+      SPDLOG_INFO("deleted this node's ResourceSlices");
+      return true;
     }
-    SPDLOG_ERROR("start: {} (retrying in {} ms)", s.message(), backoff_ms);
-    timespec wait{backoff_ms / 1000, (backoff_ms % 1000) * 1000000L};
-    if (sigtimedwait(&signals, nullptr, &wait) > 0) return false;
-    backoff_ms = std::min(backoff_ms * 2, 30000);
+    if (attempt >= kAttempts || std::chrono::steady_clock::now() + std::chrono::seconds(1) > deadline) break;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
   }
+  SPDLOG_ERROR("delete ResourceSlices on exit: gave up after {} attempt(s): {}; left on the "
+               "server: the ResourceSlices of driver {} on node {} (kubectl delete resourceslices "
+               "--field-selector spec.nodeName={},spec.driver={})",
+               attempt, s.message(), driver, node, node, driver);
+  return false;
 }
 
 // Until SIGTERM/SIGINT: serves the registration socket again whenever the registry directory
@@ -126,6 +132,7 @@ int RealMain(int argc, char** argv) {
   std::string kubeconfig;
   std::string service_account_dir = dra::kServiceAccountDir;
   int rescan_s = 300;
+  int shares = 0;
   int verbosity = 0;
   bool no_verbs = false;
   bool no_api_server = false;
@@ -153,6 +160,12 @@ int RealMain(int argc, char** argv) {
                "exiting: for uninstall (the scheduler stops offering the devices). Leave off "
                "for restarts and rolling updates, where the next instance takes the slices over")
       ->excludes(no_api);
+  app.add_option("--shares", shares,
+                 "0: exclusive, one DRA device per RDMA function. N > 0: shared, N allocations "
+                 "per function: one device with consumable capacity where the server has it "
+                 "(KEP-5075), else N devices \"<name>-<k>\" per function")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
   app.add_option("--plugins-registry-dir", plugin_opts.registry_dir,
                  "kubelet plugin-watcher directory")->capture_default_str();
   app.add_option("--plugin-dir", plugin_opts.plugin_dir,
@@ -203,8 +216,11 @@ int RealMain(int argc, char** argv) {
     filter = std::move(loaded).value();
   }
 
-  // The API server first: without it the driver could only fail every claim.
+  // The API server's configuration only: nothing here waits for the server. The version is
+  // asked when first needed (ApiVersionSource), so the kubelet side serves checkpointed claims
+  // and unprepares while the server is unreachable.
   std::unique_ptr<dra::CurlKubeClient> api;
+  std::unique_ptr<dra::ApiVersionSource> versions;
   std::unique_ptr<dra::SlicePublisher> publisher;
   std::unique_ptr<dra::ClaimReader> reader;
   if (no_api_server) {
@@ -217,12 +233,11 @@ int RealMain(int argc, char** argv) {
       return 1;
     }
     api = std::move(connected).value();
-    publisher = std::make_unique<dra::SlicePublisher>(
-        api.get(), dra::PublisherOptions{prep.driver_name, node_name});
-    if (!DiscoverVersion(*publisher, signals)) return 1;
-    SPDLOG_INFO("API server {}: resource.k8s.io/{}", api->server(),
-                dra::ResourceApiVersionName(publisher->version()));
-    reader = std::make_unique<dra::ApiClaimReader>(api.get(), publisher->version());
+    versions = std::make_unique<dra::ApiVersionSource>(api.get());
+    dra::PublisherOptions publisher_opts{prep.driver_name, node_name};
+    publisher_opts.shares = shares;
+    publisher = std::make_unique<dra::SlicePublisher>(api.get(), publisher_opts, versions.get());
+    reader = std::make_unique<dra::ApiClaimReader>(api.get(), versions.get());
   }
 
   std::unique_ptr<VerbsQuery> verbs;
@@ -245,7 +260,7 @@ int RealMain(int argc, char** argv) {
     if (auto events = dp::NewIbverbsEventSource(); events.ok()) deps.async_events = std::move(events).value();
   }
 
-  dra::DeviceCatalog catalog(node_name);
+  dra::DeviceCatalog catalog(node_name, nullptr, shares);
   dra::HealthWatcher watcher(std::move(deps), sysfs_root, &catalog, std::chrono::seconds(rescan_s));
   if (Status s = watcher.Start(); !s.ok()) {
     SPDLOG_ERROR("start: {}", s.message());
@@ -288,19 +303,16 @@ int RealMain(int argc, char** argv) {
   WaitForSignal(signal_fd, plugin, registration_watch);
   ::close(signal_fd);
 
+  if (api) api->StopRetries();  // a publish in a 429/5xx backoff ends now
   plugin.Stop();
   watcher.Stop();
   watch.join();
   catalog.Shutdown();  // ends the slice loop
   if (sync.joinable()) sync.join();
   int rc = 0;
-  if (delete_slices_on_exit && publisher) {
-    if (Status s = publisher->DeleteAll(); !s.ok()) {
-      SPDLOG_ERROR("delete ResourceSlices on exit: {}", s.message());
-      rc = 1;
-    } else {
-      SPDLOG_INFO("deleted this node's ResourceSlices");
-    }
+  if (delete_slices_on_exit && publisher &&
+      !DeleteSlicesOnExit(*publisher, prep.driver_name, node_name)) {
+    rc = 1;
   }
   if (!run_status.ok()) {
     SPDLOG_ERROR("{}", run_status.message());

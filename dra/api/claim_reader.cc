@@ -146,8 +146,14 @@ StatusOr<ResourceClaim> ParseResourceClaim(std::string_view json_text) {
 
 StatusOr<ResourceClaim> ApiClaimReader::GetClaim(const std::string& ns, const std::string& name) {
   const std::string what = "get ResourceClaim " + ns + "/" + name;
+  ResourceApiVersion version = version_;
+  if (versions_) {
+    StatusOr<ResourceApiVersion> v = versions_->Get();
+    if (!v.ok()) return v.status().Prepend(what);
+    version = *v;
+  }
   HttpRequest req;
-  req.path = "/apis/resource.k8s.io/" + std::string(ResourceApiVersionName(version_)) +
+  req.path = "/apis/resource.k8s.io/" + std::string(ResourceApiVersionName(version)) +
              "/namespaces/" + ns + "/resourceclaims/" + name;
   StatusOr<HttpResponse> resp = api_->Send(req);
   // Whatever kept the answer from coming (even a token file read's ENOENT) is not the claim's

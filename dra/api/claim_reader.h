@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "dra/api/api_version.h"
 #include "dra/api/kube_client.h"
 #include "dra/api/resource_slice.h"
 #include "dra/claim_reader.h"
@@ -31,6 +32,9 @@ class ApiClaimReader final : public ClaimReader {
  public:
   // `api` is not owned and must outlive the reader; `version` is the one discovery chose.
   ApiClaimReader(KubeApi* api, ResourceApiVersion version) : api_(api), version_(version) {}
+  // The version asked of `versions` (not owned) at each read until it is known: while the
+  // server is unreachable GetClaim fails kUnavailable naming the cause.
+  ApiClaimReader(KubeApi* api, ApiVersionSource* versions) : api_(api), versions_(versions) {}
 
   // kNotFound when the server has no such claim; kUnavailable naming the claim when no answer
   // came (connection, TLS, token file, retries of 429/5xx ran out); kPermissionDenied for
@@ -40,7 +44,8 @@ class ApiClaimReader final : public ClaimReader {
 
  private:
   KubeApi* api_;
-  const ResourceApiVersion version_;
+  const ResourceApiVersion version_ = ResourceApiVersion::kV1;
+  ApiVersionSource* const versions_ = nullptr;
 };
 
 // The pure part of GetClaim: a ResourceClaim object's JSON text as the claim model.

@@ -128,6 +128,13 @@ StatusOr<HttpResponse> CurlKubeClient::SendOnce(const HttpRequest& request) {
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
   curl_easy_setopt(curl, CURLOPT_TIMEOUT, 60L);
+  {
+    std::lock_guard<std::mutex> stop(stop_mu_);
+    if (stopping_) {
+      curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(kStoppedRequestTimeout.count()));
+      curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(kStoppedRequestTimeout.count()));
+    }
+  }
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "rdmak8s-dra-driver/" RDMAK8S_VERSION);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, WriteBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
@@ -168,6 +175,12 @@ StatusOr<HttpResponse> CurlKubeClient::SendOnce(const HttpRequest& request) {
   return response;
 }
 
+void CurlKubeClient::StopRetries() {
+  std::lock_guard<std::mutex> lock(stop_mu_);
+  stopping_ = true;
+  stop_cv_.notify_all();
+}
+
 StatusOr<HttpResponse> CurlKubeClient::Send(const HttpRequest& request) {
   std::lock_guard<std::mutex> lock(mu_);
   std::chrono::milliseconds backoff = retry_.initial_backoff;
@@ -181,7 +194,13 @@ StatusOr<HttpResponse> CurlKubeClient::Send(const HttpRequest& request) {
     }
     std::chrono::milliseconds wait = std::min(RetryAfter(response.retry_after).value_or(backoff), retry_.max_backoff);
     if (retry_.sleep) retry_.sleep(wait);
-    else std::this_thread::sleep_for(wait);
+    std::unique_lock<std::mutex> stop(stop_mu_);
+    if (!retry_.sleep) stop_cv_.wait_for(stop, wait, [&] { return stopping_; });
+    if (stopping_) {
+      return ApiError(*this, request, response)
+          .Prepend("retries stopped: shutting down after " + std::to_string(attempt) + " attempts");
+    }
+    stop.unlock();
     backoff = std::min(backoff * 2, retry_.max_backoff);
   }
 }

@@ -10,7 +10,8 @@
 //   - the server's certificate verified against the configured CA (never skipped unless the
 //     kubeconfig says insecure-skip-tls-verify);
 //   - 429 and 500/502/503/504 retried with backoff, honouring Retry-After (seconds), up to
-//     RetryPolicy::max_attempts; the last answer is then returned as an error.
+//     RetryPolicy::max_attempts; the last answer is then returned as an error. StopRetries()
+//     (the driver is shutting down) ends a backoff wait at once and retries no more.
 // Every other answer (2xx, 404, 409, 410, ...) is returned as it is: the caller decides.
 //
 // Errors name the method, the URL and the cause: "GET https://h/apis/...: SSL peer
@@ -22,6 +23,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -83,12 +85,22 @@ class CurlKubeClient : public KubeApi {
   StatusOr<HttpResponse> Send(const HttpRequest& request) override;
   const std::string& server() const override { return config_.server; }
 
+  // Shutdown: wakes a Send waiting out a 429/5xx backoff, which then returns that answer as an
+  // error (kUnavailable, "retries stopped: shutting down"); from now on no answer is retried
+  // and each request is bounded to kStoppedRequestTimeout, so what the driver still sends on
+  // its way out (the exit delete of slices) cannot hold it up. Does not block; any thread.
+  void StopRetries();
+  static constexpr std::chrono::milliseconds kStoppedRequestTimeout{2000};
+
  private:
   CurlKubeClient(KubeConfig config, RetryPolicy retry, void* curl);
   StatusOr<HttpResponse> SendOnce(const HttpRequest& request);
 
   const KubeConfig config_;
   const RetryPolicy retry_;
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;  // guarded by stop_mu_
   std::mutex mu_;
   void* curl_;  // CURL*, guarded by mu_
 };

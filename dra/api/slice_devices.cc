@@ -126,25 +126,15 @@ void AddAttributes(const DeviceInput& in, const std::vector<DeviceInput>& all, A
 
 }  // namespace
 
-std::string SliceDeviceName(std::string_view rdma_dev) {
-  std::string out;
-  for (char c : rdma_dev.substr(0, 63)) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-    out.push_back(ok ? c : '-');
-  }
-  auto alnum = [](char c) { return c != '-'; };
-  auto first = std::find_if(out.begin(), out.end(), alnum);
-  auto last = std::find_if(out.rbegin(), out.rend(), alnum).base();
-  if (first >= last) return "";
-  return std::string(first, last);
-}
-
 SliceDevicesResult BuildSliceDevices(const std::vector<DeviceInput>& inputs,
                                      const SliceDeviceOptions& options,
                                      const ServerFeatures& features) {
   SliceDevicesResult result;
   std::set<std::string> taken;
+  std::vector<std::string> rdma_devs;
+  for (const DeviceInput& in : inputs) rdma_devs.push_back(in.device.name);
+  const DraDeviceNames names(std::move(rdma_devs), options.shares);
+  result.notes = names.notes();
   for (const DeviceInput& in : inputs) {
     const std::string& rdma_dev = in.device.name;
     if (!in.healthy && !features.device_taints) {
@@ -153,11 +143,12 @@ SliceDevicesResult BuildSliceDevices(const std::vector<DeviceInput>& inputs,
       continue;
     }
     SliceDevice base;
-    base.name = SliceDeviceName(rdma_dev);
+    base.name = names.Name(rdma_dev);
+    if (base.name.empty()) continue;  // said in names.notes()
     AttributeSet attrs(base.attributes, result.notes, rdma_dev);
     AddAttributes(in, inputs, attrs);
     if (!in.healthy) {
-      std::string reason = SliceDeviceName(in.unhealthy_reason);
+      std::string reason = DraDeviceName(in.unhealthy_reason);
       base.taints.push_back({options.driver + "/" + kUnhealthyTaintKey, reason, "NoSchedule"});
     }
     std::vector<SliceDevice> out;
@@ -168,7 +159,7 @@ SliceDevicesResult BuildSliceDevices(const std::vector<DeviceInput>& inputs,
     } else if (options.shares > 0) {
       for (int k = 0; k < options.shares; ++k) {
         SliceDevice share = base;
-        share.name = SliceDeviceName(SharedDeviceId(base.name, k));
+        share.name = names.Name(rdma_dev, k);
         share.attributes["share"] = int64_t{k};
         out.push_back(std::move(share));
       }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "dra/api/resource_slice.h"
+#include "dra/device_name.h"
 #include "rdmak8s/device.h"
 
 namespace rdmak8s::dra {
@@ -55,11 +56,9 @@ struct SliceDevicesResult {
   std::vector<std::string> notes;    // attributes or devices left out, and why
 };
 
-// The DNS-label device name for an RDMA device: lower case, every other character than
-// [a-z0-9-] made '-', trimmed to 63 and to alphanumeric ends ("mlx5_0" -> "mlx5-0").
-// Empty when nothing alphanumeric is left.
-std::string SliceDeviceName(std::string_view rdma_dev);
-
+// Device names are DraDeviceNames(every input's rdma_dev, options.shares) (dra/device_name.h):
+// the catalog names the same set by the same rule, so the preparer finds what a claim names.
+// Devices that rule leaves unnamed are left out, with its note.
 SliceDevicesResult BuildSliceDevices(const std::vector<DeviceInput>& inputs,
                                      const SliceDeviceOptions& options,
                                      const ServerFeatures& features);

@@ -51,26 +51,15 @@ std::vector<ResourceSlice> DesiredSlices(const std::vector<DeviceInput>& devices
   return SplitPool(b.devices, prefix, options.driver, options.node_name, 0);
 }
 
-SlicePublisher::SlicePublisher(KubeApi* api, PublisherOptions options)
-    : api_(api), options_(std::move(options)) {}
+SlicePublisher::SlicePublisher(KubeApi* api, PublisherOptions options, ApiVersionSource* versions)
+    : api_(api),
+      options_(std::move(options)),
+      own_versions_(versions ? nullptr : std::make_unique<ApiVersionSource>(api)),
+      versions_(versions ? versions : own_versions_.get()) {}
 
 Status SlicePublisher::DiscoverVersion() {
-  HttpRequest req{"GET", "/apis/resource.k8s.io", ""};
-  RDMAK8S_ASSIGN_OR_RETURN(HttpResponse resp, api_->Send(req));
-  if (resp.status == kHttpNotFound) {
-    return UnimplementedError("API server " + api_->server() + " serves no resource.k8s.io (DRA needs Kubernetes 1.32+)");
-  }
-  if (resp.status != 200) return ApiError(*api_, req, resp);
-  RDMAK8S_ASSIGN_OR_RETURN(json group, ParseBody(*api_, req, resp));
-  bool v1 = false, v1beta1 = false;
-  for (const auto& v : group.value("versions", json::array())) {
-    std::string name = v.value("version", std::string());
-    v1 |= name == "v1";
-    v1beta1 |= name == "v1beta1";
-  }
-  if (v1) version_ = ResourceApiVersion::kV1;
-  else if (v1beta1) version_ = ResourceApiVersion::kV1beta1;
-  else return UnimplementedError("API server " + api_->server() + ": resource.k8s.io serves neither v1 nor v1beta1");
+  RDMAK8S_ASSIGN_OR_RETURN(ResourceApiVersion v, versions_->Get());
+  version_ = v;
   return Status::Ok();
 }
 

@@ -8,7 +8,8 @@
 // updated (PUT with its resourceVersion), missing ones created, extra ones deleted.
 //
 // API version: resource.k8s.io/v1 when the server's discovery (GET /apis/resource.k8s.io) lists
-// it, else v1beta1 (Kubernetes 1.32/1.33); Unimplemented when neither is served.
+// it, else v1beta1 (Kubernetes 1.32/1.33); Unimplemented when neither is served. Asked of an
+// ApiVersionSource (api_version.h) at the first Publish or DeleteAll, not at construction.
 // Features the server may not have (device taints, KEP-5055; consumable capacity, KEP-5075) are
 // learned from its answers: a server without the feature gate drops the field from the object
 // it stores, so when the returned object lacks what we sent, the feature is off and the pool is
@@ -26,6 +27,9 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
+#include "dra/api/api_version.h"
 #include "dra/api/kube_client.h"
 #include "dra/api/resource_slice.h"
 #include "dra/api/slice_devices.h"
@@ -55,8 +59,9 @@ std::vector<ResourceSlice> DesiredSlices(const std::vector<DeviceInput>& devices
 
 class SlicePublisher {
  public:
-  // `api` is not owned and must outlive the publisher.
-  SlicePublisher(KubeApi* api, PublisherOptions options);
+  // `api` and `versions` are not owned and must outlive the publisher. Without `versions` the
+  // publisher discovers the version on its own.
+  SlicePublisher(KubeApi* api, PublisherOptions options, ApiVersionSource* versions = nullptr);
 
   // Makes the server's slices of this pool say `devices`. Notes of BuildSliceDevices (attributes
   // or devices left out) are kept in last_notes() for the caller to log.
@@ -64,7 +69,8 @@ class SlicePublisher {
   // Deletes every slice of this pool (uninstall). OK when there is none.
   Status DeleteAll();
 
-  // Valid after a successful Publish (or DiscoverVersion).
+  // Valid after a successful Publish (or DiscoverVersion). DiscoverVersion asks the
+  // ApiVersionSource (api_version.h): errors as its Get.
   Status DiscoverVersion();
   ResourceApiVersion version() const { return version_.value_or(ResourceApiVersion::kV1); }
   const ServerFeatures& features() const { return features_; }
@@ -83,6 +89,8 @@ class SlicePublisher {
 
   KubeApi* api_;
   const PublisherOptions options_;
+  const std::unique_ptr<ApiVersionSource> own_versions_;
+  ApiVersionSource* const versions_;
   std::optional<ResourceApiVersion> version_;
   ServerFeatures features_;
   std::optional<std::string> node_uid_;

@@ -65,10 +65,11 @@ class DraDriverBinaryTest : public ::testing::Test {
   }
 
   // The fake API server and a kubeconfig naming it (CA file, token), as a developer's would.
-  void StartApiServer(bool serve_v1 = true) {
+  void StartApiServer(bool serve_v1 = true, bool consumable_capacity = true) {
     testing::TestCertificate cert = testing::MakeSelfSignedCertificate();
     FakeApiServerOptions o;
     o.serve_v1 = serve_v1;
+    o.consumable_capacity = consumable_capacity;
     o.token = kToken;
     o.tls_cert_pem = cert.cert_pem;
     o.tls_key_pem = cert.key_pem;
@@ -283,6 +284,102 @@ TEST_F(DraDriverBinaryTest, ADevicesFileThatIsNotValidStopsTheStartNamingTheKey)
   EXPECT_NE(log.find(root_ + "/devices.json"), std::string::npos) << log;
   EXPECT_NE(log.find("$.selectors.transports[0]"), std::string::npos) << log;
   EXPECT_TRUE(server_->Slices().empty());
+TEST_F(DraDriverBinaryTest, WithSharesTwoClaimsOnTwoSharesOfOneDeviceBothPrepareIt) {
+  StartApiServer(true, /*consumable_capacity=*/false);
+  auto args = DriverArgs();
+  args.insert(args.end(), {"--shares", "2"});
+  Spawn(args);
+  ASSERT_TRUE(WaitUntil([&] { return !Device("mlx5-0-1").is_null(); })) << ReadAll(root_ + "/stderr.log");
+  EXPECT_FALSE(Device("mlx5-0-0").is_null());
+  Register();
+  for (const char* k : {"0", "1"}) {
+    json claim = json::parse(R"({
+      "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+      "metadata": {"namespace": "ml"},
+      "status": {"allocation": {"devices": {"results": [
+        {"request": "nic", "driver": "rdma.rdmak8s.io", "pool": "node1"}]}}}})");
+    claim["metadata"]["name"] = std::string("nic-") + k;
+    claim["metadata"]["uid"] = std::string("share-claim-") + k;
+    claim["status"]["allocation"]["devices"]["results"][0]["device"] = std::string("mlx5-0-") + k;
+    server_->AddClaim(claim);
+  }
+  auto prep = kubelet_->NodePrepareResources({{"ml", "share-claim-0", "nic-0"}, {"ml", "share-claim-1", "nic-1"}});
+  ASSERT_TRUE(prep.ok()) << prep.status().ToString();
+  for (const char* k : {"0", "1"}) {
+    const auto& answer = prep->claims().at(std::string("share-claim-") + k);
+    ASSERT_EQ(answer.error(), "") << ReadAll(root_ + "/stderr.log");
+    ASSERT_EQ(answer.devices_size(), 1);
+    EXPECT_EQ(answer.devices(0).device_name(), std::string("mlx5-0-") + k);
+    EXPECT_NE(ReadAll(root_ + "/cdi/rdmak8s-dra-share-claim-" + k + ".json").find("/dev/infiniband/uverbs"),
+              std::string::npos);
+  }
+}
+
+TEST_F(DraDriverBinaryTest, WhileTheApiServerIsUnreachableCheckpointedClaimsAreAnsweredAndNewOnesFail) {
+  StartApiServer();
+  Spawn(DriverArgs());
+  Register();
+  server_->AddClaim(json::parse(R"({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+    "metadata": {"namespace": "ml", "name": "nic", "uid": "claim-1"},
+    "status": {
+      "allocation": {"devices": {"results": [
+        {"request": "nic", "driver": "rdma.rdmak8s.io", "pool": "node1", "device": "mlx5-0"}]}},
+      "reservedFor": [{"resource": "pods", "name": "trainer", "uid": "pod-uid-1"}]}})"));
+  auto prep = kubelet_->NodePrepareResources({{"ml", "claim-1", "nic"}});
+  ASSERT_TRUE(prep.ok()) << prep.status().ToString();
+  ASSERT_EQ(prep->claims().at("claim-1").error(), "") << ReadAll(root_ + "/stderr.log");
+  ASSERT_EQ(kill(pid_, SIGTERM), 0);
+  int status = WaitExit(30s);
+  ASSERT_TRUE(status != -1 && WIFEXITED(status));
+
+  // The kubeconfig still names the server, which is down now: the restarted driver must serve
+  // kubelet all the same.
+  server_->Stop();
+  kubelet_.reset();
+  Spawn(DriverArgs());
+  Register();
+  auto again = kubelet_->NodePrepareResources({{"ml", "claim-1", "nic"}});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->claims().at("claim-1").error(), "") << ReadAll(root_ + "/stderr.log");
+  EXPECT_EQ(again->claims().at("claim-1").devices_size(), 1);
+
+  auto fresh = kubelet_->NodePrepareResources({{"ml", "claim-2", "other"}});
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  const std::string error = fresh->claims().at("claim-2").error();
+  EXPECT_NE(error.find("claim-2"), std::string::npos) << error;
+  EXPECT_NE(error.find("resource.k8s.io versions"), std::string::npos) << error;
+
+  auto unprep = kubelet_->NodeUnprepareResources({{"ml", "claim-1", "nic"}});
+  ASSERT_TRUE(unprep.ok()) << unprep.status().ToString();
+  EXPECT_EQ(unprep->claims().at("claim-1").error(), "") << ReadAll(root_ + "/stderr.log");
+  EXPECT_FALSE(fs::exists(root_ + "/cdi/rdmak8s-dra-claim-1.json"));
+  EXPECT_EQ(ReadPodClaimRecords(root_ + "/pods", "pod-uid-1").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(DraDriverBinaryTest, SigtermDuringA503BackoffExitsAndSaysWhichSlicesAreLeft) {
+  StartApiServer();
+  auto args = DriverArgs();
+  args.push_back("--delete-slices-on-exit");
+  Spawn(args);
+  ASSERT_TRUE(WaitUntil([&] { return !Device("mlx5-0").is_null(); })) << ReadAll(root_ + "/stderr.log");
+  // From now on every answer is a 503 asking for 30 s of patience; a port going down makes the
+  // slice loop publish into it.
+  const int gets = server_->CountRequests("GET");
+  server_->FailNext(503, 1000000, "30");
+  std::ofstream(root_ + "/sys/class/infiniband/mlx5_0/ports/1/state") << "1: DOWN\n";
+  ASSERT_TRUE(WaitUntil([&] { return server_->CountRequests("GET") > gets; }));
+
+  ASSERT_EQ(kill(pid_, SIGTERM), 0);
+  int status = WaitExit(30s);
+  ASSERT_NE(status, -1) << "driver did not exit after SIGTERM: " << ReadAll(root_ + "/stderr.log");
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  const std::string log = ReadAll(root_ + "/stderr.log");
+  EXPECT_NE(log.find("retries stopped: shutting down"), std::string::npos) << log;
+  EXPECT_NE(log.find("delete ResourceSlices on exit: gave up after "), std::string::npos) << log;
+  EXPECT_NE(log.find("spec.nodeName=node1,spec.driver=rdma.rdmak8s.io"), std::string::npos) << log;
+  EXPECT_EQ(server_->Slices().size(), 1u);
 }
 
 TEST_F(DraDriverBinaryTest, WithoutAnyApiServerConfigurationItRefusesToStartNamingWhatIsMissing) {

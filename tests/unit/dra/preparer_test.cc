@@ -254,3 +254,31 @@ TEST_F(PreparerTest, UidThatIsNotAPlainNameIsRefused) {
 
 }  // namespace
 }  // namespace rdmak8s::dra
+
+namespace rdmak8s::dra {
+namespace {
+
+// Shared mode (--shares 2 without consumable capacity): claims name "<device>-<k>".
+TEST_F(PreparerTest, TwoClaimsOnTwoSharesOfOneDeviceBothPrepareThatDevice) {
+  DeviceCatalog shared(kPool, nullptr, 2);
+  shared.Update({{"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {}, dp::Presence::kPresent}}});
+  auto p = Preparer::Create(options_, &reader_, &shared);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  reader_.Put(Claim("uid-1", {Ours("mlx5-0-0")}, {"pod-1"}));
+  auto first = (*p)->Prepare(Ref("uid-1"));
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  ClaimRef second_ref{"team", "uid-2", "nic-claim-2"};
+  ResourceClaim second = Claim("uid-2", {Ours("mlx5-0-1")}, {"pod-2"});
+  second.name = "nic-claim-2";
+  reader_.Put(second);
+  auto other = (*p)->Prepare(second_ref);
+  ASSERT_TRUE(other.ok()) << other.status().message();
+  EXPECT_EQ((*first)[0].rdma_dev, "mlx5_0");
+  EXPECT_EQ((*other)[0].rdma_dev, "mlx5_0");
+  EXPECT_EQ((*other)[0].device, "mlx5-0-1");
+  reader_.Put(Claim("uid-3", {Ours("mlx5-0-2")}));
+  EXPECT_EQ((*p)->Prepare(Ref("uid-3")).status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace rdmak8s::dra

@@ -137,6 +137,30 @@ TEST_F(ClaimReaderTest, AnUnreachableServerIsUnavailableNamingTheClaim) {
   EXPECT_NE(v.status().message().find("ml/train-nic"), std::string::npos) << v.status().message();
 }
 
+TEST_F(ClaimReaderTest, TheApiVersionIsAskedWhenFirstNeededUntilTheServerAnswers) {
+  rdmak8s::testing::FakeApiServer later;  // not up yet
+  KubeConfig c;
+  c.server = "http://localhost";
+  c.unix_socket = dir_.path() + "/later.sock";
+  auto client = std::move(*CurlKubeClient::Create(c));
+  ApiVersionSource versions(client.get());
+  ApiClaimReader reader(client.get(), &versions);
+  auto down = reader.GetClaim("ml", "train-nic");
+  ASSERT_FALSE(down.ok());
+  EXPECT_EQ(down.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(down.status().message().find("ml/train-nic"), std::string::npos) << down.status().message();
+  EXPECT_NE(down.status().message().find("resource.k8s.io versions"), std::string::npos)
+      << down.status().message();
+
+  ASSERT_TRUE(later.Start(dir_.path() + "/later.sock"));
+  later.AddClaim(Claim());
+  auto up = reader.GetClaim("ml", "train-nic");
+  ASSERT_TRUE(up.ok()) << up.status().ToString();
+  auto v = versions.Get();
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, ResourceApiVersion::kV1);
+}
+
 TEST_F(ClaimReaderTest, AnUnallocatedClaimReadsAsNotAllocated) {
   json c = Claim();
   c["metadata"]["name"] = "pending";

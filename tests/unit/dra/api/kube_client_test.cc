@@ -1,6 +1,7 @@
 #include "dra/api/kube_client.h"
 
 #include <fstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -64,6 +65,29 @@ TEST_F(KubeClientTest, BacksOffExponentiallyWithoutRetryAfterAndGivesUpNamingUrl
   EXPECT_NE(r.status().message().find("HTTP 503"), std::string::npos);
   EXPECT_EQ(waits_, (std::vector<std::chrono::milliseconds>{std::chrono::milliseconds(250), std::chrono::milliseconds(500),
                                                             std::chrono::milliseconds(1000), std::chrono::milliseconds(2000)}));
+}
+
+TEST_F(KubeClientTest, StopRetriesEndsABackoffWaitAndNothingIsRetriedAfterIt) {
+  StartServer();
+  server_->FailNext(503, 1000, "30");  // each wait 30 s: only StopRetries can end it
+  KubeConfig config;
+  config.server = server_->url();
+  config.unix_socket = dir_.path() + "/api.sock";
+  auto client = std::move(*CurlKubeClient::Create(config));  // real waits
+  StatusOr<HttpResponse> in_backoff = InternalError("not sent");
+  std::thread sender([&] { in_backoff = client->Send({"GET", "/apis/resource.k8s.io", ""}); });
+  client->StopRetries();
+  sender.join();
+  ASSERT_FALSE(in_backoff.ok());
+  EXPECT_EQ(in_backoff.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(in_backoff.status().message().find("retries stopped: shutting down"), std::string::npos)
+      << in_backoff.status().message();
+  EXPECT_NE(in_backoff.status().message().find("HTTP 503"), std::string::npos);
+
+  auto after = client->Send({"GET", "/apis/resource.k8s.io", ""});
+  ASSERT_FALSE(after.ok());
+  EXPECT_NE(after.status().message().find("after 1 attempts"), std::string::npos)
+      << after.status().message();
 }
 
 TEST_F(KubeClientTest, ReReadsTheTokenFileForEveryRequest) {

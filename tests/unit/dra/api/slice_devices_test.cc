@@ -139,7 +139,7 @@ TEST(SliceDevicesTest, UnhealthyDevicesAreTaintedOrWithdrawn) {
   inputs[1].unhealthy_reason = "PortDown";
   auto tainted = BuildSliceDevices(inputs, kExclusive, {true, true});
   ASSERT_EQ(tainted.devices.size(), 4u);
-  const SliceDevice* d = Find(tainted, SliceDeviceName(inputs[1].device.name));
+  const SliceDevice* d = Find(tainted, DraDeviceName(inputs[1].device.name));
   ASSERT_TRUE(d);
   ASSERT_EQ(d->taints.size(), 1u);
   EXPECT_EQ(d->taints[0].key, "rdma.rdmak8s.io/unhealthy");
@@ -148,7 +148,7 @@ TEST(SliceDevicesTest, UnhealthyDevicesAreTaintedOrWithdrawn) {
 
   auto withdrawn = BuildSliceDevices(inputs, kExclusive, {false, true});
   EXPECT_EQ(withdrawn.devices.size(), 3u);
-  EXPECT_FALSE(Find(withdrawn, SliceDeviceName(inputs[1].device.name)));
+  EXPECT_FALSE(Find(withdrawn, DraDeviceName(inputs[1].device.name)));
   ASSERT_EQ(withdrawn.notes.size(), 1u);
   EXPECT_NE(withdrawn.notes[0].find("withdrawn"), std::string::npos);
 }
@@ -165,9 +165,9 @@ TEST(SliceDevicesTest, AValueTooLongForTheApiIsLeftOutAndSaid) {
 }
 
 TEST(SliceDevicesTest, DeviceNamesAreDnsLabelsAndCollisionsAreSaid) {
-  EXPECT_EQ(SliceDeviceName("mlx5_0"), "mlx5-0");
-  EXPECT_EQ(SliceDeviceName("_Rxe0_"), "rxe0");
-  EXPECT_EQ(SliceDeviceName("__"), "");
+  EXPECT_EQ(DraDeviceName("mlx5_0"), "mlx5-0");
+  EXPECT_EQ(DraDeviceName("_Rxe0_"), "rxe0");
+  EXPECT_EQ(DraDeviceName("__"), "");
   auto inputs = Inputs("rxe_veth");
   inputs.push_back(inputs[0]);
   inputs[1].device.name = "RXE0";

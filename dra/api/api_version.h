@@ -1,0 +1,36 @@
+// ApiVersionSource: which resource.k8s.io version the API server serves (v1, else v1beta1),
+// asked of the server when first needed, not at start: the kubelet side serves (checkpointed
+// claims, unprepare) while the server is still unreachable. The claim reader and the slice
+// publisher share one; the slice loop (slice_sync.h), which retries its publish with backoff,
+// is what keeps asking in the background until the server answers.
+//
+// Get(): the cached version once one discovery (GET /apis/resource.k8s.io) succeeded; else one
+// discovery now: kUnavailable naming the server and the cause while it cannot be reached,
+// kUnimplemented when it serves no resource.k8s.io or neither version (not cached: a cluster
+// upgrade turns it on).
+//
+// Thread safety: Get may be called from any thread; discoveries are serialized.
+#pragma once
+
+#include <mutex>
+#include <optional>
+
+#include "dra/api/kube_client.h"
+#include "dra/api/resource_slice.h"
+#include "rdmak8s/status.h"
+
+namespace rdmak8s::dra {
+
+class ApiVersionSource {
+ public:
+  // `api` is not owned and must outlive the source.
+  explicit ApiVersionSource(KubeApi* api) : api_(api) {}
+  StatusOr<ResourceApiVersion> Get();
+
+ private:
+  KubeApi* api_;
+  std::mutex mu_;
+  std::optional<ResourceApiVersion> version_;  // guarded by mu_
+};
+
+}  // namespace rdmak8s::dra

@@ -136,26 +136,9 @@ EOF_POD
       mv "$POD_DIR/$pod/net.tmp" "$POD_DIR/$pod/net.conflist"
     # What containerd's CRI passes (IgnoreUnknown=1 keeps host-local from refusing the K8S_ keys).
     echo "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=$pod;K8S_POD_INFRA_CONTAINER_ID=e2e-$pod;K8S_POD_UID=$puid" > "$POD_DIR/$pod/cni_args"
-    t0=$(now_ms)
-    if cni "$pod" ADD; then
-      t1=$(now_ms)
-      figure "cni-add-$pod" $((t1 - t0)) ms
-      result "$pod-cni-add-by-pod-uid" PASS "$(jq -c '{ips: [.ips[].address], interfaces: [.interfaces[].name]}' "$POD_DIR/$pod/cni.ADD" 2>/dev/null)"
-    else
-      result "$pod-cni-add-by-pod-uid" FAIL "cni-driver add: $(tail -n 5 "$POD_DIR/$pod/cni.ADD" | tr '\n' ' ')"
-      show /tmp/rdmak8s-cni.log 20
-      return 1
-    fi
-    if cni "$pod" CHECK; then
-      result "$pod-cni-check" PASS "CHECK of the whole chain passed"
-    else
-      result "$pod-cni-check" FAIL "cni-driver check: $(tail -n 5 "$POD_DIR/$pod/cni.CHECK" | tr '\n' ' ')"
-    fi
+    pod_network_up "$pod" "$pod-cni-add-by-pod-uid" || return 1
   done
-  A_IP=$(pod_ip podA)
-  B_IP=$(pod_ip podB)
-  [ -n "$A_IP" ] && [ -n "$B_IP" ] || { result pod-ips FAIL "no IPv4 in the CNI results ('$A_IP', '$B_IP')"; return 1; }
-  check_ping fabric-ping podB "$A_IP"
+  pods_reachable
 }
 
 

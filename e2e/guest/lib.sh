@@ -684,26 +684,54 @@ stack_up() {
     # ("<dev>-<k>" in a shared pool, the device itself in an exclusive one), not the device name.
     devid=$(echo "$doc" | jq -r --arg r "rdma/$slot" '.allocations[] | select(.resource == $r) | .ids[0]')
     pod_conflist "$pod" "$devid" "$mode"
-    t0=$(now_ms)
-    if cni "$pod" ADD; then
-      t1=$(now_ms)
-      figure "cni-add-$pod" $((t1 - t0)) ms
-      result "$pod-cni-add" PASS "$(jq -c '{ips: [.ips[].address], interfaces: [.interfaces[].name]}' "$POD_DIR/$pod/cni.ADD" 2>/dev/null)"
-    else
-      result "$pod-cni-add" FAIL "cni-driver add: $(tail -n 5 "$POD_DIR/$pod/cni.ADD" | tr '\n' ' ')"
-      show /tmp/rdmak8s-cni.log 20
-      return 1
-    fi
-    if cni "$pod" CHECK; then
-      result "$pod-cni-check" PASS "CHECK of the whole chain passed"
-    else
-      result "$pod-cni-check" FAIL "cni-driver check: $(tail -n 5 "$POD_DIR/$pod/cni.CHECK" | tr '\n' ' ')"
-    fi
+    pod_network_up "$pod" "$pod-cni-add" || return 1
   done
+  pods_reachable
+}
+
+# pod_network_up POD ADD_CHECK_NAME: CNI ADD (timed: figure cni-add-POD; its result is the
+# check ADD_CHECK_NAME), then CHECK of the whole chain. Fails when ADD failed.
+pod_network_up() {
+  local pod=$1 check=$2 t0 t1
+  t0=$(now_ms)
+  if cni "$pod" ADD; then
+    t1=$(now_ms)
+    figure "cni-add-$pod" $((t1 - t0)) ms
+    result "$check" PASS "$(jq -c '{ips: [.ips[].address], interfaces: [.interfaces[].name]}' "$POD_DIR/$pod/cni.ADD" 2>/dev/null)"
+  else
+    result "$check" FAIL "cni-driver add: $(tail -n 5 "$POD_DIR/$pod/cni.ADD" | tr '\n' ' ')"
+    show /tmp/rdmak8s-cni.log 20
+    return 1
+  fi
+  if cni "$pod" CHECK; then
+    result "$pod-cni-check" PASS "CHECK of the whole chain passed"
+  else
+    result "$pod-cni-check" FAIL "cni-driver check: $(tail -n 5 "$POD_DIR/$pod/cni.CHECK" | tr '\n' ' ')"
+  fi
+}
+
+# pods_reachable: A_IP and B_IP from podA's and podB's CNI results, and IP between them.
+pods_reachable() {
   A_IP=$(pod_ip podA)
   B_IP=$(pod_ip podB)
   [ -n "$A_IP" ] && [ -n "$B_IP" ] || { result pod-ips FAIL "no IPv4 in the CNI results ('$A_IP', '$B_IP')"; return 1; }
   check_ping fabric-ping podB "$A_IP"
+}
+
+# check_devices_moved "POD DEV"...: each DEV is in its POD only (exclusive mode: the node's
+# sysfs no longer lists it).
+check_devices_moved() {
+  local s root_sees pod_sees
+  for s in "$@"; do
+    set -- $s
+    root_sees=$(ls /sys/class/infiniband 2>/dev/null | grep -x "$2")
+    pod_sees=$(pod_run "$1" ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')
+    if [ -z "$root_sees" ] && [ "$pod_sees" = "$2 " ]; then
+      result "$1-device-moved" PASS "$2 is in the pod only (the pod sees: $pod_sees)"
+    else
+      result "$1-device-moved" FAIL "root sees '${root_sees}', the pod sees '$pod_sees'; wanted $2 in the pod only"
+    fi
+  done
 }
 
 # stack_down KIND NETNS_MODE: CNI DEL for both pods (twice: DEL must be idempotent), then checks

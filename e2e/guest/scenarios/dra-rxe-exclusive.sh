@@ -11,16 +11,7 @@
 . /e2e/dra.sh
 
 if dra_up; then
-  for s in "podA rxe_slot1" "podB rxe_slot2"; do
-    set -- $s
-    root_sees=$(ls /sys/class/infiniband 2>/dev/null | grep -x "$2")
-    pod_sees=$(pod_run "$1" ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')
-    if [ -z "$root_sees" ] && [ "$pod_sees" = "$2 " ]; then
-      result "$1-device-moved" PASS "$2 is in the pod only (the pod sees: $pod_sees)"
-    else
-      result "$1-device-moved" FAIL "root sees '${root_sees}', the pod sees '$pod_sees'; wanted $2 in the pod only"
-    fi
-  done
+  check_devices_moved "podA rxe_slot1" "podB rxe_slot2"
   battery_raw_verbs dra podA rxe_slot1 "$A_IP" podB rxe_slot2 "$B_IP"
   DRA_UP=1
 fi

@@ -8,16 +8,7 @@
 # names the kernel's refusal, and leave nothing behind.
 TOS=106
 if stack_up rxe exclusive; then
-  for s in "podA rxe_slot1" "podB rxe_slot2"; do
-    set -- $s
-    root_sees=$(ls /sys/class/infiniband 2>/dev/null | grep -x "$2")
-    pod_sees=$(pod_run "$1" ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')
-    if [ -z "$root_sees" ] && [ "$pod_sees" = "$2 " ]; then
-      result "$1-device-moved" PASS "$2 is in the pod only (the pod sees: $pod_sees)"
-    else
-      result "$1-device-moved" FAIL "root sees '${root_sees}', the pod sees '$pod_sees'; wanted $2 in the pod only"
-    fi
-  done
+  check_devices_moved "podA rxe_slot1" "podB rxe_slot2"
   # ToS for rdma_cm traffic of the pod's device, through rdma_cm configfs.
   tos=$(cat /sys/kernel/config/rdma_cm/rxe_slot1/ports/1/default_roce_tos 2>&1)
   if [ "$tos" = "$TOS" ]; then

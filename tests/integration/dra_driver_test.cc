@@ -284,6 +284,8 @@ TEST_F(DraDriverBinaryTest, ADevicesFileThatIsNotValidStopsTheStartNamingTheKey)
   EXPECT_NE(log.find(root_ + "/devices.json"), std::string::npos) << log;
   EXPECT_NE(log.find("$.selectors.transports[0]"), std::string::npos) << log;
   EXPECT_TRUE(server_->Slices().empty());
+}
+
 TEST_F(DraDriverBinaryTest, WithSharesTwoClaimsOnTwoSharesOfOneDeviceBothPrepareIt) {
   StartApiServer(true, /*consumable_capacity=*/false);
   auto args = DriverArgs();

@@ -16,6 +16,40 @@ DeviceNameIndex::DeviceNameIndex(std::vector<std::string> names) : names_(std::m
     while (slots_[at].index >= 0) at = (at + 1) & mask_;
     slots_[at] = Slot{w0, w1, static_cast<uint32_t>(names_[i].size()), static_cast<int32_t>(i)};
   }
+  // The short names' table, as full as the general one. Built after it: Find tells a name given
+  // twice.
+  unsigned bits = 4;
+  while ((size_t{1} << bits) < names_.size() * 4) ++bits;
+  short_.assign(size_t{1} << bits, ShortSlot{});
+  short_mask_ = short_.size() - 1;
+  short_shift_ = 64 - bits;
+  for (size_t i = 0; i < names_.size(); ++i) {
+    const size_t n = names_[i].size();
+    if (n < 1 || n > 8 || Find(names_[i]) != static_cast<int>(i)) continue;
+    uint64_t key, unused;
+    KeyOf(names_[i], &key, &unused);
+    size_t at = static_cast<size_t>((key * kShortMul) >> short_shift_);
+    while (short_[at].index >= 0) at = (at + 1) & short_mask_;
+    short_[at] = ShortSlot{key, static_cast<int32_t>(i), static_cast<uint32_t>(n)};
+  }
+}
+
+int DeviceNameIndex::DeviceOfSharedIdSlow(std::string_view id) const {
+  const size_t size = id.size();
+  if (size >= 8) {
+    const char* p = id.data();
+    const unsigned dashes = DashesOf8(p + size - 8);
+    if (dashes != 0) {
+      const size_t n = size - 8 + static_cast<size_t>(31 - __builtin_clz(dashes));
+      if (n <= 16) {
+        const uint64_t w0 = Load8(p) & (n >= 8 ? ~0ull : kLowBytes[n]);
+        const uint64_t w1 = n > 8 ? Load8(p + n - 8) : 0;
+        return Lookup(w0, w1, n);
+      }
+    }
+  }
+  const size_t dash = id.rfind('-');
+  return dash == std::string_view::npos ? -1 : Find(id.substr(0, dash));
 }
 
 void DeviceNameIndex::KeyOf(std::string_view name, uint64_t* w0, uint64_t* w1) {

@@ -2,12 +2,14 @@
 // that GetPreferredAllocation makes (a shared pool of 1,024 devices x 100 IDs sends 102,400 of
 // them per request, so the look-up is the request's cost; `make bench` prints it).
 //
-// How it stays cheap: a name is keyed by its bytes themselves, not by a hash over them. A name of
-// up to 16 bytes is two words (its first 8 bytes, zero-filled, and its last 8 bytes when longer
-// than 8) plus its length: that key determines the name, so a slot holding it needs no second
-// compare. A shared ID "<rdma_dev>-<k>" is cut at its last '-' found in the ID's last 8 bytes
-// with word operations, not a byte loop. Names longer than 16 bytes and IDs whose '-' is further
-// from their end take a general path that compares the whole name.
+// How it stays cheap: a name is keyed by its bytes themselves, not by a hash over them. A shared
+// ID "<rdma_dev>-<k>" is cut at its last '-', found among the ID's last 8 bytes with one word
+// (or SSE2) compare, not a byte loop. The usual names (mlx5_123, rxe0, irdma3) are of at most 8
+// bytes: such a name is its first word, zero-filled, plus its length, and a table of those alone
+// (ShortSlot: one multiply to hash, one slot of 16 bytes to compare) answers most IDs. A name of
+// 9 to 16 bytes is two words (its first 8 bytes and its last 8) plus its length, in a second
+// table; names longer than 16 bytes and IDs whose '-' is further from their end take a general
+// path that compares the whole name.
 //
 // Immutable after construction; safe to share between threads.
 #pragma once
@@ -18,9 +20,21 @@
 #include <string_view>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace rdmak8s::dp {
 
 class DeviceNameIndex {
+  // A name of 1 to 8 bytes: its bytes zero-filled to a word, and its length (the two determine
+  // the name, NUL bytes included).
+  struct ShortSlot {
+    uint64_t key = 0;
+    int32_t index = -1;  // -1: empty
+    uint32_t size = 0;
+  };
+
  public:
   // names[i] is found as i. A name given twice is found at its first position.
   explicit DeviceNameIndex(std::vector<std::string> names);
@@ -28,28 +42,54 @@ class DeviceNameIndex {
   // The position of the device named `name`; -1 when no device has that name.
   int Find(std::string_view name) const;
 
-  // The position of the device of a shared ID "<rdma_dev>-<k>" (the name is what comes before
-  // the ID's last '-'); -1 when the ID has no '-' or names no device.
-  [[gnu::always_inline]] int DeviceOfSharedId(std::string_view id) const {
-    const size_t size = id.size();
-    if (size >= 8) {
-      const char* p = id.data();
-      // The bytes of the last 8 that are '-' (bit 7 of each such byte set; exact per byte).
-      const uint64_t x = Load8(p + size - 8) ^ 0x2d2d2d2d2d2d2d2dull;
-      const uint64_t dashes =
-          ~(((x & 0x7f7f7f7f7f7f7f7full) + 0x7f7f7f7f7f7f7f7full) | x) & 0x8080808080808080ull;
-      if (dashes != 0) {
-        const size_t n = size - 8 + static_cast<size_t>((63 - __builtin_clzll(dashes)) >> 3);
-        if (n <= 16) {
-          const uint64_t w0 = Load8(p) & (n >= 8 ? ~0ull : (1ull << (8 * n)) - 1);
-          const uint64_t w1 = n > 8 ? Load8(p + n - 8) : 0;
-          return Lookup(w0, w1, n);
+  // DeviceOfSharedId as a value holding what it reads (the short names' table), for a loop over
+  // many IDs: a copy the loop keeps in registers, where the index's own fields would be read
+  // again after every store the loop makes (the compiler cannot tell them apart). Valid while
+  // the index lives.
+  class SharedIdLookup {
+   public:
+    // The position of the device of a shared ID "<rdma_dev>-<k>" (the name is what comes before
+    // the ID's last '-'); -1 when the ID has no '-' or names no device.
+    [[gnu::always_inline]] int operator()(std::string_view id) const {
+      const size_t size = id.size();
+      if (size >= 8) [[likely]] {
+        const char* p = id.data();
+        const unsigned dashes = DashesOf8(p + size - 8);
+        if (dashes != 0) [[likely]] {
+          // 31 - clz: the last '-' of the 8 (one bsr).
+          const size_t n = size - 8 + static_cast<size_t>(31 - __builtin_clz(dashes));
+          if (n - 1 < 8) [[likely]] {
+            const uint64_t key = Load8(p) & kLowBytes[n];
+            for (size_t at = static_cast<size_t>((key * kShortMul) >> shift_);; at = (at + 1) & mask_) {
+              const ShortSlot& s = slots_[at];
+              if (s.key == key && s.size == n) [[likely]] return s.index;
+              if (s.index < 0) return -1;
+            }
+          }
         }
       }
+      return index_->DeviceOfSharedIdSlow(id);
     }
-    const size_t dash = id.rfind('-');
-    return dash == std::string_view::npos ? -1 : Find(id.substr(0, dash));
+
+   private:
+    friend class DeviceNameIndex;
+    const ShortSlot* slots_ = nullptr;
+    size_t mask_ = 0;
+    unsigned shift_ = 0;
+    const DeviceNameIndex* index_ = nullptr;
+  };
+  SharedIdLookup SharedIds() const {
+    SharedIdLookup l;
+    l.slots_ = short_.data();
+    l.mask_ = short_mask_;
+    l.shift_ = short_shift_;
+    l.index_ = this;
+    return l;
   }
+
+  // The position of the device of a shared ID "<rdma_dev>-<k>" (the name is what comes before
+  // the ID's last '-'); -1 when the ID has no '-' or names no device.
+  int DeviceOfSharedId(std::string_view id) const { return SharedIds()(id); }
 
  private:
   struct Slot {
@@ -63,12 +103,40 @@ class DeviceNameIndex {
     std::memcpy(&v, p, 8);
     return v;
   }
+  // Bit j set when p[j] is '-', for j < 8.
+  [[gnu::always_inline]] static unsigned DashesOf8(const char* p) {
+#if defined(__SSE2__)
+    const __m128i w = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    return static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(w, _mm_set1_epi8('-')))) & 0xffu;
+#else
+    // Bit 7 of each '-' byte (exact per byte: no borrow crosses bytes), gathered to bits 0..7.
+    const uint64_t x = Load8(p) ^ 0x2d2d2d2d2d2d2d2dull;
+    const uint64_t high =
+        ~(((x & 0x7f7f7f7f7f7f7f7full) + 0x7f7f7f7f7f7f7f7full) | x) & 0x8080808080808080ull;
+    return static_cast<unsigned>(((high >> 7) * 0x0102040810204080ull) >> 56);
+#endif
+  }
+  // kLowBytes[n]: the low n bytes of a word.
+  static constexpr uint64_t kLowBytes[9] = {0,
+                                            0xffull,
+                                            0xffffull,
+                                            0xffffffull,
+                                            0xffffffffull,
+                                            0xffffffffffull,
+                                            0xffffffffffffull,
+                                            0xffffffffffffffull,
+                                            ~0ull};
+  // Fibonacci hashing: the product's top bits depend on every bit of the key.
+  static constexpr uint64_t kShortMul = 0x9e3779b97f4a7c15ull;
   static uint64_t Mix(uint64_t a, uint64_t b) {
     __uint128_t m = static_cast<__uint128_t>(a ^ 0x9e3779b97f4a7c15ull) * (b ^ 0xc2b2ae3d27d4eb4full);
     return static_cast<uint64_t>(m) ^ static_cast<uint64_t>(m >> 64);
   }
+  // What SharedIdLookup does not answer itself: IDs under 8 bytes, IDs whose last '-' is not
+  // among their last 8 bytes, names of no byte or more than 8.
+  int DeviceOfSharedIdSlow(std::string_view id) const;
   // A name of up to 16 bytes: its slot, or the first empty one after it.
-  [[gnu::always_inline]] int Lookup(uint64_t w0, uint64_t w1, size_t n) const {
+  int Lookup(uint64_t w0, uint64_t w1, size_t n) const {
     size_t at = Mix(w0, w1 ^ n) & mask_;
     const Slot& s = slots_[at];
     if (((s.w0 ^ w0) | (s.w1 ^ w1) | (s.size ^ n)) == 0) [[likely]] return s.index;
@@ -80,8 +148,11 @@ class DeviceNameIndex {
   static void KeyOf(std::string_view name, uint64_t* w0, uint64_t* w1);
 
   std::vector<std::string> names_;
-  std::vector<Slot> slots_;
+  std::vector<Slot> slots_;  // every name
   size_t mask_ = 0;
+  std::vector<ShortSlot> short_;  // the names of 1 to 8 bytes again, for SharedIdLookup
+  size_t short_mask_ = 0;
+  unsigned short_shift_ = 0;
 };
 
 }  // namespace rdmak8s::dp

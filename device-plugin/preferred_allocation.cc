@@ -154,23 +154,27 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
   // this pass is the request's cost: it is written once per kind of look-up, so that a shared
   // pool's (DeviceNameIndex) is inlined.
   const size_t n = topology.devices.size();
-  std::vector<int32_t> dev_of(available.size(), -1);  // -1: a must-include ID
+  // By ID: its device, -1 for a must-include ID. Every element is written by the pass below.
+  const auto dev_of = std::make_unique_for_overwrite<int32_t[]>(available.size());
   std::vector<size_t> count(n + 1, 0);                 // [n] for now: IDs of no known device
   // Locals, not members, in the loop: stores through out/per_dev could otherwise alias the
   // vectors' own fields, and the compiler would reload them (and spill each ID) per iteration.
   auto group_with = [&]<bool kHasMust>(auto&& device_of) {
     const Id* ids = available.data();
     const size_t total = available.size();
-    int32_t* out = dev_of.data();
+    int32_t* out = dev_of.get();
     size_t* per_dev = count.data();
-    const auto unknown_dev = static_cast<int32_t>(n);
+    const auto unknown_dev = static_cast<int32_t>(n);  // n itself is captured by address
     for (size_t i = 0; i < total; ++i) {
       const std::string_view id = ids[i];
       if constexpr (kHasMust) {
-        if (must.count(id)) continue;
+        if (must.count(id)) {
+          out[i] = -1;
+          continue;
+        }
       }
       int32_t d = device_of(id);
-      if (static_cast<uint32_t>(d) >= static_cast<uint32_t>(n)) d = unknown_dev;
+      if (static_cast<uint32_t>(d) >= static_cast<uint32_t>(unknown_dev)) d = unknown_dev;
       out[i] = d;
       per_dev[d]++;
     }
@@ -183,10 +187,8 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
     }
   };
   if (topology.by_name) {
-    const DeviceNameIndex& index = *topology.by_name;
-    group([&index](std::string_view id) __attribute__((always_inline)) {
-      return index.DeviceOfSharedId(id);
-    });
+    const DeviceNameIndex::SharedIdLookup lookup = topology.by_name->SharedIds();
+    group([lookup](std::string_view id) __attribute__((always_inline)) { return lookup(id); });
   } else {
     group([&topology](std::string_view id) {
       return topology.device_of ? topology.device_of(id) : -1;
@@ -377,11 +379,19 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
     }
     picks[static_cast<size_t>(l)]++;
   }
-  for (size_t i = 0; i < available.size(); ++i) {
-    const int32_t d = dev_of[i];
-    if (d < 0) continue;
-    const int32_t l = list_of[static_cast<size_t>(d)];
-    if (l >= 0) lists[static_cast<size_t>(l)].emplace_back(available[i]);
+  {
+    // Locals, as in the first pass: the pushes would otherwise make the compiler reload
+    // `available` and `list_of` per ID.
+    const Id* ids = available.data();
+    const int32_t* dev = dev_of.get();
+    const int32_t* list = list_of.data();
+    const size_t total = available.size();
+    for (size_t i = 0; i < total; ++i) {
+      const int32_t d = dev[i];
+      if (d < 0) continue;
+      const int32_t l = list[static_cast<size_t>(d)];
+      if (l >= 0) [[unlikely]] lists[static_cast<size_t>(l)].emplace_back(ids[i]);
+    }
   }
   for (size_t l = 0; l < lists.size(); ++l) {
     auto& v = lists[l];

@@ -72,5 +72,77 @@ TEST(DeviceNameIndexTest, ABigPoolFindsEveryName) {
   EXPECT_EQ(index.Find("rocep5000s0f0"), -1);
 }
 
+
+// The short names' table (names of 1 to 8 bytes, keyed by their zero-filled first word and
+// their length): names that share their first bytes, differ only in length or only in their
+// last byte must never be taken for one another, however the ID around them looks.
+TEST(DeviceNameIndexTest, ShortNamesThatShareTheirFirstBytesAreToldApart) {
+  const std::vector<std::string> names = {"m",        "mm",       "mlx5_1",   "mlx5_10",
+                                          "mlx5_100", "mlx5_101", "mlx5_10a", "rxe0",
+                                          "irdma3",   "a-b",      "a",        "mlx5_1000"};
+  DeviceNameIndex index(names);
+  for (size_t i = 0; i < names.size(); ++i) {
+    // IDs from 2 bytes after the name up to a '-' 8 bytes from the end, and one where the '-'
+    // is further (the general path must agree).
+    for (const char* k : {"", "0", "12", "1234567", "123456789"}) {
+      std::string id = names[i] + "-" + k;
+      EXPECT_EQ(index.DeviceOfSharedId(id), static_cast<int>(i)) << id;
+    }
+  }
+  for (const char* stray : {"mlx5_-0", "mlx5_2-0", "mlx5_11-0", "mlx5_10b-0", "mlx5_100-0-",
+                            "mlx5_10-0-x", "rxe-0", "rxe00-0", "a-c-0", "b-0", "mmm-0",
+                            "irdma-3", "irdma33-1"}) {
+    EXPECT_EQ(index.DeviceOfSharedId(stray), -1) << stray;
+  }
+  // "a-b-3" is on "a-b", "a-3" on "a": the last '-' cuts.
+  EXPECT_EQ(index.DeviceOfSharedId("a-b-3"), 9);
+  EXPECT_EQ(index.DeviceOfSharedId("a-3"), 10);
+}
+
+TEST(DeviceNameIndexTest, AShortNameIsNotFoundInAnIdWhoseNameHasNulBytesAfterIt) {
+  // The zero-filled word of "ab" is that of "ab\0" and "ab\0\0": the length tells them apart.
+  const std::string ab_nul("ab\0", 3);
+  DeviceNameIndex index({"ab", "mlx5_1"});
+  EXPECT_EQ(index.DeviceOfSharedId("ab-00000"), 0);
+  EXPECT_EQ(index.DeviceOfSharedId(ab_nul + "-00000"), -1);
+  EXPECT_EQ(index.DeviceOfSharedId(std::string("ab\0\0\0\0\0\0-0", 10)), -1);
+  EXPECT_EQ(index.DeviceOfSharedId(std::string("mlx5_1\0-0", 9)), -1);
+  DeviceNameIndex both({"ab", ab_nul});
+  EXPECT_EQ(both.DeviceOfSharedId("ab-00000"), 0);
+  EXPECT_EQ(both.DeviceOfSharedId(ab_nul + "-00000"), 1);
+  EXPECT_EQ(both.Find(ab_nul), 1);
+}
+
+TEST(DeviceNameIndexTest, IdsOfEveryLengthAroundAnEightByteName) {
+  // An ID of exactly 8 bytes, of 7 (under a word: the general path), of 16 and 17.
+  DeviceNameIndex index({"mlx5_0", "rxe0", "x", "12345678"});
+  EXPECT_EQ(index.DeviceOfSharedId("mlx5_0-0"), 0);
+  EXPECT_EQ(index.DeviceOfSharedId("rxe0-12"), 1);
+  EXPECT_EQ(index.DeviceOfSharedId("x-0"), 2);
+  EXPECT_EQ(index.DeviceOfSharedId("x-"), 2);
+  EXPECT_EQ(index.DeviceOfSharedId("12345678-1234567"), 3);
+  EXPECT_EQ(index.DeviceOfSharedId("12345678-12345678"), 3);
+  EXPECT_EQ(index.DeviceOfSharedId("12345678"), -1);
+  EXPECT_EQ(index.DeviceOfSharedId("1234567-"), -1);
+  EXPECT_EQ(index.DeviceOfSharedId("-"), -1);
+  EXPECT_EQ(index.DeviceOfSharedId(""), -1);
+  EXPECT_EQ(index.DeviceOfSharedId("--------"), -1);
+}
+
+TEST(DeviceNameIndexTest, ABigPoolOfShortNamesFindsEveryNameAndNoNeighbour) {
+  // Thousands of names of 1 to 8 bytes: slots collide and are probed past.
+  std::vector<std::string> names;
+  for (int i = 0; i < 3000; ++i) names.push_back("mlx5_" + std::to_string(i));
+  for (int i = 0; i < 1000; ++i) names.push_back("r" + std::to_string(i));
+  DeviceNameIndex index(names);
+  const DeviceNameIndex::SharedIdLookup lookup = index.SharedIds();
+  for (size_t i = 0; i < names.size(); ++i) {
+    ASSERT_EQ(lookup(names[i] + "-99"), static_cast<int>(i)) << names[i];
+    ASSERT_EQ(lookup(names[i] + "x-99"), -1) << names[i];
+  }
+  EXPECT_EQ(lookup("mlx5_3000-0"), -1);
+  EXPECT_EQ(lookup("r1000-0"), -1);
+}
+
 }  // namespace
 }  // namespace rdmak8s::dp

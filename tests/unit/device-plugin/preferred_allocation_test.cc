@@ -229,6 +229,27 @@ TEST(PreferredAllocationTest, StringsAndViewsOfTheSameIdsGetTheSameAnswer) {
   EXPECT_EQ(got, (std::vector<std::string>{"a-0", "ib-0", "ib_device_with_a_long_name_0-0"}));
 }
 
+TEST(PreferredAllocationTest, MustIncludeAndStrayIdsOnASharedPoolTopology) {
+  // The name index's every path at once: short names, longer ones, a '-' inside a name, IDs of
+  // no device, and must-include IDs that the one pass over the IDs must leave out.
+  AllocationTopology topo = PoolTopology(SharedState(kOddNames));
+  std::vector<std::string> ids = {"stray-0", "mlx5_-1", "rxe-eth-0"};
+  for (const auto& n : kOddNames) ids.insert(ids.end(), {n + "-1", n + "-0", n + "-10"});
+  std::shuffle(ids.begin(), ids.end(), std::mt19937(5));
+  std::vector<std::string_view> views(ids.begin(), ids.end());
+  auto got = PreferredAllocation(views, {"rxe-eth0-1", "a-0"}, 5, topo);
+  // Devices not used yet first (a's is, by a must-include ID), in natural order.
+  EXPECT_EQ(got, (std::vector<std::string>{"rxe-eth0-1", "a-0", "ib-0",
+                                           "ib_device_with_a_long_name_0-0",
+                                           "ib_device_with_a_long_name_1-0"}));
+  // Everything: every ID once, the strays (devices of their own) among them.
+  auto all = PreferredAllocation(views, {"mlx5_100-10"}, static_cast<int>(ids.size()), topo);
+  ASSERT_EQ(all.size(), ids.size());
+  EXPECT_EQ(std::set<std::string>(all.begin(), all.end()), std::set<std::string>(ids.begin(), ids.end()));
+  EXPECT_EQ(all.front(), "mlx5_100-10");
+  for (const char* stray : {"stray-0", "mlx5_-1", "rxe-eth-0"}) EXPECT_EQ(DeviceOf(topo, stray), -1);
+}
+
 TEST(PreferredAllocationTest, IdsOfNoKnownDeviceComeLast) {
   auto got = PreferredAllocation({"stray", "mlx5_3", "mlx5_4"}, {}, 3, Exclusive());
   ASSERT_EQ(got.size(), 3u);

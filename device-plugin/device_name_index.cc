@@ -30,7 +30,7 @@ DeviceNameIndex::DeviceNameIndex(std::vector<std::string> names) : names_(std::m
     KeyOf(names_[i], &key, &unused);
     size_t at = static_cast<size_t>((key * kShortMul) >> short_shift_);
     while (short_[at].index >= 0) at = (at + 1) & short_mask_;
-    short_[at] = ShortSlot{key, static_cast<int32_t>(i), static_cast<uint32_t>(n)};
+    short_[at] = ShortSlot{key, static_cast<int32_t>(i), static_cast<uint32_t>(n - 1)};
   }
 }
 

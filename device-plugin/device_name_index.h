@@ -32,7 +32,7 @@ class DeviceNameIndex {
   struct ShortSlot {
     uint64_t key = 0;
     int32_t index = -1;  // -1: empty
-    uint32_t size = 0;
+    uint32_t last = 0;   // the length - 1 (what the look-up computes)
   };
 
  public:
@@ -56,13 +56,14 @@ class DeviceNameIndex {
         const char* p = id.data();
         const unsigned dashes = DashesOf8(p + size - 8);
         if (dashes != 0) [[likely]] {
-          // 31 - clz: the last '-' of the 8 (one bsr).
-          const size_t n = size - 8 + static_cast<size_t>(31 - __builtin_clz(dashes));
-          if (n - 1 < 8) [[likely]] {
-            const uint64_t key = Load8(p) & kLowBytes[n];
+          // The name's last byte: the one before the last '-' of the 8 (clz ^ 31 = 31 - clz,
+          // as one bsr).
+          const size_t last = size - 9 + (static_cast<unsigned>(__builtin_clz(dashes)) ^ 31u);
+          if (last < 8) [[likely]] {
+            const uint64_t key = Load8(p) & kLowBytes[last + 1];
             for (size_t at = static_cast<size_t>((key * kShortMul) >> shift_);; at = (at + 1) & mask_) {
               const ShortSlot& s = slots_[at];
-              if (s.key == key && s.size == n) [[likely]] return s.index;
+              if (s.key == key && s.last == last) [[likely]] return s.index;
               if (s.index < 0) return -1;
             }
           }
@@ -106,8 +107,9 @@ class DeviceNameIndex {
   // Bit j set when p[j] is '-', for j < 8.
   [[gnu::always_inline]] static unsigned DashesOf8(const char* p) {
 #if defined(__SSE2__)
+    // The load zeroes the upper 8 bytes, which are then not '-': bits 8..15 are 0.
     const __m128i w = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-    return static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(w, _mm_set1_epi8('-')))) & 0xffu;
+    return static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(w, _mm_set1_epi8('-'))));
 #else
     // Bit 7 of each '-' byte (exact per byte: no borrow crosses bytes), gathered to bits 0..7.
     const uint64_t x = Load8(p) ^ 0x2d2d2d2d2d2d2d2dull;

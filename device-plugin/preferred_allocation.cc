@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -46,6 +47,78 @@ struct ViewHash {
   using is_transparent = void;
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
+
+// Per available ID, its device: 0..n-1 the topology's, n none known, kMust a must-include ID.
+// Kept as 16-bit numbers when they fit (half the memory the last pass reads, 8 compared per
+// SSE2 instruction there), else 32-bit.
+class DevOf {
+ public:
+  template <typename D>
+  static constexpr D kMust = std::numeric_limits<D>::max();
+
+  DevOf(size_t ids, size_t devices) {
+    if (devices < kMust<uint16_t>) {
+      narrow_ = std::make_unique_for_overwrite<uint16_t[]>(ids);  // every element is written
+    } else {
+      wide_ = std::make_unique_for_overwrite<uint32_t[]>(ids);
+    }
+  }
+  // f(D* dev_of), D the type in use.
+  template <typename F>
+  void Visit(F&& f) {
+    if (narrow_) {
+      f(narrow_.get());
+    } else {
+      f(wide_.get());
+    }
+  }
+
+ private:
+  std::unique_ptr<uint16_t[]> narrow_;
+  std::unique_ptr<uint32_t[]> wide_;
+};
+
+// f(i) for each i < total with dev[i] among `wanted` (devices under `devices`), in order.
+// The last pass over the IDs: most requests want a few devices of many, so up to 8 are compared
+// a vector at a time (GCC vector extensions: SSE2 on x86-64, plain code elsewhere) and only
+// vectors holding one are looked at closer; more than 8 take a table per device.
+template <typename D, typename F>
+void ForEachOnDevices(const D* dev, size_t total, size_t devices, const std::vector<uint32_t>& wanted,
+                      F&& f) {
+  if (wanted.empty()) return;
+  size_t i = 0;
+  if (wanted.size() <= 8) {
+    constexpr size_t kLanes = 16 / sizeof(D);
+    typedef D V __attribute__((vector_size(16)));
+    V w[8];
+    for (size_t k = 0; k < 8; ++k) {  // padded with the last: no device is added
+      const D d = static_cast<D>(wanted[std::min(k, wanted.size() - 1)]);
+      for (size_t j = 0; j < kLanes; ++j) w[k][j] = d;
+    }
+    auto is_wanted = [&](D d) { return std::find(wanted.begin(), wanted.end(), d) != wanted.end(); };
+    for (; i + kLanes <= total; i += kLanes) {
+      V v;
+      std::memcpy(&v, dev + i, sizeof(v));
+      const auto m = (v == w[0]) | (v == w[1]) | (v == w[2]) | (v == w[3]) | (v == w[4]) |
+                     (v == w[5]) | (v == w[6]) | (v == w[7]);
+      uint64_t half[2];
+      std::memcpy(half, &m, sizeof(half));
+      if ((half[0] | half[1]) == 0) [[likely]] continue;
+      for (size_t j = 0; j < kLanes; ++j) {
+        if (m[j] != 0) f(i + j);
+      }
+    }
+    for (; i < total; ++i) {
+      if (is_wanted(dev[i])) f(i);
+    }
+    return;
+  }
+  std::vector<char> is_wanted(devices, 0);
+  for (uint32_t d : wanted) is_wanted[d] = 1;
+  for (; i < total; ++i) {
+    if (dev[i] < devices && is_wanted[dev[i]]) f(i);
+  }
+}
 
 int Distance(const Dev& a, const Dev& b) {
   if (a.loc == b.loc || a.loc->rdma_dev == b.loc->rdma_dev) return 0;
@@ -154,37 +227,39 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
   // this pass is the request's cost: it is written once per kind of look-up, so that a shared
   // pool's (DeviceNameIndex) is inlined.
   const size_t n = topology.devices.size();
-  // By ID: its device, -1 for a must-include ID. Every element is written by the pass below.
-  const auto dev_of = std::make_unique_for_overwrite<int32_t[]>(available.size());
-  std::vector<size_t> count(n + 1, 0);                 // [n] for now: IDs of no known device
+  DevOf dev_of(available.size(), n);
+  std::vector<size_t> count(n + 1, 0);  // [n] for now: IDs of no known device
   // Locals, not members, in the loop: stores through out/per_dev could otherwise alias the
   // vectors' own fields, and the compiler would reload them (and spill each ID) per iteration.
-  auto group_with = [&]<bool kHasMust>(auto&& device_of) {
+  auto group_with = [&]<bool kHasMust>(auto* out, const auto& device_of_ref) {
+    using D = std::remove_pointer_t<decltype(out)>;
+    const auto device_of = device_of_ref;  // a copy of the look-up (SharedIdLookup), as above
     const Id* ids = available.data();
     const size_t total = available.size();
-    int32_t* out = dev_of.get();
     size_t* per_dev = count.data();
-    const auto unknown_dev = static_cast<int32_t>(n);  // n itself is captured by address
+    const auto unknown_dev = static_cast<uint32_t>(n);  // n itself is captured by address
     for (size_t i = 0; i < total; ++i) {
       const std::string_view id = ids[i];
       if constexpr (kHasMust) {
         if (must.count(id)) {
-          out[i] = -1;
+          out[i] = DevOf::kMust<D>;
           continue;
         }
       }
-      int32_t d = device_of(id);
-      if (static_cast<uint32_t>(d) >= static_cast<uint32_t>(unknown_dev)) d = unknown_dev;
-      out[i] = d;
+      uint32_t d = static_cast<uint32_t>(device_of(id));
+      if (d >= unknown_dev) d = unknown_dev;
+      out[i] = static_cast<D>(d);
       per_dev[d]++;
     }
   };
   auto group = [&](auto&& device_of) {
-    if (must.empty()) {
-      group_with.template operator()<false>(device_of);
-    } else {
-      group_with.template operator()<true>(device_of);
-    }
+    dev_of.Visit([&](auto* out) {
+      if (must.empty()) {
+        group_with.template operator()<false>(out, device_of);
+      } else {
+        group_with.template operator()<true>(out, device_of);
+      }
+    });
   };
   if (topology.by_name) {
     const DeviceNameIndex::SharedIdLookup lookup = topology.by_name->SharedIds();
@@ -194,18 +269,22 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
       return topology.device_of ? topology.device_of(id) : -1;
     });
   }
-  // Each ID of no known device becomes a device of its own, in the order given.
+  // Each ID of no known device becomes a device of its own, in the order given: device n + u
+  // is the ID at unknown_at[u] (dev_of keeps n for it).
   std::vector<IdLocality> unknown;
+  std::vector<size_t> unknown_at;
   const size_t unknown_ids = count[n];
   count.pop_back();
   if (unknown_ids > 0) {
     unknown.reserve(unknown_ids);
-    for (size_t i = 0; i < available.size(); ++i) {
-      if (dev_of[i] != static_cast<int32_t>(n)) continue;
-      unknown.push_back(IdLocality{std::string(available[i]), -1, {}});
-      dev_of[i] = static_cast<int32_t>(n + unknown.size() - 1);
-      count.push_back(1);
-    }
+    dev_of.Visit([&](const auto* dev) {
+      for (size_t i = 0; i < available.size(); ++i) {
+        if (dev[i] != n) continue;
+        unknown.push_back(IdLocality{std::string(available[i]), -1, {}});
+        unknown_at.push_back(i);
+        count.push_back(1);
+      }
+    });
   }
   auto loc_of = [&](size_t d) -> const IdLocality& {
     return d < n ? topology.devices[d] : unknown[d - n];
@@ -379,20 +458,19 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
     }
     picks[static_cast<size_t>(l)]++;
   }
-  {
-    // Locals, as in the first pass: the pushes would otherwise make the compiler reload
-    // `available` and `list_of` per ID.
-    const Id* ids = available.data();
-    const int32_t* dev = dev_of.get();
-    const int32_t* list = list_of.data();
-    const size_t total = available.size();
-    for (size_t i = 0; i < total; ++i) {
-      const int32_t d = dev[i];
-      if (d < 0) continue;
-      const int32_t l = list[static_cast<size_t>(d)];
-      if (l >= 0) [[unlikely]] lists[static_cast<size_t>(l)].emplace_back(ids[i]);
-    }
+  for (size_t u = 0; u < unknown_at.size(); ++u) {
+    const int32_t l = list_of[n + u];
+    if (l >= 0) lists[static_cast<size_t>(l)].emplace_back(available[unknown_at[u]]);
   }
+  std::vector<uint32_t> wanted;  // the picked devices of the topology
+  for (size_t d = 0; d < n; ++d) {
+    if (list_of[d] >= 0) wanted.push_back(static_cast<uint32_t>(d));
+  }
+  dev_of.Visit([&](const auto* dev) {
+    ForEachOnDevices(dev, available.size(), n, wanted, [&](size_t i) {
+      lists[static_cast<size_t>(list_of[dev[i]])].emplace_back(available[i]);
+    });
+  });
   for (size_t l = 0; l < lists.size(); ++l) {
     auto& v = lists[l];
     if (picks[l] == 1) {  // the common case: its naturally first ID, one pass

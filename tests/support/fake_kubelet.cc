@@ -197,19 +197,26 @@ void FakeKubelet::StreamLoop(std::shared_ptr<Plugin> plugin) {
   auto reader = plugin->stub->ListAndWatch(&plugin->stream_ctx, empty);
   AddEvent("stream " + plugin->resource + " open");
   v1beta1::ListAndWatchResponse resp;
+  // A stream replaced by a newer registration no longer speaks for the resource.
+  auto current = [&] {
+    auto it = plugins_.find(plugin->resource);
+    return it != plugins_.end() && it->second == plugin;
+  };
   while (reader->Read(&resp)) {
     std::function<void(const std::string&, const v1beta1::ListAndWatchResponse&)> cb;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      // A stream replaced by a newer registration no longer speaks for the resource.
-      auto it = plugins_.find(plugin->resource);
-      if (it == plugins_.end() || it->second != plugin) continue;
-      latest_[plugin->resource] = resp;
-      update_count_[plugin->resource]++;
+      if (!current()) continue;
       cb = on_update_;
-      cv_.notify_all();
     }
+    // The callback runs before any waiter can see the response (outside the lock: it may call
+    // back into the kubelet), so a test that waited for a state has also counted it.
     if (cb) cb(plugin->resource, resp);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!current()) continue;
+    latest_[plugin->resource] = resp;
+    update_count_[plugin->resource]++;
+    cv_.notify_all();
   }
   reader->Finish().IgnoreError();
   {

@@ -76,7 +76,9 @@ class FakeKubelet {
       const std::string& resource,
       const std::function<bool(const v1beta1::ListAndWatchResponse&)>& pred,
       Clock::duration timeout) const;
-  // Called for each update as it arrives (from the stream thread). Set before Start().
+  // Called for each update as it arrives (from the stream thread), before WaitForDevices can
+  // see that update: once a wait returns, the callback has run for what it returned and for
+  // every update before it. Set before Start().
   void SetUpdateCallback(
       std::function<void(const std::string&, const v1beta1::ListAndWatchResponse&)> cb);
 

@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 DEPS := scripts/install-deps.sh
 
-.PHONY: deps build test test-unit test-sanitize fuzz demo demo-dra demo-inspect bench bench-e2e images clean e2e
+.PHONY: deps build test test-sanitize fuzz demo demo-dra demo-inspect bench bench-e2e images clean e2e
 
 deps:
 	@bash $(DEPS)
@@ -17,17 +17,16 @@ build: deps
 E2E_CACHE ?= /var/cache/rdmak8s/e2e
 export E2E_CACHE
 
-# The whole suite: unit and integration tests under ctest (real netns, veth, unix-socket gRPC),
-# then the e2e scenarios with real RDMA traffic in a VM.
-test: build
-	@ctest --preset default -j $(JOBS)
-	@python3 e2e/run.py --build-dir build/default -q
+# The whole suite (scripts/test.sh, one stage after another, then their times): the shipped
+# binaries and their own checks (default preset); the unit and integration suite under ASan +
+# UBSan (clang, preset asan: real netns, veth, unix-socket gRPC); the threaded tests under TSan
+# (preset tsan); clang-tidy; then the e2e scenarios with real RDMA traffic in a VM.
+test: deps
+	@JOBS=$(JOBS) bash scripts/test.sh
 
-# Same suite built with AddressSanitizer + UndefinedBehaviorSanitizer.
+# Only the sanitizer stages of make test: the suite under ASan + UBSan, the threaded tests under TSan.
 test-sanitize: deps
-	@cmake --preset debug >/dev/null
-	@cmake --build --preset debug -j $(JOBS)
-	@ctest --preset debug -j $(JOBS)
+	@JOBS=$(JOBS) TEST_STAGES="asan tsan" bash scripts/test.sh
 
 # libFuzzer (clang, ASan + UBSan, preset fuzz in build/fuzz): every target of fuzz/ for
 # FUZZ_SECONDS over its corpus (which grows: commit what it adds), then a table of executions,

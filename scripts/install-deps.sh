@@ -6,6 +6,7 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   build-essential g++ cmake make pkg-config git ca-certificates
+  ccache  # make test's builds (scripts/test.sh): a cache outside the checkout, keyed by content
   # libraries we link
   libibverbs-dev librdmacm-dev rdma-core ibverbs-providers
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
@@ -17,7 +18,7 @@ PACKAGES=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev iproute2 kmod procps
   strace  # cni_exec_bench counts the CNI's syscalls per ADD/DEL
-  # make fuzz: clang and its libFuzzer/sanitizer runtimes (-fsanitize=fuzzer)
+  # make test's asan and tsan stages, and make fuzz: clang and its sanitizer/libFuzzer runtimes
   clang libclang-rt-14-dev
   # CNI driven as runtimes drive it: libcni (Go) and the reference plugins
   golang-go golang-github-appc-cni-dev containernetworking-plugins

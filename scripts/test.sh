@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# make test (what .ci/run runs): every check the project has, in the order that fails fastest,
+# then a table of how long each stage took (informative, never compared with a clock).
+#
+#   1. shipped   the default preset (RelWithDebInfo, g++): the binaries the e2e VM and the images
+#                run, and the tests labelled "shipped" that check those very binaries (the CNI
+#                links statically, the image provides every library the plugin loads);
+#   2. asan      the whole unit and integration suite (ctest: unit, integration, reliability,
+#                fuzz corpus replays, manifests) built by clang with AddressSanitizer and
+#                UndefinedBehaviorSanitizer, leaks included;
+#   3. tsan      the tests labelled "threads" (the device plugin's daemon: registration, gRPC,
+#                event loop, metrics server) built with ThreadSanitizer;
+#   4. tidy      clang-tidy over the project's own sources (.clang-tidy), warnings as errors;
+#   5. e2e       real RDMA traffic between pods in the qemu VM, with the binaries of stage 1.
+#
+# The suite runs once, under the sanitizers, rather than once more unsanitized: a sanitized run
+# asserts everything the plain run does and catches what it cannot, and running it twice would
+# not fit make test in 30 minutes on 2 cores. `ctest --preset default` is still the developer's
+# quick loop. TEST_STAGES="asan tsan" runs only some stages.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+jobs=${JOBS:-$(nproc)}
+
+# Compiler cache: outside the checkout, like the e2e image cache, so fresh clones on the same
+# machine (CI) reuse it. ccache keys each object by the compiler, its flags and the preprocessed
+# source, so a stale entry is never used; paths are made relative to the checkout so another
+# clone's objects hit. CCACHE_DIR or RDMAK8S_CCACHE=0 override.
+launcher=()
+if [ "${RDMAK8S_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null; then
+  export CCACHE_DIR=${CCACHE_DIR:-/var/cache/rdmak8s/ccache} CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
+  export CCACHE_SLOPPINESS=include_file_mtime,include_file_ctime
+  mkdir -p "$CCACHE_DIR"
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+configure() { cmake --preset "$1" "${launcher[@]}" >/dev/null; }
+stages=${TEST_STAGES:-shipped asan tsan tidy e2e}
+declare -a names=() secs=() results=()
+failed=0
+
+run_stage() {  # run_stage <name> <command...>
+  local name=$1; shift
+  local t0=$SECONDS rc=0
+  echo "== make test: stage $name"
+  "$@" || rc=$?
+  names+=("$name"); secs+=($((SECONDS - t0)))
+  if [ "$rc" -eq 0 ]; then results+=(passed); else results+=("FAILED (exit $rc)"); failed=1; fi
+  return "$rc"
+}
+
+shipped() {
+  configure default &&
+    cmake --build --preset default -j "$jobs" --target rdmak8s_shipped &&
+    ctest --preset default -L shipped -j "$jobs"
+}
+asan() {
+  configure asan &&
+    cmake --build --preset asan -j "$jobs" &&
+    ctest --preset asan -j "$jobs"
+}
+tsan() {
+  configure tsan &&
+    cmake --build --preset tsan -j "$jobs" &&
+    ctest --preset tsan -j "$jobs"
+}
+tidy() {
+  # The asan build's compilation database: clang's own flags, and the generated protobuf headers
+  # the sources include already exist.
+  configure asan && cmake --build --preset asan -j "$jobs" --target rdmak8s_generated &&
+    bash scripts/tidy.sh build/asan
+}
+e2e() {
+  python3 e2e/run.py --build-dir build/default -q
+}
+
+for s in $stages; do
+  case $s in
+    shipped|asan|tsan|tidy|e2e) run_stage "$s" "$s" || break ;;  # stop at the first failure
+    *) echo "make test: unknown stage '$s' (known: shipped asan tsan tidy e2e)" >&2; exit 2 ;;
+  esac
+done
+
+total=0
+printf '\n%-10s %8s  %s\n' stage seconds result
+for i in "${!names[@]}"; do
+  printf '%-10s %8s  %s\n' "${names[$i]}" "${secs[$i]}" "${results[$i]}"
+  total=$((total + secs[i]))
+done
+printf '%-10s %8s\n' total "$total"
+exit "$failed"

@@ -19,6 +19,7 @@ PACKAGES=(
   strace  # cni_exec_bench counts the CNI's syscalls per ADD/DEL
   # make fuzz: clang and its libFuzzer/sanitizer runtimes (-fsanitize=fuzzer)
   clang libclang-rt-14-dev
+  clang-tidy  # make tidy: the checks in .clang-tidy over our own sources (scripts/tidy.sh)
   # CNI driven as runtimes drive it: libcni (Go) and the reference plugins
   golang-go golang-github-appc-cni-dev containernetworking-plugins
   # manifests checked (kustomize and kubectl are trixie's, fetched by the tests:

@@ -38,6 +38,14 @@ fuzz: deps
 	@cmake --build --preset fuzz -j $(JOBS)
 	@bash scripts/fuzz.sh build/fuzz $(FUZZ_SECONDS)
 
+# clang-tidy over the product's own sources (checks and why: .clang-tidy), warnings as errors, on
+# the default preset's compile database; protoc only, for the generated headers our sources include.
+.PHONY: tidy
+tidy: deps
+	@cmake --preset default >/dev/null
+	@cmake --build --preset default --target rdmak8s_dp_proto_gen rdmak8s_dra_proto_gen >/dev/null
+	@TIDY_JOBS=$(JOBS) bash scripts/tidy.sh build/default
+
 # The reliability figures in one table (issue 13): the crash at every CNI step, CNI concurrency
 # through libcni, the device plugin soak (ctest label "reliability") and the fuzz corpus replays.
 .PHONY: reliability

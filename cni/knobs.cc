@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 
 #include "rdmak8s/file_util.h"
 #include "rdmak8s/sysfs_attr.h"
@@ -33,6 +32,17 @@ struct KnobFile {
   std::string rel;
   std::string path() const { return root + "/" + rel; }
 };
+
+// A number inside a knob ID or value (the priority of "pfc:<pf>:<prio>", the DSCP of
+// "app:<pf>:<dscp>", an app entry's priority) no larger than `max`. IDs come back from the state
+// record on disk: a bad one is an error naming `what`, never a shift past the PFC mask's width.
+StatusOr<unsigned> KnobNumber(const std::string& text, unsigned max, const std::string& what) {
+  RDMAK8S_ASSIGN_OR_RETURN(uint64_t v, ParseUint(text, what));
+  if (v > max) {
+    return InvalidArgumentError(what + ": " + text + " is more than " + std::to_string(max));
+  }
+  return static_cast<unsigned>(v);
+}
 
 StatusOr<std::string> ReadText(const KnobFile& f) { return ReadSysfsAttrBeneath(f.root, f.rel); }
 
@@ -115,13 +125,14 @@ StatusOr<std::string> ReadKnob(const KnobContext& ctx, const std::string& id) {
   }
   if (kind == "pfc" && p.size() == 3) {
     if (ctx.dcb == nullptr) return Unsupported("DCB on " + p[1]);
+    RDMAK8S_ASSIGN_OR_RETURN(unsigned prio, KnobNumber(p[2], 7, "knob " + id));
     RDMAK8S_ASSIGN_OR_RETURN(PfcState s, ctx.dcb->GetPfc(p[1]));
-    return std::string((s.enabled >> std::atoi(p[2].c_str())) & 1 ? "on" : "off");
+    return std::string((s.enabled >> prio) & 1 ? "on" : "off");
   }
   if (kind == "app" && p.size() == 3) {
     if (ctx.dcb == nullptr) return Unsupported("DCB on " + p[1]);
+    RDMAK8S_ASSIGN_OR_RETURN(unsigned dscp, KnobNumber(p[2], 63, "knob " + id));
     RDMAK8S_ASSIGN_OR_RETURN(auto app, ctx.dcb->GetApp(p[1]));
-    const auto dscp = static_cast<uint16_t>(std::atoi(p[2].c_str()));
     for (const auto& e : app) {
       if (e.selector == kDcbAppSelDscp && e.protocol == dscp) return std::to_string(e.priority);
     }
@@ -160,27 +171,32 @@ Status WriteKnob(const KnobContext& ctx, const std::string& id, const std::strin
   }
   if (kind == "pfc" && p.size() == 3) {
     if (ctx.dcb == nullptr) return Unsupported("DCB on " + p[1]);
+    auto prio = KnobNumber(p[2], 7, what);
+    if (!prio.ok()) return prio.status();
     auto s = ctx.dcb->GetPfc(p[1]);
     if (!s.ok()) return s.status().Prepend(what);
-    uint8_t bit = static_cast<uint8_t>(1u << std::atoi(p[2].c_str()));
+    uint8_t bit = static_cast<uint8_t>(1u << *prio);
     uint8_t mask = value == "on" ? (s->enabled | bit) : (s->enabled & ~bit);
     return MapDcb(ctx.dcb->SetPfcEnabled(p[1], mask)).Prepend(what);
   }
   if (kind == "app" && p.size() == 3) {
     if (ctx.dcb == nullptr) return Unsupported("DCB on " + p[1]);
+    auto dscp = KnobNumber(p[2], 63, what);
+    if (!dscp.ok()) return dscp.status();
+    auto prio = value == "none" ? StatusOr<unsigned>(0u) : KnobNumber(value, 7, what);
+    if (!prio.ok()) return prio.status();
     auto app = ctx.dcb->GetApp(p[1]);
     if (!app.ok()) return app.status().Prepend(what);
-    const auto dscp = static_cast<uint16_t>(std::atoi(p[2].c_str()));
     std::vector<DcbAppEntry> stale;
     for (const auto& e : *app) {
-      if (e.selector == kDcbAppSelDscp && e.protocol == dscp) stale.push_back(e);
+      if (e.selector == kDcbAppSelDscp && e.protocol == *dscp) stale.push_back(e);
     }
     if (!stale.empty()) RDMAK8S_RETURN_IF_ERROR_CTX(ctx.dcb->DelApp(p[1], stale), what);
     if (value == "none") return Status::Ok();
     DcbAppEntry e;
     e.selector = kDcbAppSelDscp;
-    e.protocol = dscp;
-    e.priority = static_cast<uint8_t>(std::atoi(value.c_str()));
+    e.protocol = static_cast<uint16_t>(*dscp);
+    e.priority = static_cast<uint8_t>(*prio);
     return ctx.dcb->AddApp(p[1], {e}).Prepend(what);
   }
   if (kind == "ecn" && p.size() == 4) return WriteText(EcnPath(ctx, p), value);

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <optional>
 
 #include "rdmak8s/sysfs_attr.h"
@@ -46,7 +45,8 @@ StatusOr<std::vector<SysfsGid>> RdmaSysfs::ReadGids(const std::string& dev, uint
     if (!ParseGid(*g, b)) continue;
     if (std::all_of(b, b + 16, [](unsigned char c) { return c == 0; })) continue;
     SysfsGid gid;
-    gid.index = static_cast<uint32_t>(std::atoi(n.c_str()));
+    RDMAK8S_ASSIGN_OR_RETURN(uint64_t index, ParseUint(n, base + "/gids/" + n));
+    gid.index = static_cast<uint32_t>(index);
     gid.gid = *g;
     // The kernel answers EINVAL for attributes of empty/IB GIDs: absent, not an error.
     if (auto t = ReadSysfsAttr(base + "/gid_attrs/types/" + n); t.ok()) gid.type = *t;
@@ -75,7 +75,10 @@ StatusOr<GidSearch> RdmaSysfs::SearchGids(const std::string& dev, uint32_t port,
   if (scope == GidScope::kWholeTable) {
     RDMAK8S_ASSIGN_OR_RETURN(auto names, ListSysfsDir(gids_path));
     indexes.reserve(names.size());
-    for (const auto& n : names) indexes.push_back(static_cast<uint32_t>(std::atoi(n.c_str())));
+    for (const auto& n : names) {
+      RDMAK8S_ASSIGN_OR_RETURN(uint64_t index, ParseUint(n, gids_path + "/" + n));
+      indexes.push_back(static_cast<uint32_t>(index));
+    }
     std::sort(indexes.begin(), indexes.end());
     r.first_free = indexes.empty() ? 0 : indexes.back() + 1;
   }

@@ -41,9 +41,9 @@ ConfigDiff DiffConfig(const PluginConfig& running, const PluginConfig& next) {
   std::map<std::string, const PoolConfig*> by_name;  // the running pools, in name order
   for (const auto& p : running.pools) by_name[p.name] = &p;
   for (const auto& [name, cur] : by_name) {
-    const std::string& wanted = name;  // clang 14 cannot capture a structured binding
+    // Captured through an init-capture: clang 14 (make tidy) cannot capture a structured binding.
     auto it = std::find_if(next.pools.begin(), next.pools.end(),
-                           [&](const PoolConfig& p) { return p.name == wanted; });
+                           [&wanted = name](const PoolConfig& p) { return p.name == wanted; });
     if (it == next.pools.end() || it->mode != cur->mode ||
         ResourceName(next, *it) != ResourceName(running, *cur)) {
       diff.stop.push_back(name);

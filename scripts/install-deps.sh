@@ -20,6 +20,7 @@ PACKAGES=(
   strace  # cni_exec_bench counts the CNI's syscalls per ADD/DEL
   # make test's asan and tsan stages, and make fuzz: clang and its sanitizer/libFuzzer runtimes
   clang libclang-rt-14-dev
+  clang-tidy  # make tidy: the checks in .clang-tidy over our own sources (scripts/tidy.sh)
   # CNI driven as runtimes drive it: libcni (Go) and the reference plugins
   golang-go golang-github-appc-cni-dev containernetworking-plugins
   # manifests checked (kustomize and kubectl are trixie's, fetched by the tests:

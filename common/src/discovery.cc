@@ -289,7 +289,8 @@ StatusOr<PciInfo> ReadPci(Context& ctx, const std::string& pci_dir, const SysfsD
       for (const std::string& n : names) {
         if (n.rfind("virtfn", 0) != 0) continue;
         RDMAK8S_ASSIGN_OR_RETURN(std::string target, pf.ReadLink(n));
-        (*vfs)[Basename(target)] = std::atoi(n.c_str() + 6);
+        RDMAK8S_ASSIGN_OR_RETURN(uint64_t vf, ParseUint(n.substr(6), pf.PathOf(n)));
+        (*vfs)[Basename(target)] = static_cast<int>(vf);
       }
       std::lock_guard<std::mutex> lock(*ctx.vf_mu);
       ctx.vf_index_by_pf.emplace(pf_dir, *vfs);

@@ -223,10 +223,6 @@ std::string ResolveInSysfsTree(const std::string& root, const std::string& rel) 
   return cur.string();
 }
 
-}  // namespace rdmak8s
-
-namespace rdmak8s::internal {
-
 StatusOr<uint64_t> ParseUint(std::string_view text, std::string_view what) {
   std::string_view t = text;
   int base = 10;
@@ -250,6 +246,10 @@ StatusOr<int64_t> ParseInt(std::string_view text, std::string_view what) {
   }
   return v;
 }
+
+}  // namespace rdmak8s
+
+namespace rdmak8s::internal {
 
 StatusOr<NumberedName> ParseNumberedName(std::string_view text, std::string_view what) {
   size_t colon = text.find(':');

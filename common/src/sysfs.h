@@ -30,10 +30,9 @@ StatusOr<std::vector<std::string>> ListPath(const std::string& path);
 // readlink(2) of an absolute or cwd-relative path.
 StatusOr<std::string> ReadLinkPath(const std::string& path);
 
-// "0x1a" (base 16 with prefix), "26": unsigned value; kInvalidArgument naming `what` otherwise.
-StatusOr<uint64_t> ParseUint(std::string_view text, std::string_view what);
-// "-1", "0": signed decimal.
-StatusOr<int64_t> ParseInt(std::string_view text, std::string_view what);
+// The one number parser (rdmak8s/sysfs_attr.h): the CNI parses GID indexes and knob IDs with it.
+using ::rdmak8s::ParseInt;
+using ::rdmak8s::ParseUint;
 // "4: ACTIVE" -> {4, "ACTIVE"}: the kernel's "<n>: <name>" attributes.
 struct NumberedName {
   uint32_t number = 0;

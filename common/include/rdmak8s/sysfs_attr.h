@@ -12,6 +12,7 @@
 // realpath(3), which would give a path of the caller's mount namespace.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,6 +37,12 @@ StatusOr<std::vector<std::string>> ListSysfsDir(const std::string& path);
 // the path relative to `root` it leads to. "" when a component is missing or unreadable, or a
 // link leaves the tree (an absolute target, or ".." above the root).
 std::string ResolveInSysfsTree(const std::string& root, const std::string& rel);
+
+// "0x1a" (base 16 with prefix), "26": the attribute's unsigned value; kInvalidArgument naming
+// `what` otherwise (empty, a sign, trailing text, more than 64 bits).
+StatusOr<uint64_t> ParseUint(std::string_view text, std::string_view what);
+// "-1", "0": signed decimal; kInvalidArgument naming `what` otherwise.
+StatusOr<int64_t> ParseInt(std::string_view text, std::string_view what);
 
 // One open sysfs directory whose attributes are read relative to it with openat(2): a deep path
 // (a device, a GID table of 1,024 entries) is walked once, not once per attribute. Reads follow

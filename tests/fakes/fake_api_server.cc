@@ -434,7 +434,8 @@ FakeApiServer::Response FakeApiServer::HandleSlices(const std::string& method, c
     if (version == "v1beta1") d = DeviceToV1(d);
     size_t n = d.value("attributes", json::object()).size() + d.value("capacity", json::object()).size();
     if (n > 32) return {422, StatusBody(422, "Invalid", "spec.devices: more than 32 attributes and capacities"), ""};
-    for (const auto& [k, v] : d.value("attributes", json::object()).items()) {
+    const json attributes = d.value("attributes", json::object());  // a range-for over
+    for (const auto& [k, v] : attributes.items()) {  // value(...).items() reads a dead temporary
       if (v.contains("string") && v["string"].get<std::string>().size() > 64) {
         return {422, StatusBody(422, "Invalid", "attribute " + k + ": longer than 64"), ""};
       }

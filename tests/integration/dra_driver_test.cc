@@ -4,6 +4,7 @@
 // of a committed sysfs fixture (mlx5_ib_2port: one IB HCA, port 1 ACTIVE, port 2 DOWN).
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -102,6 +103,9 @@ class DraDriverBinaryTest : public ::testing::Test {
     pid_ = fork();
     ASSERT_GE(pid_, 0);
     if (pid_ == 0) {
+      // A test that dies (an ASan report, a crash) takes its daemon along: an orphan would keep
+      // ctest's output pipe open and hang the run.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (fd < 0 || dup2(fd, 2) < 0) _exit(126);
       unsetenv("KUBERNETES_SERVICE_HOST");

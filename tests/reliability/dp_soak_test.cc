@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -108,6 +109,9 @@ class DpSoakTest : public ::testing::Test {
     pid_ = fork();
     ASSERT_GE(pid_, 0);
     if (pid_ == 0) {
+      // A test that dies (an ASan report, a crash) takes its daemon along: an orphan would keep
+      // ctest's output pipe open and hang the run.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       int fd = open((root_ + "/stderr.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
       if (fd < 0 || dup2(fd, 2) < 0) _exit(126);
       std::vector<char*> argv;

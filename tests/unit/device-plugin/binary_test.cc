@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -58,6 +59,9 @@ class BinaryTest : public ::testing::Test {
     pid_ = fork();
     ASSERT_GE(pid_, 0);
     if (pid_ == 0) {
+      // A test that dies (an ASan report, a crash) takes its daemon along: an orphan would keep
+      // ctest's output pipe open and hang the run.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (!stderr_path.empty()) {
         int fd = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0 || dup2(fd, 2) < 0) _exit(126);

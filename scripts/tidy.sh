@@ -23,35 +23,42 @@ tidy=${CLANG_TIDY:-clang-tidy}
 command -v "$tidy" >/dev/null || { echo "tidy: $tidy not found (scripts/install-deps.sh)" >&2; exit 2; }
 jobs=${TIDY_JOBS:-$(nproc)}
 
-# The product's translation units, once each, sorted (a file can be in two targets' commands).
-mapfile -t files < <(python3 - "$db" "$src_dir" "$build_dir" <<'EOF'
-import json, os, sys
-db, src, build = sys.argv[1:4]
-ours = tuple(os.path.join(src, d) + os.sep for d in ("common", "device-plugin", "cni", "dra"))
-seen = set()
-for entry in json.load(open(db)):
-    f = os.path.normpath(os.path.join(entry["directory"], entry["file"]))
-    if f.startswith(build + os.sep) or f.endswith(".pb.cc") or not f.startswith(ours):
-        continue
-    seen.add(f)
-print("\n".join(sorted(seen)))
-EOF
-)
-[[ ${#files[@]} -gt 0 ]] || { echo "tidy: no product sources in $db" >&2; exit 2; }
+# A result cache outside the checkout (like the e2e image cache and make test's ccache): a file
+# that passed is not checked again while nothing it is made of changes (scripts/lib/tidy_units.py
+# says what its key covers). Only passes are cached: a finding is reported on every run.
+# TIDY_CACHE=off disables it.
+cache=${TIDY_CACHE:-/var/cache/rdmak8s/tidy}
+[[ $cache == off ]] || mkdir -p "$cache"
+
+start=$(date +%s)
+todo=$(python3 "$src_dir/scripts/lib/tidy_units.py" "$db" "$src_dir" "$build_dir" "$tidy" "$cache" "$jobs") || exit 2
+cached=$(sed -n 's/^CACHED\t//p' <<<"$todo")
+files=(); keys=()
+while IFS=$'\t' read -r f k; do
+  [[ -n $f && $f != CACHED ]] || continue
+  files+=("$f"); keys+=("$k")
+done <<<"$todo"
 
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
-start=$(date +%s)
-# One log per translation unit so parallel runs do not interleave. The compile commands are
+# One log per translation unit so parallel runs do not interleave. The compile commands may be
 # GCC's: -Wno-unknown-warning-option keeps clang quiet about GCC-only -W flags.
-printf '%s\n' "${files[@]}" | xargs -P "$jobs" -I{} sh -c '
-  log="$1/$(echo "$2" | tr / _).log"
-  "$3" -p "$4" --quiet --extra-arg=-Wno-unknown-warning-option "$2" >"$log" 2>&1 || echo "$2" >>"$log.failed"
-' _ "$logs" {} "$tidy" "$build_dir"
+if [[ ${#files[@]} -gt 0 ]]; then
+  printf '%s\n' "${files[@]}" | xargs -P "$jobs" -I{} sh -c '
+    log="$1/$(echo "$2" | tr / _).log"
+    "$3" -p "$4" --quiet --extra-arg=-Wno-unknown-warning-option "$2" >"$log" 2>&1 || echo "$2" >>"$log.failed"
+  ' _ "$logs" {} "$tidy" "$build_dir"
+fi
+# What passed (ran, no finding) is remembered.
+for i in "${!files[@]}"; do
+  log="$logs/$(echo "${files[$i]}" | tr / _).log"
+  [[ $cache != off && ${keys[$i]} != - && ! -e $log.failed ]] || continue
+  grep -qE '^[^ ]+:[0-9]+:[0-9]+: (error|warning):' "$log" || : >"$cache/${keys[$i]}"
+done
 elapsed=$(( $(date +%s) - start ))
 
 # Findings as file:line: message [check], each once (a header's finding repeats per includer).
-findings=$(cat "$logs"/*.log | grep -E '^[^ ]+:[0-9]+:[0-9]+: (error|warning):' | sort -u || true)
+findings=$(cat "$logs"/*.log 2>/dev/null | grep -E '^[^ ]+:[0-9]+:[0-9]+: (error|warning):' | sort -u || true)
 failed=$(cat "$logs"/*.failed 2>/dev/null | sort -u || true)
 status=0
 if [[ -n "$findings" ]]; then
@@ -63,5 +70,5 @@ elif [[ -n "$failed" ]]; then
   for f in $failed; do cat "$logs/$(echo "$f" | tr / _).log"; done
   status=1
 fi
-echo "tidy: ${#files[@]} files checked in ${elapsed}s ($jobs at a time)"
+echo "tidy: ${#files[@]} files checked in ${elapsed}s ($jobs at a time); ${cached} unchanged since they passed (cache: $cache)"
 exit $status

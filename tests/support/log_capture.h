@@ -1,10 +1,13 @@
 // LogCapture: while it lives, spdlog's default logger writes "<level letter> <message>" lines
-// (debug and up) to a string instead of the console; the previous logger comes back after.
+// (debug and up) to a string instead of the console; the console gets them again after.
 //
 // Thread safety: Text() from any thread; one LogCapture at a time. Other threads (a daemon's
-// loop) may log while a LogCapture is made or destroyed: SPDLOG_* takes spdlog's raw default
-// logger pointer and uses it after, so a capture logger is never freed (each one is kept until
-// the process exits; a line logged late lands in its finished capture, harmlessly).
+// loop) may log while a LogCapture is made or destroyed. The default logger is never swapped
+// while a test runs: before main() this header installs, once per process, a default logger
+// whose one sink routes each line to the console or to the live capture, under that sink's
+// mutex. (Swapping loggers per capture, as this did before, raced: SPDLOG_* reads spdlog's raw
+// default-logger pointer without a lock, and TSan caught a daemon thread reading the capture
+// logger the test thread had just made.)
 #pragma once
 
 #include <memory>
@@ -12,59 +15,107 @@
 #include <string>
 #include <vector>
 
-#include <spdlog/sinks/base_sink.h>
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/sink.h>
 #include <spdlog/spdlog.h>
 
 namespace rdmak8s::testing {
 
+namespace log_capture_internal {
+
+// The default logger's one sink: the console sinks the process started with, or the capture.
+class RouterSink final : public spdlog::sinks::sink {
+ public:
+  explicit RouterSink(std::vector<spdlog::sink_ptr> console) : console_(std::move(console)) {}
+
+  void log(const spdlog::details::log_msg& msg) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!capturing_) {
+      for (auto& s : console_) {
+        if (s->should_log(msg.level)) s->log(msg);
+      }
+      return;
+    }
+    spdlog::memory_buf_t buf;
+    capture_format_.format(msg, buf);
+    text_.append(buf.data(), buf.size());
+  }
+  void flush() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& s : console_) s->flush();
+  }
+  // The console sinks keep their own pattern; a capture's lines are always "%L %v".
+  void set_pattern(const std::string& pattern) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& s : console_) s->set_pattern(pattern);
+  }
+  void set_formatter(std::unique_ptr<spdlog::formatter> formatter) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& s : console_) s->set_formatter(formatter->clone());
+  }
+
+  void Begin() {
+    std::lock_guard<std::mutex> lock(mu_);
+    capturing_ = true;
+    text_.clear();
+  }
+  void End() {
+    std::lock_guard<std::mutex> lock(mu_);
+    capturing_ = false;
+  }
+  std::string Text() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return text_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<spdlog::sink_ptr> console_;
+  spdlog::pattern_formatter capture_format_{"%L %v"};
+  bool capturing_ = false;
+  std::string text_;
+};
+
+struct Router {
+  std::shared_ptr<spdlog::logger> logger;
+  std::shared_ptr<RouterSink> sink;
+};
+
+inline Router& TheRouter() {
+  static Router* router = [] {
+    auto previous = spdlog::default_logger();
+    auto sink = std::make_shared<RouterSink>(previous->sinks());
+    auto logger = std::make_shared<spdlog::logger>(previous->name(), sink);
+    logger->set_level(previous->level());
+    spdlog::set_default_logger(logger);
+    return new Router{logger, sink};  // never freed: threads may log until the process exits
+  }();
+  return *router;
+}
+
+// Installed during static initialisation, before main() and so before any test's thread.
+inline const bool kRouterInstalled = (TheRouter(), true);
+
+}  // namespace log_capture_internal
+
 class LogCapture {
  public:
-  LogCapture() : previous_(spdlog::default_logger()), sink_(std::make_shared<Sink>()) {
-    sink_->set_pattern("%L %v");
-    auto logger = std::make_shared<spdlog::logger>("capture", sink_);
-    logger->set_level(spdlog::level::debug);
-    KeepForever(logger);
-    spdlog::set_default_logger(logger);
+  LogCapture() : level_(Router().logger->level()) {
+    Router().sink->Begin();
+    Router().logger->set_level(spdlog::level::debug);
   }
-  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  ~LogCapture() {
+    Router().logger->set_level(level_);
+    Router().sink->End();
+  }
   LogCapture(const LogCapture&) = delete;
   LogCapture& operator=(const LogCapture&) = delete;
 
-  std::string Text() const { return sink_->Text(); }
+  std::string Text() const { return Router().sink->Text(); }
 
  private:
-  // Found by ASan: a daemon thread logged through the capture logger's raw pointer just as the
-  // test's LogCapture went out of scope and freed it (SEGV in sink::should_log).
-  static void KeepForever(std::shared_ptr<spdlog::logger> logger) {
-    static std::mutex mu;
-    static auto* kept = new std::vector<std::shared_ptr<spdlog::logger>>();
-    std::lock_guard<std::mutex> lock(mu);
-    kept->push_back(std::move(logger));
-  }
-
-  class Sink final : public spdlog::sinks::base_sink<std::mutex> {
-   public:
-    std::string Text() {
-      std::lock_guard<std::mutex> lock(text_mu_);
-      return text_;
-    }
-
-   protected:
-    void sink_it_(const spdlog::details::log_msg& msg) override {
-      spdlog::memory_buf_t buf;
-      formatter_->format(msg, buf);
-      std::lock_guard<std::mutex> lock(text_mu_);
-      text_.append(buf.data(), buf.size());
-    }
-    void flush_() override {}
-
-   private:
-    std::mutex text_mu_;
-    std::string text_;
-  };
-
-  std::shared_ptr<spdlog::logger> previous_;
-  std::shared_ptr<Sink> sink_;
+  static log_capture_internal::Router& Router() { return log_capture_internal::TheRouter(); }
+  spdlog::level::level_enum level_;
 };
 
 }  // namespace rdmak8s::testing

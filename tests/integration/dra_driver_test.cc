@@ -157,6 +157,21 @@ class DraDriverBinaryTest : public ::testing::Test {
     return nullptr;
   }
 
+  // The fixture's device mlx5_0 published as mlx5-0 (the driver's log when it never is).
+  void WaitForTheFixturesSlice() {
+    ASSERT_TRUE(WaitUntil([&] { return !Device("mlx5-0").is_null(); })) << ReadAll(root_ + "/stderr.log");
+  }
+
+  // NodeUnprepareResources of claim-1 (namespace ml, pod pod-uid-1) succeeds and leaves neither
+  // its CDI spec nor its pod's claim record.
+  void UnprepareClaim1AndExpectNothingLeft() {
+    auto unprep = kubelet_->NodeUnprepareResources({{"ml", "claim-1", "nic"}});
+    ASSERT_TRUE(unprep.ok()) << unprep.status().ToString();
+    EXPECT_EQ(unprep->claims().at("claim-1").error(), "") << ReadAll(root_ + "/stderr.log");
+    EXPECT_FALSE(fs::exists(root_ + "/cdi/rdmak8s-dra-claim-1.json"));
+    EXPECT_EQ(ReadPodClaimRecords(root_ + "/pods", "pod-uid-1").status().code(), StatusCode::kNotFound);
+  }
+
   void Register() {
     std::string reg = root_ + "/reg/" + std::string(kDriver) + "-reg.sock";
     ASSERT_TRUE(WaitUntil([&] { return fs::exists(reg); })) << ReadAll(root_ + "/stderr.log");
@@ -174,7 +189,7 @@ class DraDriverBinaryTest : public ::testing::Test {
 TEST_F(DraDriverBinaryTest, PublishesThisNodesDevicesWithTheirAttributes) {
   StartApiServer();
   Spawn(DriverArgs());
-  ASSERT_TRUE(WaitUntil([&] { return !Device("mlx5-0").is_null(); })) << ReadAll(root_ + "/stderr.log");
+  ASSERT_NO_FATAL_FAILURE(WaitForTheFixturesSlice());
   auto slices = server_->Slices();
   ASSERT_EQ(slices.size(), 1u);
   const json& spec = slices[0]["spec"];
@@ -229,11 +244,7 @@ TEST_F(DraDriverBinaryTest, PreparesAnAllocatedClaimForItsPodsAndUnpreparesIt) {
   ASSERT_EQ(records->size(), 1u);
   EXPECT_EQ((*records)[0].devices.at(0).rdma_dev, "mlx5_0");
 
-  auto unprep = kubelet_->NodeUnprepareResources({{"ml", "claim-1", "nic"}});
-  ASSERT_TRUE(unprep.ok()) << unprep.status().ToString();
-  EXPECT_EQ(unprep->claims().at("claim-1").error(), "");
-  EXPECT_FALSE(fs::exists(spec));
-  EXPECT_EQ(ReadPodClaimRecords(root_ + "/pods", "pod-uid-1").status().code(), StatusCode::kNotFound);
+  ASSERT_NO_FATAL_FAILURE(UnprepareClaim1AndExpectNothingLeft());
 }
 
 TEST_F(DraDriverBinaryTest, PortDownRepublishesTheSliceAndSigtermWithDeleteOnExitRemovesIt) {
@@ -241,7 +252,7 @@ TEST_F(DraDriverBinaryTest, PortDownRepublishesTheSliceAndSigtermWithDeleteOnExi
   auto args = DriverArgs();
   args.push_back("--delete-slices-on-exit");
   Spawn(args);
-  ASSERT_TRUE(WaitUntil([&] { return !Device("mlx5-0").is_null(); })) << ReadAll(root_ + "/stderr.log");
+  ASSERT_NO_FATAL_FAILURE(WaitForTheFixturesSlice());
   EXPECT_FALSE(Device("mlx5-0").contains("taints"));
 
   std::ofstream(root_ + "/sys/class/infiniband/mlx5_0/ports/1/state") << "1: DOWN\n";
@@ -266,7 +277,7 @@ TEST_F(DraDriverBinaryTest, PortDownRepublishesTheSliceAndSigtermWithDeleteOnExi
 TEST_F(DraDriverBinaryTest, SigtermWithoutDeleteOnExitLeavesTheSlicesForTheNextInstance) {
   StartApiServer();
   Spawn(DriverArgs());
-  ASSERT_TRUE(WaitUntil([&] { return !Device("mlx5-0").is_null(); })) << ReadAll(root_ + "/stderr.log");
+  ASSERT_NO_FATAL_FAILURE(WaitForTheFixturesSlice());
   ASSERT_EQ(kill(pid_, SIGTERM), 0);
   int status = WaitExit(30s);
   ASSERT_TRUE(status != -1 && WIFEXITED(status));
@@ -356,11 +367,7 @@ TEST_F(DraDriverBinaryTest, WhileTheApiServerIsUnreachableCheckpointedClaimsAreA
   EXPECT_NE(error.find("claim-2"), std::string::npos) << error;
   EXPECT_NE(error.find("resource.k8s.io versions"), std::string::npos) << error;
 
-  auto unprep = kubelet_->NodeUnprepareResources({{"ml", "claim-1", "nic"}});
-  ASSERT_TRUE(unprep.ok()) << unprep.status().ToString();
-  EXPECT_EQ(unprep->claims().at("claim-1").error(), "") << ReadAll(root_ + "/stderr.log");
-  EXPECT_FALSE(fs::exists(root_ + "/cdi/rdmak8s-dra-claim-1.json"));
-  EXPECT_EQ(ReadPodClaimRecords(root_ + "/pods", "pod-uid-1").status().code(), StatusCode::kNotFound);
+  ASSERT_NO_FATAL_FAILURE(UnprepareClaim1AndExpectNothingLeft());
 }
 
 TEST_F(DraDriverBinaryTest, SigtermDuringA503BackoffExitsAndSaysWhichSlicesAreLeft) {
@@ -368,7 +375,7 @@ TEST_F(DraDriverBinaryTest, SigtermDuringA503BackoffExitsAndSaysWhichSlicesAreLe
   auto args = DriverArgs();
   args.push_back("--delete-slices-on-exit");
   Spawn(args);
-  ASSERT_TRUE(WaitUntil([&] { return !Device("mlx5-0").is_null(); })) << ReadAll(root_ + "/stderr.log");
+  ASSERT_NO_FATAL_FAILURE(WaitForTheFixturesSlice());
   // From now on every answer is a 503 asking for 30 s of patience; a port going down makes the
   // slice loop publish into it.
   const int gets = server_->CountRequests("GET");

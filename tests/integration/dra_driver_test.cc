@@ -157,6 +157,16 @@ class DraDriverBinaryTest : public ::testing::Test {
     return nullptr;
   }
 
+  // The driver started with `args` exits by itself with status 1 (a refusal to start); *log is
+  // what it wrote to stderr.
+  void SpawnAndExpectARefusal(const std::vector<std::string>& args, std::string* log) {
+    Spawn(args);
+    int status = WaitExit(30s);
+    ASSERT_TRUE(status != -1 && WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 1);
+    *log = ReadAll(root_ + "/stderr.log");
+  }
+
   // The fixture's device mlx5_0 published as mlx5-0 (the driver's log when it never is).
   void WaitForTheFixturesSlice() {
     ASSERT_TRUE(WaitUntil([&] { return !Device("mlx5-0").is_null(); })) << ReadAll(root_ + "/stderr.log");
@@ -291,11 +301,8 @@ TEST_F(DraDriverBinaryTest, ADevicesFileThatIsNotValidStopsTheStartNamingTheKey)
   auto args = DriverArgs();
   args.push_back("--devices");
   args.push_back(root_ + "/devices.json");
-  Spawn(args);
-  int status = WaitExit(30s);
-  ASSERT_TRUE(status != -1 && WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 1);
-  std::string log = ReadAll(root_ + "/stderr.log");
+  std::string log;
+  ASSERT_NO_FATAL_FAILURE(SpawnAndExpectARefusal(args, &log));
   EXPECT_NE(log.find(root_ + "/devices.json"), std::string::npos) << log;
   EXPECT_NE(log.find("$.selectors.transports[0]"), std::string::npos) << log;
   EXPECT_TRUE(server_->Slices().empty());
@@ -400,11 +407,8 @@ TEST_F(DraDriverBinaryTest, WithoutAnyApiServerConfigurationItRefusesToStartNami
   args.erase(args.begin(), args.begin() + 2);  // no --kubeconfig
   args.push_back("--service-account-dir");
   args.push_back(root_ + "/no-such-dir");
-  Spawn(args);
-  int status = WaitExit(30s);
-  ASSERT_TRUE(status != -1 && WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 1);
-  std::string log = ReadAll(root_ + "/stderr.log");
+  std::string log;
+  ASSERT_NO_FATAL_FAILURE(SpawnAndExpectARefusal(args, &log));
   EXPECT_NE(log.find("KUBERNETES_SERVICE_HOST"), std::string::npos) << log;
   EXPECT_NE(log.find("--kubeconfig"), std::string::npos) << log;
   EXPECT_NE(log.find("--no-api-server"), std::string::npos) << log;

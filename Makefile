@@ -9,7 +9,7 @@ deps:
 	@bash $(DEPS)
 
 build: deps
-	@cmake --preset default >/dev/null
+	@bash scripts/configure.sh default
 	@cmake --build --preset default -j $(JOBS)
 
 # The VM image cache lives outside the checkout so that fresh clones on the same machine (CI)
@@ -34,7 +34,7 @@ test-sanitize: deps
 # clang. See docs/reliability.md#fuzzing.
 FUZZ_SECONDS ?= 30
 fuzz: deps
-	@cmake --preset fuzz >/dev/null
+	@bash scripts/configure.sh fuzz
 	@cmake --build --preset fuzz -j $(JOBS)
 	@bash scripts/fuzz.sh build/fuzz $(FUZZ_SECONDS)
 
@@ -42,7 +42,7 @@ fuzz: deps
 # the default preset's compile database; protoc only, for the generated headers our sources include.
 .PHONY: tidy
 tidy: deps
-	@cmake --preset default >/dev/null
+	@bash scripts/configure.sh default
 	@cmake --build --preset default --target rdmak8s_dp_proto_gen rdmak8s_dra_proto_gen >/dev/null
 	@TIDY_JOBS=$(JOBS) bash scripts/tidy.sh build/default
 
@@ -73,7 +73,7 @@ demo-inspect: build
 	@bash scripts/demo.sh build/default
 
 bench: deps
-	@cmake --preset release >/dev/null
+	@bash scripts/configure.sh release
 	@cmake --build --preset release -j $(JOBS)
 	@bash scripts/bench.sh build/release
 

@@ -6,6 +6,7 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   build-essential g++ cmake make pkg-config git ca-certificates
+  ninja-build  # the CMake presets' generator
   ccache  # make test's builds (scripts/test.sh): a cache outside the checkout, keyed by content
   # libraries we link
   libibverbs-dev librdmacm-dev rdma-core ibverbs-providers
@@ -19,7 +20,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev iproute2 kmod procps
   strace  # cni_exec_bench counts the CNI's syscalls per ADD/DEL
   # make test's asan and tsan stages, and make fuzz: clang and its sanitizer/libFuzzer runtimes
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev lld  # links their test executables (CMakePresets.json)
   clang-tidy  # make tidy: the checks in .clang-tidy over our own sources (scripts/tidy.sh)
   # CNI driven as runtimes drive it: libcni (Go) and the reference plugins
   golang-go golang-github-appc-cni-dev containernetworking-plugins

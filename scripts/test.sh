@@ -32,7 +32,7 @@ if [ "${RDMAK8S_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null; then
   mkdir -p "$CCACHE_DIR"
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
-configure() { cmake --preset "$1" "${launcher[@]}" >/dev/null; }
+configure() { bash scripts/configure.sh "$1" "${launcher[@]}"; }
 stages=${TEST_STAGES:-shipped asan tsan tidy e2e}
 declare -a names=() secs=() results=()
 failed=0

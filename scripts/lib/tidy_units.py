@@ -1,14 +1,26 @@
 #!/usr/bin/env python3
 """The translation units scripts/tidy.sh checks, and their cache keys.
 
-usage: tidy_units.py <compile_commands.json> <source dir> <build dir> <clang-tidy> <cache dir|off> <jobs>
+usage: tidy_units.py <compile_commands.json> <source dir> <build dir> <clang-tidy> <cache dir|off>
+                     <jobs> <scope: full|ci> <out dir>
 
-Prints "file<TAB>key" for each of the product's own translation units (common/, device-plugin/,
-cni/, dra/; not the generated *.pb.cc) that the cache has not seen pass, then "CACHED<TAB>n".
-A key hashes clang-tidy's version, .clang-tidy, the file's compile flags and its preprocessed
-text (every header it includes, macros expanded), with the checkout's and the build dir's paths
-replaced by placeholders, so fresh clones share entries and any change that can change a verdict
-changes the key. A key of "-" means the file did not preprocess: clang-tidy will say why.
+Prints "file<TAB>key<TAB>checks" for each of the product's own translation units (common/,
+device-plugin/, cni/, dra/; not the generated *.pb.cc) that the cache has not seen pass, then
+"CACHED<TAB>n", and writes <out dir>/compile_commands.json with one entry per such file: the
+product's own compile, not a test-only variant of it (the CNI library is built a second time
+with its crash points for tests/reliability; checking both doubled the CNI's share of the run).
+
+checks is what clang-tidy's --checks adds to .clang-tidy: nothing in scope full (make tidy);
+in scope ci (make test) the path-sensitive clang-analyzer-* checks are kept where .clang-tidy
+says they pay, the code that decodes bytes a kernel, a file or a tenant wrote (common/, cni/),
+and left out of the gRPC and API glue of device-plugin/ and dra/, where they cost half the run
+and the AST checks, the sanitizers and the tests cover the same code.
+
+A key hashes clang-tidy's version, .clang-tidy, the checks, the file's compile flags and its
+preprocessed text (every header it includes, macros expanded; a precompiled header counts by its
+headers' text), with the checkout's and the build dir's paths replaced by placeholders, so
+fresh clones share entries and any change that can change a verdict changes the key. A key of
+"-" means the file did not preprocess: clang-tidy will say why.
 """
 import concurrent.futures
 import hashlib
@@ -20,14 +32,18 @@ import sys
 
 
 def main():
-    db, src, build, tidy, cache, jobs = sys.argv[1:7]
+    db, src, build, tidy, cache, jobs, scope, out_dir = sys.argv[1:9]
     ours = tuple(os.path.join(src, d) + os.sep for d in ("common", "device-plugin", "cni", "dra"))
+    analysed = tuple(os.path.join(src, d) + os.sep for d in ("common", "cni"))
     entries = {}
     for entry in json.load(open(db)):
         f = os.path.normpath(os.path.join(entry["directory"], entry["file"]))
         if f.startswith(build + os.sep) or f.endswith(".pb.cc") or not f.startswith(ours):
             continue
-        entries.setdefault(f, entry)
+        test_variant = "-DRDMAK8S_CRASH_POINTS" in (entry.get("command") or " ".join(entry["arguments"]))
+        if f not in entries or (entries[f][1] and not test_variant):
+            entries[f] = (entry, test_variant)
+    entries = {f: e for f, (e, _) in entries.items()}
     if not entries:
         sys.exit(f"tidy: no product sources in {db}")
     base = hashlib.sha256()
@@ -35,15 +51,23 @@ def main():
     with open(os.path.join(src, ".clang-tidy"), "rb") as cfg:
         base.update(cfg.read())
 
+    def checks_of(f):
+        return "" if scope == "full" or f.startswith(analysed) else "-clang-analyzer-*"
+
     def flags_of(f):
         e = entries[f]
         args = e["arguments"] if "arguments" in e else shlex.split(e["command"])
-        out, skip = [], False
-        for a in args[1:]:  # the compiler's flags, without its output and compile-only options
+        out, skip = [], 0
+        for i, a in enumerate(args[1:], 1):  # the compiler's flags, without output and -c
             if skip:
-                skip = False
+                skip -= 1
             elif a == "-o":
-                skip = True
+                skip = 1
+            elif a == "-Xclang" and args[i + 1:i + 2] == ["-include-pch"]:
+                skip = 3  # -Xclang -include-pch -Xclang <pch>: its headers come in as text
+            elif a == "-Xclang" and args[i + 1:i + 2] == ["-include"]:
+                out += ["-include", args[i + 3]]  # -Xclang -include -Xclang <header>
+                skip = 3
             elif a not in ("-c", f, e["file"]):
                 out.append(a)
         return e["directory"], out
@@ -55,9 +79,12 @@ def main():
         if pp.returncode != 0:
             return "-"
         h = base.copy()
-        for part in (" ".join(flags), f, pp.stdout.decode(errors="replace")):
+        for part in (checks_of(f), " ".join(flags), f, pp.stdout.decode(errors="replace")):
             h.update(part.replace(build, "@BUILD@").replace(src, "@SRC@").encode() + b"\0")
         return h.hexdigest()
+
+    with open(os.path.join(out_dir, "compile_commands.json"), "w") as out:
+        json.dump(list(entries.values()), out, indent=1)
 
     cached = 0
     names = sorted(entries)
@@ -66,7 +93,7 @@ def main():
             if cache != "off" and k != "-" and os.path.exists(os.path.join(cache, k)):
                 cached += 1
             else:
-                print(f"{f}\t{k}")
+                print(f"{f}\t{k}\t{checks_of(f)}")
     print(f"CACHED\t{cached}")
 
 

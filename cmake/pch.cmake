@@ -1,7 +1,7 @@
 # Precompiled headers (RDMAK8S_PCH, on in the clang presets asan and tsan): most of a translation
 # unit's compile time here is nlohmann/json, gRPC/protobuf and gtest/gmock, parsed and their
-# templates instantiated again in every one of ~250 TUs. Two PCHs, each built once and reused by
-# every target (REUSE_FROM), carry them:
+# templates instantiated again in every one of ~250 TUs. Three PCHs, each built once and reused
+# by every target of its kind (REUSE_FROM), carry them:
 #
 #   rdmak8s_pch       the product's heavy third-party headers: every library (-fPIC)
 #   rdmak8s_exe_pch   the same for every other executable (binaries, tools: -fPIE)
@@ -12,9 +12,10 @@
 # Only headers no target's own macros change go in (spdlog, which SPDLOG_ACTIVE_LEVEL configures,
 # stays out): clang refuses a PCH whose macros differ from the TU's, and a header compiled under
 # other macros than the TU's would change its meaning silently. The g++ presets (default,
-# release) build without: through a PCH, g++ 12 reports -Warray-bounds and -Wstringop-overflow
-# inside libstdc++'s own headers (dcb_codec.cc's std::string, which it keeps quiet about
-# without one), and -Werror makes that a failed build. They also keep a missing #include failing.
+# release) build without: through a PCH, g++ 12 at -O2 reports -Warray-bounds and
+# -Wstringop-overflow inside libstdc++'s own headers (dcb_codec.cc's std::string, which it keeps
+# quiet about at -O2 without one), and -Werror makes that a failed build. They also keep a
+# missing #include failing.
 set(RDMAK8S_PCH_HEADERS
   $<$<COMPILE_LANGUAGE:CXX>:<nlohmann/json.hpp$<ANGLE-R>>
   $<$<COMPILE_LANGUAGE:CXX>:<grpcpp/grpcpp.h$<ANGLE-R>>

@@ -47,9 +47,12 @@ run_stage() {  # run_stage <name> <command...>
   local t0=$SECONDS rc=0
   echo "== make test: stage $name"
   "$@" || rc=$?
-  names+=("$name"); secs+=($((SECONDS - t0)))
-  if [ "$rc" -eq 0 ]; then results+=(passed); else results+=("FAILED (exit $rc)"); failed=1; fi
+  record "$name" $((SECONDS - t0)) "$rc"
   return "$rc"
+}
+record() {  # record <name> <seconds> <exit code>: a row of the closing table
+  names+=("$1"); secs+=("$2")
+  if [ "$3" -eq 0 ]; then results+=(passed); else results+=("FAILED (exit $3)"); failed=1; fi
 }
 
 shipped() {
@@ -94,8 +97,7 @@ overlap() {  # overlap: tidy in the background, e2e in the foreground, both reco
   wait "$tidy_pid"
   rc=$(cat "$log.rc")
   echo "== make test: stage tidy"; cat "$log"; rm -f "$log" "$log.rc"
-  names+=(tidy); secs+=($((SECONDS - t0)))
-  if [ "$rc" -eq 0 ]; then results+=(passed); else results+=("FAILED (exit $rc)"); failed=1; fi
+  record tidy $((SECONDS - t0)) "$rc"
   [ "$e2e_rc" -eq 0 ] && [ "$rc" -eq 0 ]
 }
 

@@ -38,6 +38,20 @@ if [ "${RDMAK8S_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 configure() { bash scripts/configure.sh "$1" "${launcher[@]}"; }
+
+# The tests' scratch files (tests/support/temp_dir.h: $TMPDIR) on a tmpfs of their own, as the
+# sysfs the fixtures stand in for is in memory: on a disk mounted with discard (this project's CI)
+# writing and removing the fixture trees cost ten times the tests' own time (discovery_test: 11 s
+# against 1 s). Only the test runs get it (the builds and the e2e image stay on disk); it is
+# unmounted at the end, with whatever a test left behind. Not root, or no tmpfs: $TMPDIR as it is.
+scratch=$(mktemp -d /tmp/rk8s-t.XXXXXX)
+if mount -t tmpfs -o mode=1777 rdmak8s-test "$scratch" 2>/dev/null; then
+  trap 'umount -l "$scratch"; rmdir "$scratch"' EXIT
+else
+  echo "make test: no tmpfs for the tests' scratch files (not root?): using $scratch on disk" >&2
+  trap 'rm -rf "$scratch"' EXIT
+fi
+tests() { TMPDIR=$scratch ctest "$@"; }  # ctest, with the scratch dir
 stages=${TEST_STAGES:-shipped asan tsan tidy e2e}
 declare -a names=() secs=() results=()
 failed=0
@@ -58,17 +72,17 @@ record() {  # record <name> <seconds> <exit code>: a row of the closing table
 shipped() {
   configure release &&
     cmake --build --preset release -j "$jobs" --target rdmak8s_shipped &&
-    ctest --preset release -L shipped -j "$jobs"
+    tests --preset release -L shipped -j "$jobs"
 }
 asan() {
   configure asan &&
     cmake --build --preset asan -j "$jobs" &&
-    ctest --preset asan -j "$jobs"
+    tests --preset asan -j "$jobs"
 }
 tsan() {
   configure tsan &&
     cmake --build --preset tsan -j "$jobs" &&
-    ctest --preset tsan -j "$jobs"
+    tests --preset tsan -j "$jobs"
 }
 tidy() {
   # The asan build's compilation database: clang's own flags; the generated protobuf headers and

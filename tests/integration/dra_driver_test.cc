@@ -20,6 +20,7 @@
 #include "fakes/fake_api_server.h"
 #include "fakes/fake_dra_kubelet.h"
 #include "rdmak8s/pod_devices.h"
+#include "support/temp_dir.h"
 
 namespace rdmak8s {
 namespace {
@@ -48,9 +49,8 @@ class DraDriverBinaryTest : public ::testing::Test {
     // The driver is killed mid-request in TearDown: the fake server's write to its closed
     // connection must be an error there, not a SIGPIPE that ends this test process.
     signal(SIGPIPE, SIG_IGN);
-    char tmpl[] = "/tmp/draXXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    root_ = rdmak8s::testing::NewTempDir();
+    ASSERT_FALSE(root_.empty());
     for (const char* d : {"reg", "plugin", "state", "cdi", "pods"}) fs::create_directories(root_ + "/" + d);
     fs::copy(std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/mlx5_ib_2port", root_ + "/sys",
              fs::copy_options::recursive | fs::copy_options::copy_symlinks);

@@ -24,6 +24,7 @@
 
 #include "support/fake_kubelet.h"
 #include "unit/device-plugin/daemon_fixture.h"
+#include "support/temp_dir.h"
 
 namespace rdmak8s::dp {
 namespace {
@@ -75,9 +76,8 @@ void Figure(const char* name, int iterations, const Usage& start, const Usage& e
 class DpSoakTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/dpsXXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    root_ = rdmak8s::testing::NewTempDir();
+    ASSERT_FALSE(root_.empty());
     for (const char* d : {"/k", "/cfg", "/reg"}) fs::create_directories(root_ + d);
     fs::copy(std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/rxe_veth", root_ + "/sys",
              fs::copy_options::recursive | fs::copy_options::copy_symlinks);

@@ -47,7 +47,7 @@ class PluginDraTest : public PluginTest {
 
 TEST_F(PluginDraTest, AddWithoutDeviceIdTakesThePodsDraDeviceAndDelTakesItHomeAfterUnprepare) {
   Pod pod = NewPod("10.78.0.2");  // a veth: CNI_IFNAME leads to no RDMA device
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   Prepare("nic", {{"rdma", "mlx5_1"}});
   json conf = Conf("1.0.0", &pod);
   auto out = Run("ADD", "c1", &pod, conf);
@@ -71,7 +71,7 @@ TEST_F(PluginDraTest, AddWithoutDeviceIdTakesThePodsDraDeviceAndDelTakesItHomeAf
 
 TEST_F(PluginDraTest, GcReleasesADraAttachmentWhoseClaimIsGone) {
   Pod pod = NewPod("10.78.0.3");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   Prepare("nic", {{"rdma", "mlx5_1"}});
   ASSERT_EQ(Run("ADD", "c1", &pod, Conf("1.1.0", &pod)).exit_code, 0);
   Unprepare("nic");
@@ -84,7 +84,7 @@ TEST_F(PluginDraTest, GcReleasesADraAttachmentWhoseClaimIsGone) {
 
 TEST_F(PluginDraTest, SeveralDraDevicesNeedADraRequestAndTheOneNamedIsTaken) {
   Pod pod = NewPod("10.78.0.4");
-  AddGid("mlx5_2", pod.ip, 100);
+  AddGid("mlx5_2", pod.ip);
   Prepare("nics", {{"east", "mlx5_1"}, {"west", "mlx5_2"}});
   auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
   EXPECT_EQ(Code(out), kErrDeviceNotFound) << out.stdout_data;
@@ -106,7 +106,7 @@ TEST_F(PluginDraTest, SeveralDraDevicesNeedADraRequestAndTheOneNamedIsTaken) {
 
 TEST_F(PluginDraTest, ADeviceIdWinsOverTheDraRecords) {
   Pod pod = NewPod("10.78.0.5");
-  AddGid("mlx5_2", pod.ip, 100);
+  AddGid("mlx5_2", pod.ip);
   Prepare("nic", {{"rdma", "mlx5_1"}});
   ASSERT_EQ(Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_2"}})).exit_code, 0);
   EXPECT_TRUE(In(pod.key, "mlx5_2"));
@@ -140,7 +140,7 @@ TEST_F(PluginDraTest, WithoutAPodUidTheInterfaceStillLeadsToTheDevice) {
   world_->mode = RdmaNetnsMode::kShared;
   ASSERT_TRUE(ShIn(node_, "ip link add ens1f0np0 type veth peer name ensx && ip link set ens1f0np0 up && ip link set ensx up").ok());
   Pod pod = NewPod("10.78.0.8", "ens1f0np0");  // macvlan over mlx5_0's PF netdev
-  StartGidWriter("mlx5_0", &pod);
+  auto gid_writer = StartGidWriter("mlx5_0", &pod);
   auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
   ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
   EXPECT_EQ(StateStore(state_).Load("rdma", "c1", "net1")->rdma_dev, "mlx5_0");
@@ -193,7 +193,7 @@ TEST_F(PluginDraTest, ARecordOwnedByAnotherUserIsRefusedNamingIt) {
 
 TEST_F(PluginDraTest, TheRecordsDirIsTheNodesNeverTheNetconfs) {
   Pod pod = NewPod("10.78.0.12");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   // Records a tenant would like the plugin to read, where the netconf points.
   const std::string elsewhere = tmp_.path() + "/tenant-pods";
   ASSERT_TRUE(WritePodClaimRecord(elsewhere, kUid, {"team", "nic", "uid-nic",

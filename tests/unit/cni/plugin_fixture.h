@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -116,8 +119,6 @@ class PluginTest : public ::testing::Test {
     options_.new_route_netlink = [] { return NewRouteNetlink(); };
   }
 
-  void TearDown() override { StopGidWriter(); }
-
   // `rdma dev set <dev> netns <node>` run inside the pod (as `ip netns exec` would).
   Status MoveHomeFromThePod(const Pod& pod, const std::string& dev) {
     return RunInNetns(pod.ns, [&]() -> Status {
@@ -127,11 +128,11 @@ class PluginTest : public ::testing::Test {
   }
 
   void UseFixture(const std::string& name) {
-    ASSERT_EQ(std::system(("rm -rf '" + sysfs_ + "' '" + configfs_ + "' '" + tmp_.path() + "/views'").c_str()), 0);
+    for (const std::string& d : {sysfs_, configfs_, tmp_.path() + "/views"}) std::filesystem::remove_all(d);
     ASSERT_TRUE(testing::CopyFixture(name, sysfs_));
     sysfs_world_ = std::make_unique<NetnsSysfs>(node_key_, sysfs_, tmp_.path() + "/views");
     sysfs_world_->SetSharedMode([w = world_] { return w->mode == RdmaNetnsMode::kShared; });
-    ASSERT_EQ(std::system(("mkdir -p '" + configfs_ + "/rdma_cm'").c_str()), 0);
+    std::filesystem::create_directories(configfs_ + "/rdma_cm");
     if (name == "mlx5_roce_sriov") {
       for (int p = 0; p < 8; ++p) {
         for (auto side : {"rp", "np"}) {
@@ -179,34 +180,66 @@ class PluginTest : public ::testing::Test {
     auto root = sysfs_world_->RootOf(sysfs_world_->NetnsOf(dev));
     return root.ok() ? ReadFile(*root + "/class/infiniband/" + dev + "/" + rel) : "";
   }
-  // What the kernel does for a RoCE device: a RoCE v2 GID per IP of the netdev.
-  void AddGid(const std::string& dev, const std::string& ip, int index) {
+  // Makes port 1's GID table `len` entries long (the fixtures' are 16; a ConnectX port's holds
+  // 256), the new entries free, as the kernel shows a table's unused slots.
+  void GrowGidTable(const std::string& dev, int len) {
+    for (int i = 0; i < len; ++i) {
+      const std::string rel = "ports/1/gids/" + std::to_string(i);
+      if (DevAttr(dev, rel).empty()) SetDevAttr(dev, rel, "0000:0000:0000:0000:0000:0000:0000:0000");
+    }
+  }
+  // What the kernel does for a RoCE device: a RoCE v2 GID per IP of the netdev, in the table's
+  // first free slot (ib_cache's add takes the first empty entry, so a new GID never lands past a
+  // hole). Returns that slot's index: the GID index a pod would use.
+  int AddGid(const std::string& dev, const std::string& ip) {
+    std::lock_guard<std::mutex> lock(gid_table_mu_);  // the kernel's GID table lock
+    int index = 0;
+    while (true) {
+      const std::string gid = DevAttr(dev, "ports/1/gids/" + std::to_string(index));
+      if (gid.empty()) {
+        ADD_FAILURE() << "no free GID slot on " << dev;
+        return -1;
+      }
+      if (gid.rfind("0000:0000:0000:0000:0000:0000:0000:0000", 0) == 0) break;
+      ++index;
+    }
     SetDevAttr(dev, "ports/1/gid_attrs/types/" + std::to_string(index), "RoCE v2");
     SetDevAttr(dev, "ports/1/gids/" + std::to_string(index), GidForIp(ip));
+    return index;
   }
-  // Writes GIDs for every address the pod interface has, as they appear, until stopped.
-  void StartGidWriter(const std::string& dev, Pod* pod, const std::string& ifname = "net1") {
-    stop_writer_ = false;
-    writer_ = std::thread([this, dev, pod, ifname] {
-      int index = 200;
+  // Writes GIDs for every address the pod interface has, as they appear, until the writer
+  // returned goes out of scope. Declared after the Pod it reads, it stops before the Pod is gone.
+  class [[nodiscard]] GidWriter {
+   public:
+    explicit GidWriter(std::function<void(const std::atomic<bool>& stop)> body)
+        : thread_([this, body = std::move(body)] { body(stop_); }) {}
+    ~GidWriter() {
+      stop_ = true;
+      thread_.join();
+    }
+    GidWriter(const GidWriter&) = delete;
+    GidWriter& operator=(const GidWriter&) = delete;
+
+   private:
+    std::atomic<bool> stop_{false};  // before thread_: set up before the thread reads it
+    std::thread thread_;
+  };
+  GidWriter StartGidWriter(const std::string& dev, Pod* pod, const std::string& ifname = "net1") {
+    return GidWriter([this, dev, pod, ifname](const std::atomic<bool>& stop) {
       std::set<std::string> done;
-      while (!stop_writer_) {
+      while (!stop) {
         (void)RunInNetns(pod->ns, [&]() -> Status {
           RDMAK8S_ASSIGN_OR_RETURN(auto rt, NewRouteNetlink());
           RDMAK8S_ASSIGN_OR_RETURN(auto link, rt->GetLinkByName(ifname));
           RDMAK8S_ASSIGN_OR_RETURN(auto addrs, rt->ListAddresses(link.ifindex));
           for (const auto& a : addrs) {
-            if (done.insert(a.address).second) AddGid(dev, a.address, index++);
+            if (done.insert(a.address).second) AddGid(dev, a.address);
           }
           return Status::Ok();
         });
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
     });
-  }
-  void StopGidWriter() {
-    stop_writer_ = true;
-    if (writer_.joinable()) writer_.join();
   }
 
   json Conf(const std::string& version, const Pod* pod, json extra = json::object(),
@@ -284,8 +317,7 @@ class PluginTest : public ::testing::Test {
   PluginOptions options_;
   int counter_ = 0;
   std::string cni_args_;  // CNI_ARGS of every Run; empty: unset
-  std::thread writer_;
-  std::atomic<bool> stop_writer_{false};
+  std::mutex gid_table_mu_;
 };
 
 }  // namespace rdmak8s::cni

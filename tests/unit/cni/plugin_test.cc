@@ -33,7 +33,7 @@ const json kQos = {{"qos", {{"trust", "dscp"}, {"pfc", {3}}, {"dscpToPriority", 
 
 TEST_F(PluginTest, AddExclusiveMovesDeviceIntoPodAndDelBringsItHome) {
   Pod pod = NewPod("10.77.0.2");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   json conf = Conf("1.0.0", &pod, {{"deviceID", "0000:5e:00.2"}});
   auto out = Run("ADD", "c1", &pod, conf);
   ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
@@ -54,7 +54,7 @@ TEST_F(PluginTest, DelMovesTheDeviceHomeFromInsideThePodNetns) {
   // (rdma_dev_change_netns compares current->nsproxy->net_ns): a pod socket driven from the
   // node's netns gets ENODEV, which must not be taken for "already home".
   Pod pod = NewPod("10.77.0.90");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
   ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
   ASSERT_TRUE(In(pod.key, "mlx5_1"));
@@ -67,7 +67,7 @@ TEST_F(PluginTest, DelMovesTheDeviceHomeFromInsideThePodNetns) {
 
 TEST_F(PluginTest, DelFailsAndKeepsTheRecordWhenTheDeviceCannotLeaveThePod) {
   Pod pod = NewPod("10.77.0.91");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
   ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
   world_->fail_move = ErrnoError(ENODEV, "move RDMA device mlx5_1 to netns");
@@ -82,7 +82,7 @@ TEST_F(PluginTest, DelFailsAndKeepsTheRecordWhenTheDeviceCannotLeaveThePod) {
 
 TEST_F(PluginTest, RoceTosIsWrittenAfterTheMoveSoItSurvivesTheReRegistration) {
   Pod pod = NewPod("10.77.0.92");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   json e = {{"deviceID", "mlx5_1"}, {"qos", {{"roceTos", 106}, {"trafficClass", 106}}}};
   json conf = Conf("1.0.0", &pod, e);
   auto out = Run("ADD", "c1", &pod, conf);
@@ -98,7 +98,7 @@ TEST_F(PluginTest, RoceTosIsWrittenAfterTheMoveSoItSurvivesTheReRegistration) {
 
 TEST_F(PluginTest, EveryCommandInEverySpecVersion) {
   Pod pod = NewPod("10.77.0.3");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   for (auto v : kSupportedVersions) {
     const std::string ver(v);
     SCOPED_TRACE(ver);
@@ -138,7 +138,7 @@ TEST_F(PluginTest, EveryCommandInEverySpecVersion) {
 
 TEST_F(PluginTest, PrevResultInAnOlderShapeIsConvertedToTheConfigVersion) {
   Pod pod = NewPod("10.77.0.4");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
   conf["prevResult"]["ips"][0]["version"] = "4";  // a 0.4.0-shaped entry
   auto out = Run("ADD", "c1", &pod, conf);
@@ -148,7 +148,7 @@ TEST_F(PluginTest, PrevResultInAnOlderShapeIsConvertedToTheConfigVersion) {
 
 TEST_F(PluginTest, Add110FillsPciIdOfThePodInterface) {
   Pod pod = NewPod("10.77.0.5");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   auto out = Run("ADD", "c1", &pod, Conf("1.1.0", &pod, {{"deviceID", "mlx5_1"}}));
   ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
   EXPECT_EQ(json::parse(out.stdout_data)["interfaces"][0]["pciID"], "0000:5e:00.2");
@@ -189,7 +189,7 @@ TEST_F(PluginTest, AddWithoutDeviceIdFollowsMacvlanToItsLowerDevice) {
   world_->mode = RdmaNetnsMode::kShared;
   ASSERT_TRUE(ShIn(node_, "ip link add ens1f0np0 type veth peer name ensx && ip link set ens1f0np0 up && ip link set ensx up").ok());
   Pod pod = NewPod("10.77.0.8", "ens1f0np0");
-  StartGidWriter("mlx5_0", &pod);
+  auto gid_writer = StartGidWriter("mlx5_0", &pod);
   auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
   ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
   auto rec = StateStore(state_).Load("rdma", "c1", "net1");
@@ -214,7 +214,7 @@ TEST_F(PluginTest, AddWithoutDeviceIdFindsAVfNetdevThroughThePodsSysfsView) {
   // parent device either): the pod's sysfs view shows its device link.
   Pod pod = NewPod("10.77.0.36", "", "ens1f0v0");
   ASSERT_TRUE(sysfs_world_->MoveNetdev("ens1f0v0", pod.key).ok());
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, json::object(), "ens1f0v0"), "ens1f0v0");
   ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
   EXPECT_EQ(StateStore(state_).Load("rdma", "c1", "ens1f0v0")->rdma_dev, "mlx5_1");
@@ -231,7 +231,7 @@ TEST_F(PluginTest, AStackedLinkMadeInsideThePodOnAPodLocalLinkIsResolvedInThePod
                            "sysctl -qw net.ipv6.conf.net1.disable_ipv6=1 && "
                            "ip addr add 10.77.2.48/24 dev net1 && ip link set net1 up").ok());
   pod.ip = "10.77.2.48";
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
   ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
   EXPECT_EQ(StateStore(state_).Load("rdma", "c1", "net1")->rdma_dev, "mlx5_1");
@@ -274,7 +274,7 @@ TEST_F(PluginTest, ExclusiveModeFindsAVfNetdevWhoseRdmaDeviceThePodsSysfsDoesNot
   // has the VF netdev (and its device link) but no class/infiniband entry for mlx5_1.
   Pod pod = NewPod("10.77.0.50", "", "ens1f0v0");
   ASSERT_TRUE(sysfs_world_->MoveNetdev("ens1f0v0", pod.key).ok());
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   json conf = Conf("1.0.0", &pod, json::object(), "ens1f0v0");
   auto out = Run("ADD", "c1", &pod, conf, "ens1f0v0");
   ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
@@ -305,7 +305,7 @@ TEST_F(PluginTest, AnUnusedDownPortOfAMultiPortDeviceDoesNotFailAdd) {
 
 TEST_F(PluginTest, RepeatedAddFindsTheDeviceAlreadyInThePod) {
   Pod pod = NewPod("10.77.0.37");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
   ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
   auto out = Run("ADD", "c1", &pod, conf);
@@ -318,7 +318,7 @@ TEST_F(PluginTest, RepeatedAddFindsTheDeviceAlreadyInThePod) {
 TEST_F(PluginTest, AnAddMountsThePodsSysfsViewOnce) {
   // Each view is a sysfs mount made in a forked thread: not one per GID poll or knob access.
   Pod pod = NewPod("10.77.0.38");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   json e = kQos;
   e["deviceID"] = "mlx5_1";
   json conf = Conf("1.0.0", &pod, e);
@@ -342,7 +342,7 @@ TEST_F(PluginTest, AddWaitsForTheGidToAppear) {
   Pod pod = NewPod("10.77.0.11");
   std::thread late([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
-    AddGid("mlx5_1", pod.ip, 101);
+    AddGid("mlx5_1", pod.ip);
   });
   pod_view_.opens = 0;
   auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"gidTimeoutMs", 5000}}));
@@ -372,7 +372,7 @@ TEST_F(PluginTest, MissingGidFailsNamingItAndRollsBackMoveAndQos) {
 
 TEST_F(PluginTest, FailedMoveRollsBackQos) {
   Pod pod = NewPod("10.77.0.13");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   world_->fail_move = InternalError("move RDMA device mlx5_1: Invalid argument");
   json extra = kQos;
   extra["deviceID"] = "mlx5_1";
@@ -388,7 +388,7 @@ TEST_F(PluginTest, FailedMoveRollsBackQos) {
 
 TEST_F(PluginTest, FailingQosStepRollsBackTheKnobsAlreadyApplied) {
   Pod pod = NewPod("10.77.0.14");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   // Knobs go in id order (app, ecn, pfc, tc, tos, trust): break ToS, after the others applied.
   const std::string tos = configfs_ + "/rdma_cm/mlx5_1/ports/1/default_roce_tos";
   ASSERT_EQ(std::system(("rm '" + tos + "' && mkdir '" + tos + "'").c_str()), 0);
@@ -417,8 +417,8 @@ TEST_F(PluginTest, UnusableStateDirIsCode104AndTouchesNothing) {
 TEST_F(PluginTest, QosIsAppliedAndTheLastAttachmentRestoresNodeWideKnobs) {
   Pod a = NewPod("10.77.0.16");
   Pod b = NewPod("10.77.0.17");
-  AddGid("mlx5_1", a.ip, 100);
-  AddGid("mlx5_2", b.ip, 100);
+  AddGid("mlx5_1", a.ip);
+  AddGid("mlx5_2", b.ip);
   json ea = kQos, eb = kQos;
   ea["deviceID"] = "mlx5_1";
   eb["deviceID"] = "mlx5_2";
@@ -447,7 +447,7 @@ TEST_F(PluginTest, QosIsAppliedAndTheLastAttachmentRestoresNodeWideKnobs) {
 TEST_F(PluginTest, SettingsAdminAlreadyHadAreLeftInPlaceOnDel) {
   dcb_.Find("ens1f0np0")->pfc.enabled = 1 << 3;
   Pod a = NewPod("10.77.0.18");
-  AddGid("mlx5_1", a.ip, 100);
+  AddGid("mlx5_1", a.ip);
   json e = {{"deviceID", "mlx5_1"}, {"qos", {{"pfc", {3}}}}};
   ASSERT_EQ(Run("ADD", "ca", &a, Conf("1.0.0", &a, e)).exit_code, 0);
   ASSERT_EQ(Run("DEL", "ca", &a, Conf("1.0.0", &a, e)).exit_code, 0);
@@ -457,8 +457,8 @@ TEST_F(PluginTest, SettingsAdminAlreadyHadAreLeftInPlaceOnDel) {
 TEST_F(PluginTest, ConflictingQosIsRefusedNamingBothAttachments) {
   Pod a = NewPod("10.77.0.19");
   Pod b = NewPod("10.77.0.20");
-  AddGid("mlx5_1", a.ip, 100);
-  AddGid("mlx5_2", b.ip, 100);
+  AddGid("mlx5_1", a.ip);
+  AddGid("mlx5_2", b.ip);
   ASSERT_EQ(Run("ADD", "ca", &a, Conf("1.0.0", &a, {{"deviceID", "mlx5_1"},
                                                      {"qos", {{"dscpToPriority", {{"26", 3}}}}}})).exit_code, 0);
   auto out = Run("ADD", "cb", &b, Conf("1.0.0", &b, {{"deviceID", "mlx5_2"},
@@ -477,7 +477,7 @@ TEST_F(PluginTest, ConflictingQosIsRefusedNamingBothAttachments) {
 TEST_F(PluginTest, UnsupportedKnobWarnsOrFailsWhenStrict) {
   ASSERT_EQ(std::system(("rm -rf '" + sysfs_ + "/class/net/ens1f0np0/ecn'").c_str()), 0);
   Pod a = NewPod("10.77.0.21");
-  AddGid("mlx5_1", a.ip, 100);
+  AddGid("mlx5_1", a.ip);
   json e = {{"deviceID", "mlx5_1"}, {"qos", {{"ecn", {3}}, {"pfc", {3}}}}};
   ASSERT_EQ(Run("ADD", "ca", &a, Conf("1.0.0", &a, e)).exit_code, 0);
   EXPECT_EQ(Run("CHECK", "ca", &a, Conf("1.0.0", &a, e)).exit_code, 0) << "unsupported knobs aren't checked";
@@ -494,7 +494,7 @@ TEST_F(PluginTest, AddFailsWith103WhenDcbNetlinkCannotBeOpened) {
     return UnavailableError("open rtnetlink socket: Protocol not supported");
   };
   Pod pod = NewPod("10.77.0.40");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"qos", {{"pfc", {3}}}}}));
   EXPECT_EQ(Code(out), kErrQos) << out.stdout_data << " (not strict: still no mere warning)";
   EXPECT_NE(Msg(out).find("DCB"), std::string::npos) << Msg(out);
@@ -505,7 +505,7 @@ TEST_F(PluginTest, AddFailsWith103WhenDcbNetlinkCannotBeOpened) {
 
 TEST_F(PluginTest, DelKeepsTheOriginalOfAKnobItCouldNotRestoreAndTheNextDelRestoresIt) {
   Pod pod = NewPod("10.77.0.41");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   const std::string log = tmp_.path() + "/cni.log";
   options_.node.log_file = log;
   json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"qos", {{"pfc", {3}}}}});
@@ -532,7 +532,7 @@ TEST_F(PluginTest, DelKeepsTheOriginalOfAKnobItCouldNotRestoreAndTheNextDelResto
 
 TEST_F(PluginTest, GcRestoresAKnobAnEarlierDelCouldNotRestore) {
   Pod pod = NewPod("10.77.0.52");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   json conf = Conf("1.1.0", &pod, {{"deviceID", "mlx5_1"}, {"qos", {{"pfc", {4}}}}});
   ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
   auto working = options_.new_dcb_netlink;
@@ -554,8 +554,8 @@ TEST_F(PluginTest, GcRestoresAKnobAnEarlierDelCouldNotRestore) {
 TEST_F(PluginTest, AKnobLeftUnrestoredIsNotRestoredWhileAnotherAttachmentNeedsIt) {
   Pod a = NewPod("10.77.0.42");
   Pod b = NewPod("10.77.0.43");
-  AddGid("mlx5_1", a.ip, 100);
-  AddGid("mlx5_2", b.ip, 100);
+  AddGid("mlx5_1", a.ip);
+  AddGid("mlx5_2", b.ip);
   json ea = {{"deviceID", "mlx5_1"}, {"qos", {{"pfc", {3}}}}};
   json eb = {{"deviceID", "mlx5_2"}, {"qos", {{"pfc", {3}}}}};
   ASSERT_EQ(Run("ADD", "ca", &a, Conf("1.0.0", &a, ea)).exit_code, 0);
@@ -583,8 +583,8 @@ TEST_F(PluginTest, ASecondAttachmentOverTheSameDeviceInThePodDoesNotTakeItHome) 
     return rt->MoveLinkToNetns("t2x", pod.ns.fd(), "net2");
   }).ok());
   ASSERT_TRUE(ShIn(pod.ns, "ip addr add 10.77.1.44/24 dev net2 && ip link set net2 up").ok());
-  AddGid("mlx5_1", pod.ip, 100);
-  AddGid("mlx5_1", "10.77.1.44", 101);
+  AddGid("mlx5_1", pod.ip);
+  AddGid("mlx5_1", "10.77.1.44");
   json c1 = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
   json c2 = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}}, "net2");
   c2["prevResult"]["ips"][0]["address"] = "10.77.1.44/24";
@@ -629,7 +629,7 @@ std::thread StartWaitingAdd(std::function<PluginOutput()> add, PluginOutput* out
 TEST_F(PluginTest, AnAddWaitingForItsGidDoesNotBlockOtherAttachments) {
   Pod a = NewPod("10.77.0.45");
   Pod b = NewPod("10.77.0.46");
-  AddGid("mlx5_2", b.ip, 100);
+  AddGid("mlx5_2", b.ip);
   PluginOutput a_out;
   std::atomic<bool> a_done{false};
   json ca = Conf("1.0.0", &a, {{"deviceID", "mlx5_1"}, {"gidTimeoutMs", 20000}});
@@ -643,7 +643,7 @@ TEST_F(PluginTest, AnAddWaitingForItsGidDoesNotBlockOtherAttachments) {
   out = Run("DEL", "cb", &b, cb);
   EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
   EXPECT_FALSE(a_done) << "B's ADD and DEL waited for A's GID wait";
-  AddGid("mlx5_1", a.ip, 100);
+  AddGid("mlx5_1", a.ip);
   waiter.join();
   EXPECT_EQ(a_out.exit_code, 0) << a_out.stdout_data;
   EXPECT_TRUE(In(a.key, "mlx5_1"));
@@ -661,7 +661,7 @@ TEST_F(PluginTest, AnAddWhoseAttachmentIsDeletedWhileItWaitsForGidsFails) {
                                        state_, "ca");
   auto out = Run("DEL", "ca", &a, ca);
   EXPECT_EQ(out.exit_code, 0) << out.stdout_data;
-  AddGid("mlx5_1", a.ip, 100);
+  AddGid("mlx5_1", a.ip);
   waiter.join();
   EXPECT_EQ(Code(a_out), kErrWiring) << a_out.stdout_data;
   EXPECT_NE(Msg(a_out).find("released"), std::string::npos) << Msg(a_out);
@@ -673,7 +673,7 @@ TEST_F(PluginTest, AnAddWhoseAttachmentIsDeletedWhileItWaitsForGidsFails) {
 
 TEST_F(PluginTest, DelIsIdempotent) {
   Pod pod = NewPod("10.77.0.22");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
   EXPECT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0) << "DEL before ADD";
   ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
@@ -685,7 +685,7 @@ TEST_F(PluginTest, DelIsIdempotent) {
 
 TEST_F(PluginTest, DelAfterThePodNetnsIsGoneSucceeds) {
   Pod pod = NewPod("10.77.0.23");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
   ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
   pod.ns = Netns();  // the kernel destroys the netns (and returns the device to init_net)
@@ -696,7 +696,7 @@ TEST_F(PluginTest, DelAfterThePodNetnsIsGoneSucceeds) {
 
 TEST_F(PluginTest, DelWhenDeviceAlreadyHomeSucceeds) {
   Pod pod = NewPod("10.77.0.24");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
   ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
   ASSERT_TRUE(MoveHomeFromThePod(pod, "mlx5_1").ok());
@@ -706,7 +706,7 @@ TEST_F(PluginTest, DelWhenDeviceAlreadyHomeSucceeds) {
 
 TEST_F(PluginTest, CheckDetectsDeviceGoneHomeAndKnobDrift) {
   Pod pod = NewPod("10.77.0.25");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   json e = kQos;
   e["deviceID"] = "mlx5_1";
   json conf = Conf("1.0.0", &pod, e);
@@ -729,18 +729,18 @@ TEST_F(PluginTest, CheckDetectsDeviceGoneHomeAndKnobDrift) {
 
 TEST_F(PluginTest, CheckDetectsAMissingGid) {
   Pod pod = NewPod("10.77.0.26");
-  AddGid("mlx5_1", pod.ip, 100);
+  const int index = AddGid("mlx5_1", pod.ip);
   json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
   ASSERT_EQ(Run("ADD", "c1", &pod, conf).exit_code, 0);
-  ASSERT_TRUE(sysfs_world_->RemoveRdmaAttr("mlx5_1", "ports/1/gids/100").ok());
+  ASSERT_TRUE(sysfs_world_->RemoveRdmaAttr("mlx5_1", "ports/1/gids/" + std::to_string(index)).ok());
   EXPECT_EQ(Code(Run("CHECK", "c1", &pod, conf)), kErrGidMissing);
 }
 
 TEST_F(PluginTest, GcReleasesAttachmentsNotInValidAttachments) {
   Pod a = NewPod("10.77.0.27");
   Pod b = NewPod("10.77.0.28");
-  AddGid("mlx5_1", a.ip, 100);
-  AddGid("mlx5_2", b.ip, 100);
+  AddGid("mlx5_1", a.ip);
+  AddGid("mlx5_2", b.ip);
   ASSERT_EQ(Run("ADD", "ca", &a, Conf("1.1.0", &a, {{"deviceID", "mlx5_1"}, {"qos", {{"pfc", {2}}}}})).exit_code, 0);
   ASSERT_EQ(Run("ADD", "cb", &b, Conf("1.1.0", &b, {{"deviceID", "mlx5_2"}})).exit_code, 0);
   json gc = Conf("1.1.0", nullptr);
@@ -820,7 +820,7 @@ TEST_F(PluginTest, IwarpGetsNoLosslessSettings) {
 TEST_F(PluginTest, ExclusiveAddRefusesADeviceHeldByAnotherPod) {
   Pod a = NewPod("10.77.0.32");
   Pod b = NewPod("10.77.0.33");
-  AddGid("mlx5_1", a.ip, 100);
+  AddGid("mlx5_1", a.ip);
   ASSERT_EQ(Run("ADD", "ca", &a, Conf("1.0.0", &a, {{"deviceID", "mlx5_1"}})).exit_code, 0);
   auto out = Run("ADD", "cb", &b, Conf("1.0.0", &b, {{"deviceID", "mlx5_1"}}));
   EXPECT_EQ(Code(out), kErrWiring);
@@ -830,7 +830,7 @@ TEST_F(PluginTest, ExclusiveAddRefusesADeviceHeldByAnotherPod) {
 
 TEST_F(PluginTest, EnsureIpv6GidEnablesIpv6AndWaitsForTheLinkLocalGid) {
   Pod pod = NewPod("10.77.0.34");
-  StartGidWriter("mlx5_1", &pod);
+  auto gid_writer = StartGidWriter("mlx5_1", &pod);
   auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"ensureIPv6Gid", true}}));
   ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
   std::string v;
@@ -844,10 +844,11 @@ TEST_F(PluginTest, EnsureIpv6GidEnablesIpv6AndWaitsForTheLinkLocalGid) {
 TEST_F(PluginTest, SixteenConcurrentAddDelPairsLoseNothing) {
   world_->mode = RdmaNetnsMode::kShared;
   constexpr int kPairs = 16;
+  GrowGidTable("mlx5_0", 256);  // a GID for each pod
   std::vector<Pod> pods;
   for (int i = 0; i < kPairs; ++i) {
     pods.push_back(NewPod("10.78.0." + std::to_string(i + 2)));
-    AddGid("mlx5_0", pods.back().ip, 100 + i);
+    AddGid("mlx5_0", pods.back().ip);
   }
   std::barrier sync(kPairs);
   std::atomic<int> add_ok{0}, del_ok{0}, records_seen{0};
@@ -876,7 +877,7 @@ TEST_F(PluginTest, SixteenConcurrentAddDelPairsLoseNothing) {
 
 TEST_F(PluginTest, LogsGoToTheLogFileNotStdout) {
   Pod pod = NewPod("10.77.0.35");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   const std::string log = tmp_.path() + "/cni.log";
   options_.node.log_file = log;
   auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"logLevel", "debug"}}));
@@ -893,7 +894,7 @@ bool Exists(const std::string& path) {
 TEST_F(PluginTest, ANetconfThatSetsAHostPathIsRefusedNamingTheKey) {
   // A NAD is written by namespace users: none of these may choose where root writes.
   Pod pod = NewPod("10.77.0.60");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   const std::string victim = tmp_.path() + "/victim";
   ASSERT_TRUE(WriteFile(victim, "precious\n"));
   const std::map<std::string, std::string> keys = {{"logFile", victim},
@@ -920,7 +921,7 @@ TEST_F(PluginTest, ANetconfThatSetsAHostPathIsRefusedNamingTheKey) {
 TEST_F(PluginTest, TheNodeConfigurationCanAllowNetconfHostPaths) {
   options_.node.allow_netconf_overrides = true;
   Pod pod = NewPod("10.77.0.61");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   const std::string other = tmp_.path() + "/other-state", log = tmp_.path() + "/nad.log";
   json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"stateDir", other}, {"logFile", log}});
   auto out = Run("ADD", "c1", &pod, conf);
@@ -934,7 +935,7 @@ TEST_F(PluginTest, TheNodeConfigurationCanAllowNetconfHostPaths) {
 
 TEST_F(PluginTest, DelWithAForbiddenHostPathCleansUpFromTheNodesStateAndWritesNothingThere) {
   Pod pod = NewPod("10.77.0.62");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   const std::string node_log = tmp_.path() + "/node.log";
   options_.node.log_file = node_log;
   ASSERT_EQ(Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}})).exit_code, 0);
@@ -953,7 +954,7 @@ TEST_F(PluginTest, DelWithAForbiddenHostPathCleansUpFromTheNodesStateAndWritesNo
 
 TEST_F(PluginTest, TheNodeConfigurationFileSetsThePathsAndAnInvalidOneIsRefused) {
   Pod pod = NewPod("10.77.0.63");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   const std::string file = tmp_.path() + "/node.json", log = tmp_.path() + "/from-file.log";
   const std::string state = tmp_.path() + "/file-state";
   options_.node_config_path = file;
@@ -992,7 +993,7 @@ TEST_F(PluginTest, TheNodeConfigurationFileSetsThePathsAndAnInvalidOneIsRefused)
 
 TEST_F(PluginTest, AKnobAnAdminChangedSinceWeAppliedItIsNotClobberedOnRestore) {
   Pod pod = NewPod("10.77.0.64");
-  AddGid("mlx5_1", pod.ip, 100);
+  AddGid("mlx5_1", pod.ip);
   const std::string log = tmp_.path() + "/cni.log";
   options_.node.log_file = log;
   // (not roceTos: the kernel resets it when the device moves home, see SetUp)
@@ -1027,8 +1028,8 @@ TEST_F(PluginTest, AKnobAnAdminChangedSinceWeAppliedItIsNotClobberedOnRestore) {
 TEST_F(PluginTest, ACorruptRecordDoesNotBlockOtherAttachmentsAndIsQuarantined) {
   Pod a = NewPod("10.77.0.65");
   Pod b = NewPod("10.77.0.66");
-  AddGid("mlx5_1", a.ip, 100);
-  AddGid("mlx5_2", b.ip, 100);
+  AddGid("mlx5_1", a.ip);
+  AddGid("mlx5_2", b.ip);
   const std::string log = tmp_.path() + "/cni.log";
   options_.node.log_file = log;
   json ea = {{"deviceID", "mlx5_1"}, {"qos", {{"pfc", {3}}}}};
@@ -1063,7 +1064,7 @@ TEST_F(PluginTest, AnExplicitSysfsRootEqualToTheNodesKeepsThePodsView) {
   for (const std::string& root : {sysfs_, sysfs_ + "/"}) {
     SCOPED_TRACE(root);
     Pod pod = NewPod("10.77.0.39");
-    AddGid("mlx5_1", pod.ip, 100);
+    AddGid("mlx5_1", pod.ip);
     json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"sysfsRoot", root}});
     auto out = Run("ADD", "c1", &pod, conf);
     ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
@@ -1077,7 +1078,7 @@ TEST_F(PluginTest, AnExplicitSysfsRootEqualToTheNodesKeepsThePodsView) {
 
 TEST_F(PluginTest, AddLogsTheRoceV2GidIndexOfThePodsAddress) {
   Pod pod = NewPod("10.77.0.40");
-  AddGid("mlx5_1", pod.ip, 7);
+  const int index = AddGid("mlx5_1", pod.ip);
   const std::string log = tmp_.path() + "/stderr.log";
   int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   ASSERT_GE(fd, 0);
@@ -1087,7 +1088,8 @@ TEST_F(PluginTest, AddLogsTheRoceV2GidIndexOfThePodsAddress) {
   options_.stderr_fd = 2;
   ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
   EXPECT_NE(ReadFile(log).find("INFO rdmak8s[" + std::to_string(getpid()) + "] ADD rdma c1/net1: "
-                               "RoCE v2 GID index 7 for 10.77.0.40 on mlx5_1 port 1"),
+                               "RoCE v2 GID index " + std::to_string(index) +
+                               " for 10.77.0.40 on mlx5_1 port 1"),
             std::string::npos)
       << ReadFile(log);
 }
@@ -1103,8 +1105,8 @@ TEST_F(PluginTest, ADeviceKnobIsRestoredInThePodWhenAnotherAttachmentKeepsTheDev
     return rt->MoveLinkToNetns("t4x", pod.ns.fd(), "net2");
   }).ok());
   ASSERT_TRUE(ShIn(pod.ns, "ip addr add 10.77.1.46/24 dev net2 && ip link set net2 up").ok());
-  AddGid("mlx5_1", pod.ip, 100);
-  AddGid("mlx5_1", "10.77.1.46", 101);
+  AddGid("mlx5_1", pod.ip);
+  AddGid("mlx5_1", "10.77.1.46");
   const std::string log = tmp_.path() + "/cni.log";
   options_.node.log_file = log;
   json c1 = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}, {"qos", {{"trafficClass", 106}}}});

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "support/fake_kubelet.h"
+#include "support/temp_dir.h"
 
 namespace rdmak8s::dp {
 namespace {
@@ -28,9 +29,8 @@ using Resp = v1beta1::ListAndWatchResponse;
 class BinaryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/dpXXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    root_ = rdmak8s::testing::NewTempDir();
+    ASSERT_FALSE(root_.empty());
     fs::create_directories(root_ + "/k");
     fs::create_directories(root_ + "/cfg");
     fs::create_directories(root_ + "/real");

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "unit/device-plugin/test_devices.h"
+#include "support/temp_dir.h"
 
 namespace rdmak8s::dp {
 namespace {
@@ -48,9 +49,9 @@ TEST(CdiSpecTest, PathReplacesSlash) {
 }
 
 TEST(CdiSpecTest, AtomicWriteReplacesAndSkipsUnchanged) {
-  char dir[] = "/tmp/dpcdiXXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  std::string path = std::string(dir) + "/s.json";
+  const std::string dir = rdmak8s::testing::NewTempDir();
+  ASSERT_FALSE(dir.empty());
+  std::string path = dir + "/s.json";
   ASSERT_TRUE(WriteFileIfChanged(path, "one").ok());
   struct stat st1 {};
   ASSERT_EQ(stat(path.c_str(), &st1), 0);

@@ -1,4 +1,5 @@
 #include "device-plugin/config.h"
+#include "support/temp_dir.h"
 
 #include <unistd.h>
 
@@ -199,16 +200,16 @@ TEST(ConfigTest, LoadConfigFileNamesTheFile) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(missing.status().message(), "config /nonexistent/rdmak8s.json: open: No such file or directory");
 
-  char dir[] = "/tmp/dpcfgXXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  std::string path = std::string(dir) + "/c.json";
+  const std::string dir = rdmak8s::testing::NewTempDir();
+  ASSERT_FALSE(dir.empty());
+  std::string path = dir + "/c.json";
   std::ofstream(path) << R"({"pools": [{"name": "a", "mode": "x", "selectors": {}}]})";
   auto bad = LoadConfigFile(path);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
             "config " + path + ": $.pools[0].mode: \"x\" is not one of shared, exclusive");
   std::remove(path.c_str());
-  rmdir(dir);
+  rmdir(dir.c_str());
 }
 
 }  // namespace

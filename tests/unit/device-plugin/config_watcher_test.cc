@@ -1,6 +1,7 @@
 // The config room without the daemon: the diff deciding which pools a new config keeps, updates
 // in place or restarts; the file's load; which inotify events name it (a real inotify fd).
 #include "device-plugin/config_watcher.h"
+#include "support/temp_dir.h"
 
 #include <sys/inotify.h>
 #include <unistd.h>
@@ -90,9 +91,8 @@ TEST(DiffConfigTest, RemovedPoolsStopAndAddedPoolsStart) {
 class ConfigWatcherTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/cwXXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = rdmak8s::testing::NewTempDir();
+    ASSERT_FALSE(dir_.empty());
   }
   void TearDown() override {
     if (ifd_ >= 0) close(ifd_);

@@ -31,6 +31,7 @@
 #include "support/log_capture.h"
 #include "unit/device-plugin/fake_event_sources.h"
 #include "unit/device-plugin/node_sysfs.h"
+#include "support/temp_dir.h"
 
 // Test files take these with `using namespace daemon_test;`.
 namespace rdmak8s::dp::daemon_test {
@@ -93,9 +94,8 @@ class CountingDiscovery : public Discovery {
 class DaemonTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/dpXXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    root_ = rdmak8s::testing::NewTempDir();
+    ASSERT_FALSE(root_.empty());
     kubelet_dir_ = root_ + "/k";
     fs::create_directories(kubelet_dir_);
     fs::create_directories(root_ + "/cfg");

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "unit/device-plugin/test_devices.h"
+#include "support/temp_dir.h"
 
 namespace rdmak8s::dp {
 namespace {
@@ -74,14 +75,14 @@ TEST(HealthTest, OneUsablePortKeepsDualPortDeviceHealthy) {
 }
 
 TEST(HealthTest, ReadNetdevUpReadsOperstate) {
-  char dir[] = "/tmp/dphXXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  std::filesystem::create_directories(std::string(dir) + "/class/net/a");
-  std::filesystem::create_directories(std::string(dir) + "/class/net/b");
-  std::filesystem::create_directories(std::string(dir) + "/class/net/c");
-  std::ofstream(std::string(dir) + "/class/net/a/operstate") << "up\n";
-  std::ofstream(std::string(dir) + "/class/net/b/operstate") << "down\n";
-  std::ofstream(std::string(dir) + "/class/net/c/operstate") << "unknown\n";
+  const std::string dir = rdmak8s::testing::NewTempDir();
+  ASSERT_FALSE(dir.empty());
+  std::filesystem::create_directories(dir + "/class/net/a");
+  std::filesystem::create_directories(dir + "/class/net/b");
+  std::filesystem::create_directories(dir + "/class/net/c");
+  std::ofstream(dir + "/class/net/a/operstate") << "up\n";
+  std::ofstream(dir + "/class/net/b/operstate") << "down\n";
+  std::ofstream(dir + "/class/net/c/operstate") << "unknown\n";
   EXPECT_EQ(ReadNetdevUp(dir, "a"), true);
   EXPECT_EQ(ReadNetdevUp(dir, "b"), false);
   EXPECT_EQ(ReadNetdevUp(dir, "c"), true);

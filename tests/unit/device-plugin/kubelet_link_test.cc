@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "support/fake_kubelet.h"
+#include "support/temp_dir.h"
 
 namespace rdmak8s::dp {
 namespace {
@@ -51,9 +52,8 @@ TEST(KubeletLinkRulesTest, ParseRegistrationModeNamesTheFlagWhenItIsNoMode) {
 class KubeletLinkTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/klXXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    root_ = rdmak8s::testing::NewTempDir();
+    ASSERT_FALSE(root_.empty());
     kubelet_dir_ = root_ + "/k";
     fs::create_directories(kubelet_dir_);
   }

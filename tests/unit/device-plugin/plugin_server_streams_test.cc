@@ -10,6 +10,7 @@
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "device-plugin/plugin_server.h"
 #include "unit/device-plugin/test_devices.h"
+#include "support/temp_dir.h"
 
 namespace rdmak8s::dp {
 namespace {
@@ -18,9 +19,8 @@ using namespace testdev;
 using namespace std::chrono_literals;
 
 TEST(PluginServerStreamsTest, ANewListAndWatchStreamEndsTheEarlierOneAtOnce) {
-  char tmpl[] = "/tmp/dpXXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  const std::string dir = rdmak8s::testing::NewTempDir();
+  ASSERT_FALSE(dir.empty());
   auto state = std::make_shared<PoolState>();
   state->resource = "rdma/p";
   state->pool.name = "p";

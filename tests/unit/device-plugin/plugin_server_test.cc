@@ -18,6 +18,7 @@
 #include "support/fake_kubelet.h"
 #include "support/log_capture.h"
 #include "unit/device-plugin/test_devices.h"
+#include "support/temp_dir.h"
 
 namespace rdmak8s::dp {
 namespace {
@@ -29,9 +30,8 @@ using fake::FakeKubelet;
 class PluginServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/dpXXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = rdmak8s::testing::NewTempDir();
+    ASSERT_FALSE(dir_.empty());
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 

@@ -12,6 +12,7 @@
 
 #include "device-plugin/cdi_spec.h"
 #include "unit/device-plugin/test_devices.h"
+#include "support/temp_dir.h"
 
 namespace rdmak8s::dp {
 namespace {
@@ -85,9 +86,8 @@ TEST(BuildPoolStateTest, ABlockerMakesOnlyAnExclusivePoolsHealthyDevicesUnhealth
 class PoolPublisherTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/ppXXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    root_ = rdmak8s::testing::NewTempDir();
+    ASSERT_FALSE(root_.empty());
     metrics_ = std::make_unique<Metrics>(root_ + "/sys");
   }
   void TearDown() override { fs::remove_all(root_); }

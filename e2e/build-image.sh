@@ -15,8 +15,12 @@
 # its inputs), so a second run takes about a second.
 #
 # Usage: e2e/build-image.sh [--build-dir DIR]... [--out DIR]
+#        e2e/build-image.sh --base-only
 #   Project binaries are taken from the first --build-dir holding each (default build/default).
-#   Prints "E2E-IMAGE kernel=<path> initrd=<path> kver=<kver>" on success.
+#   Prints "E2E-IMAGE kernel=<path> initrd=<path> kver=<kver>" on success. --base-only stops once
+#   the kernel, siw.ko and the base layer are cached (they need no project binary): make test
+#   builds them in the background while it compiles, as they are mostly downloads.
+#   Not concurrency-safe by itself: e2e/run.py, and make test, hold $CACHE/.run.lock around it.
 # Environment: E2E_CACHE (cache dir), E2E_DEBIAN_MIRROR (override the mirror read from the
 # machine's apt configuration), E2E_KERNEL (pin a kernel release, e.g. 7.3.4+deb13-amd64),
 # E2E_APT_REFRESH=1 (refresh the package lists now rather than when older than 12 hours).
@@ -27,11 +31,13 @@ SRC_ROOT=$(cd "$HERE/.." && pwd)
 CACHE=${E2E_CACHE:-$HERE/.cache}
 BUILD_DIRS=()
 OUT=""
+BASE_ONLY=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build-dir) BUILD_DIRS+=("$2"); shift 2 ;;
+    --base-only) BASE_ONLY=1; shift ;;
     --out) OUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "build-image: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -245,6 +251,10 @@ if [[ ! -f $BASE ]]; then
   rm -rf "$STAGE"
   # Older base layers are dead weight.
   find "$CACHE" -maxdepth 1 -name 'base-*.cpio' ! -name "$(basename "$BASE")" -delete
+fi
+if [[ $BASE_ONLY == 1 ]]; then
+  log "kernel $KVER, siw.ko and the base layer are ready"
+  exit 0
 fi
 
 # ---------------------------------------------------------------------------------------------

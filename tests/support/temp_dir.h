@@ -3,9 +3,9 @@
 // NewTempDir: the same directory for a fixture that removes it itself.
 //
 // Every test's scratch files go here, so make test can put them all on a tmpfs (scripts/test.sh
-// sets TMPDIR): sysfs, which the fixtures stand in for, is in memory too, and on this project's
-// CI disk (ext4 mounted with discard) creating and removing the fixture trees cost ten times
-// the tests' own time.
+// sets TMPDIR): sysfs, which the fixtures stand in for, is in memory too, and on a disk (ext4
+// mounted with discard) creating and removing the fixture trees cost ten times the tests' own
+// time.
 #pragma once
 
 #include <cstdlib>

@@ -10,7 +10,8 @@
 #                UndefinedBehaviorSanitizer, leaks included;
 #   3. tsan      the tests labelled "threads" (the device plugin's daemon: registration, gRPC,
 #                event loop, metrics server) built with ThreadSanitizer;
-#   4. tidy      clang-tidy over the project's own sources (.clang-tidy), warnings as errors;
+#   4. tidy      clang-tidy over the project's own sources (.clang-tidy), warnings as errors: in
+#                the background at nice 19 from the end of the asan build on (start_tidy says why);
 #   5. e2e       real RDMA traffic between pods in the qemu VM, with the binaries of stage 1.
 #
 # The default preset (RelWithDebInfo, no precompiled headers) stays the developer's build: make
@@ -52,11 +53,19 @@ else
   echo "make test: no tmpfs for the tests' scratch files (not root?): using $scratch on disk" >&2
   scratch_mounted=0
 fi
+# stop_group <pid>: a background job started with setsid, and everything it started (just the
+# job itself if it has not reached its setsid yet).
+stop_group() { [ -z "$1" ] || kill -- "-$1" 2>/dev/null || kill "$1" 2>/dev/null || true; }
+main_pid=$BASHPID
 cleanup() {
+  # Only the script itself: a job it starts in the background and stops at once may still be the
+  # shell's fork, which would run this trap too (and unmount the scratch dir under the script).
+  [ "$BASHPID" = "$main_pid" ] || return 0
   # A background e2e base build left running by a failed stage stops with its process group
   # (build-image.sh resumes a half-made cache entry next time).
-  [ -z "${base_pid:-}" ] || kill -- "-$base_pid" 2>/dev/null
-  rm -f "${base_log:-}"
+  stop_group "${base_pid:-}"
+  stop_group "${tidy_pid:-}"
+  rm -f "${base_log:-}" "${tidy_log:-}"
   if [ "$scratch_mounted" = 1 ]; then umount -l "$scratch" && rmdir "$scratch"; else rm -rf "$scratch"; fi
 }
 trap cleanup EXIT
@@ -85,20 +94,14 @@ shipped() {
 }
 asan() {
   configure asan &&
-    cmake --build --preset asan -j "$jobs" &&
-    tests --preset asan -j "$jobs"
+    cmake --build --preset asan -j "$jobs" || return
+  [ "$want_tidy" = 0 ] || start_tidy  # what tidy needs is there now
+  tests --preset asan -j "$jobs"
 }
 tsan() {
   configure tsan &&
     cmake --build --preset tsan -j "$jobs" &&
     tests --preset tsan -j "$jobs"
-}
-tidy() {
-  # The asan build's compilation database: clang's own flags (without its precompiled headers:
-  # scripts/lib/tidy_units.py says why), and the generated protobuf headers the sources include.
-  configure asan &&
-    cmake --build --preset asan --target rdmak8s_dp_proto_gen rdmak8s_dra_proto_gen >/dev/null &&
-    bash scripts/tidy.sh build/asan ci
 }
 e2e() {
   if [ -n "${base_pid:-}" ]; then  # the VM's base, started at the beginning: wait for it
@@ -118,37 +121,51 @@ start_e2e_base() {
   base_pid=$!
 }
 
-# tidy and e2e run side by side when both are asked for: the VM keeps 1.1 of 2 cores busy on
-# average (its boots and RDMA traffic are bursts between waits) and clang-tidy is pure CPU. Tidy
-# runs at nice 19, so it takes only what the VM leaves: at equal priority it slowed the TCG VM's
-# scenarios 2.5x (rxe-shared 28 s -> 74 s). Tidy's output is held back and shown after the VM's,
-# so the two do not interleave.
-overlap() {  # overlap: tidy in the background, e2e in the foreground, both recorded
-  local log t0=$SECONDS rc=0 e2e_rc=0
-  log=$(mktemp)
-  echo "== make test: stages tidy and e2e, side by side (tidy's output follows the e2e's)"
-  ( renice -n 19 -p $BASHPID >/dev/null; tidy >"$log" 2>&1; echo $? >"$log.rc" ) &
-  local tidy_pid=$!
-  overlapped="  (wall time: tidy and e2e overlapped)"
-  run_stage e2e e2e || e2e_rc=$?
-  wait "$tidy_pid"
-  rc=$(cat "$log.rc")
-  echo "== make test: stage tidy"; cat "$log"; rm -f "$log" "$log.rc"
-  record tidy $((SECONDS - t0)) "$rc"
-  [ "$e2e_rc" -eq 0 ] && [ "$rc" -eq 0 ]
+# tidy runs in the background at nice 19, from the moment the asan build is done (or from its own
+# place in the list when asan is not asked for) to the end: clang-tidy is pure CPU, and what it
+# needs is the asan build's compilation database and generated headers, nothing the later stages
+# write. At nice 19 it takes only what the foreground leaves: the cores the test runs leave idle
+# while their processes wait on sockets and netlink, and the 0.9 of 2 cores the e2e VM leaves (its
+# boots and RDMA traffic are bursts between waits; at equal priority tidy slowed the TCG VM's
+# scenarios 2.5x, rxe-shared 28 s -> 74 s). Its output is held back and shown at the end, so
+# nothing interleaves; a stage that fails stops it.
+start_tidy() {
+  [ -z "${tidy_pid:-}" ] || return 0
+  tidy_log=$(mktemp) tidy_t0=$SECONDS
+  echo "== make test: stage tidy starts in the background (its output follows the last stage's)"
+  # A process group of its own (setsid), so that stopping it stops its clang-tidy processes too.
+  setsid bash -c 'renice -n 19 -p $$ >/dev/null; . scripts/lib/test-tidy.sh' _ "${launcher[@]}" >"$tidy_log" 2>&1 &
+  tidy_pid=$!
+  overlapped="  (wall time: tidy ran beside the stages after it started)"
+}
+finish_tidy() {  # finish_tidy [stop]: wait for the background tidy (or stop it), show and record it
+  [ -n "${tidy_pid:-}" ] || return 0
+  if [ "${1:-}" = stop ]; then
+    stop_group "$tidy_pid"
+    wait "$tidy_pid" 2>/dev/null; tidy_pid=""
+    rm -f "$tidy_log"
+    return 0
+  fi
+  local rc=0
+  wait "$tidy_pid" || rc=$?
+  tidy_pid=""
+  echo "== make test: stage tidy"; cat "$tidy_log"; rm -f "$tidy_log"
+  record tidy $((SECONDS - tidy_t0)) "$rc"
+  return "$rc"
 }
 
-t_start=$SECONDS overlapped="" base_pid=""
+t_start=$SECONDS overlapped="" base_pid="" tidy_pid=""
 case " $stages " in *" e2e "*) start_e2e_base ;; esac
-set -- $stages
-while [ $# -gt 0 ]; do
-  s=$1; shift
+case " $stages " in *" tidy "*) want_tidy=1 ;; *) want_tidy=0 ;; esac
+stopped=0
+for s in $stages; do
   case $s in
-    tidy) if [ "${1:-}" = e2e ]; then shift; overlap || break; else run_stage tidy tidy || break; fi ;;
-    shipped|asan|tsan|e2e) run_stage "$s" "$s" || break ;;  # stop at the first failure
+    tidy) start_tidy ;;
+    shipped|asan|tsan|e2e) run_stage "$s" "$s" || { stopped=1; break; } ;;  # stop at the first failure
     *) echo "make test: unknown stage '$s' (known: shipped asan tsan tidy e2e)" >&2; exit 2 ;;
   esac
 done
+if [ "$stopped" = 1 ]; then finish_tidy stop; else finish_tidy; fi
 
 printf '\n%-10s %8s  %s\n' stage seconds result
 for i in "${!names[@]}"; do

@@ -11,7 +11,7 @@
 #   3. tsan      the tests labelled "threads" (the device plugin's daemon: registration, gRPC,
 #                event loop, metrics server) built with ThreadSanitizer;
 #   4. tidy      clang-tidy over the project's own sources (.clang-tidy), warnings as errors: in
-#                the background at nice 19 from the end of the asan build on (start_tidy says why);
+#                the background at nice 19, beside the e2e (start_tidy says why);
 #   5. e2e       real RDMA traffic between pods in the qemu VM, with the binaries of stage 1.
 #
 # The default preset (RelWithDebInfo, no precompiled headers) stays the developer's build: make
@@ -94,9 +94,8 @@ shipped() {
 }
 asan() {
   configure asan &&
-    cmake --build --preset asan -j "$jobs" || return
-  [ "$want_tidy" = 0 ] || start_tidy  # what tidy needs is there now
-  tests --preset asan -j "$jobs"
+    cmake --build --preset asan -j "$jobs" &&
+    tests --preset asan -j "$jobs"
 }
 tsan() {
   configure tsan &&
@@ -121,13 +120,12 @@ start_e2e_base() {
   base_pid=$!
 }
 
-# tidy runs in the background at nice 19, from the moment the asan build is done (or from its own
-# place in the list when asan is not asked for) to the end: clang-tidy is pure CPU, and what it
-# needs is the asan build's compilation database and generated headers, nothing the later stages
-# write. At nice 19 it takes only what the foreground leaves: the cores the test runs leave idle
-# while their processes wait on sockets and netlink, and the 0.9 of 2 cores the e2e VM leaves (its
-# boots and RDMA traffic are bursts between waits; at equal priority tidy slowed the TCG VM's
-# scenarios 2.5x, rxe-shared 28 s -> 74 s). Its output is held back and shown at the end, so
+# tidy runs in the background at nice 19, from its place in the list to the end: clang-tidy is
+# pure CPU, and at nice 19 it takes mostly the 0.9 of 2 cores the e2e VM leaves (its boots and
+# RDMA traffic are bursts between waits; at equal priority tidy slowed the TCG VM's scenarios
+# 2.5x, rxe-shared 28 s -> 74 s). Started earlier, at the end of the asan build, it slowed the
+# test runs beside it (asan's ctest 62 s -> 108 s, tsan's stage 66 s -> 152 s) by more than it
+# gained: their processes wake often, and each wake-up waited behind it. Its output is held back and shown at the end, so
 # nothing interleaves; a stage that fails stops it.
 start_tidy() {
   [ -z "${tidy_pid:-}" ] || return 0
@@ -156,7 +154,6 @@ finish_tidy() {  # finish_tidy [stop]: wait for the background tidy (or stop it)
 
 t_start=$SECONDS overlapped="" base_pid="" tidy_pid=""
 case " $stages " in *" e2e "*) start_e2e_base ;; esac
-case " $stages " in *" tidy "*) want_tidy=1 ;; *) want_tidy=0 ;; esac
 stopped=0
 for s in $stages; do
   case $s in

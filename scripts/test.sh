@@ -61,7 +61,7 @@ cleanup() {
   # Only the script itself: a job it starts in the background and stops at once may still be the
   # shell's fork, which would run this trap too (and unmount the scratch dir under the script).
   [ "$BASHPID" = "$main_pid" ] || return 0
-  # A background e2e base build left running by a failed stage stops with its process group
+  # Background jobs left running (a failed stage, an unknown one) stop with their process groups
   # (build-image.sh resumes a half-made cache entry next time).
   stop_group "${base_pid:-}"
   stop_group "${tidy_pid:-}"
@@ -123,10 +123,10 @@ start_e2e_base() {
 # tidy runs in the background at nice 19, from its place in the list to the end: clang-tidy is
 # pure CPU, and at nice 19 it takes mostly the 0.9 of 2 cores the e2e VM leaves (its boots and
 # RDMA traffic are bursts between waits; at equal priority tidy slowed the TCG VM's scenarios
-# 2.5x, rxe-shared 28 s -> 74 s). Started earlier, at the end of the asan build, it slowed the
-# test runs beside it (asan's ctest 62 s -> 108 s, tsan's stage 66 s -> 152 s) by more than it
-# gained: their processes wake often, and each wake-up waited behind it. Its output is held back and shown at the end, so
-# nothing interleaves; a stage that fails stops it.
+# 2.5x, rxe-shared 28 s -> 74 s). Started earlier, at the end of the asan build, the whole run
+# took longer (1,198 s against 976 s; asan's ctest 108 s against 62 s), though the machine may
+# have been slower that hour too (the shipped stage: 290 s against 267 s). Its output is held
+# back and shown at the end, so nothing interleaves; a stage that fails stops it.
 start_tidy() {
   [ -z "${tidy_pid:-}" ] || return 0
   tidy_log=$(mktemp) tidy_t0=$SECONDS
@@ -154,15 +154,14 @@ finish_tidy() {  # finish_tidy [stop]: wait for the background tidy (or stop it)
 
 t_start=$SECONDS overlapped="" base_pid="" tidy_pid=""
 case " $stages " in *" e2e "*) start_e2e_base ;; esac
-stopped=0
 for s in $stages; do
   case $s in
     tidy) start_tidy ;;
-    shipped|asan|tsan|e2e) run_stage "$s" "$s" || { stopped=1; break; } ;;  # stop at the first failure
+    shipped|asan|tsan|e2e) run_stage "$s" "$s" || break ;;  # stop at the first failure
     *) echo "make test: unknown stage '$s' (known: shipped asan tsan tidy e2e)" >&2; exit 2 ;;
   esac
 done
-if [ "$stopped" = 1 ]; then finish_tidy stop; else finish_tidy; fi
+if [ "$failed" = 1 ]; then finish_tidy stop; else finish_tidy; fi  # a failed stage stopped the loop
 
 printf '\n%-10s %8s  %s\n' stage seconds result
 for i in "${!names[@]}"; do

@@ -17,9 +17,9 @@ and left out of the gRPC and API glue of device-plugin/ and dra/, where they cos
 and the AST checks, the sanitizers and the tests cover the same code.
 
 A key hashes clang-tidy's version, .clang-tidy, the checks, the file's compile flags and its
-preprocessed text (every header it includes, macros expanded), with the checkout's and the build dir's paths replaced by placeholders, so
-fresh clones share entries and any change that can change a verdict changes the key. A key of
-"-" means the file did not preprocess: clang-tidy will say why.
+preprocessed text (every header it includes, macros expanded), with the checkout's and the build
+dir's paths replaced by placeholders, so fresh clones share entries and any change that can change
+a verdict changes the key. A key of "-" means the file did not preprocess: clang-tidy will say why.
 """
 import concurrent.futures
 import hashlib

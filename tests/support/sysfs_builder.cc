@@ -24,8 +24,6 @@ std::string Hex6(uint32_t v) {
   return buf;
 }
 
-constexpr const char* kZeroGid = "0000:0000:0000:0000:0000:0000:0000:0000";
-
 }  // namespace
 
 SysfsBuilder::SysfsBuilder(std::string root) : root_(std::move(root)) {

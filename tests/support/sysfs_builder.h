@@ -25,6 +25,9 @@
 
 namespace rdmak8s::testing {
 
+// What the kernel shows for a free GID table slot.
+inline constexpr const char* kZeroGid = "0000:0000:0000:0000:0000:0000:0000:0000";
+
 struct PciFunctionSpec {
   std::string address;                    // "0000:3b:00.0"
   // The PCIe root port above it (under devices/pci<domain>:<bus>); empty: the function sits

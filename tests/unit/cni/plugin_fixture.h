@@ -185,7 +185,7 @@ class PluginTest : public ::testing::Test {
   void GrowGidTable(const std::string& dev, int len) {
     for (int i = 0; i < len; ++i) {
       const std::string rel = "ports/1/gids/" + std::to_string(i);
-      if (DevAttr(dev, rel).empty()) SetDevAttr(dev, rel, "0000:0000:0000:0000:0000:0000:0000:0000");
+      if (DevAttr(dev, rel).empty()) SetDevAttr(dev, rel, rdmak8s::testing::kZeroGid);
     }
   }
   // What the kernel does for a RoCE device: a RoCE v2 GID per IP of the netdev, in the table's
@@ -200,7 +200,7 @@ class PluginTest : public ::testing::Test {
         ADD_FAILURE() << "no free GID slot on " << dev;
         return -1;
       }
-      if (gid.rfind("0000:0000:0000:0000:0000:0000:0000:0000", 0) == 0) break;
+      if (gid.rfind(rdmak8s::testing::kZeroGid, 0) == 0) break;
       ++index;
     }
     SetDevAttr(dev, "ports/1/gid_attrs/types/" + std::to_string(index), "RoCE v2");

@@ -49,7 +49,8 @@ TEST(CdiSpecTest, PathReplacesSlash) {
 }
 
 TEST(CdiSpecTest, AtomicWriteReplacesAndSkipsUnchanged) {
-  const std::string dir = rdmak8s::testing::NewTempDir();
+  const rdmak8s::testing::TempDir tmp;  // removed with what the test wrote, even on a failure
+  const std::string& dir = tmp.path();
   ASSERT_FALSE(dir.empty());
   std::string path = dir + "/s.json";
   ASSERT_TRUE(WriteFileIfChanged(path, "one").ok());
@@ -74,7 +75,6 @@ TEST(CdiSpecTest, AtomicWriteReplacesAndSkipsUnchanged) {
   EXPECT_EQ(bad.code(), StatusCode::kNotFound);
   EXPECT_EQ(bad.message().rfind("create /nonexistent-dir/x.json.tmp.", 0), 0u) << bad.message();
   EXPECT_NE(bad.message().find(": No such file or directory"), std::string::npos) << bad.message();
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -1,9 +1,6 @@
 #include "device-plugin/config.h"
 #include "support/temp_dir.h"
 
-#include <unistd.h>
-
-#include <cstdio>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -200,7 +197,8 @@ TEST(ConfigTest, LoadConfigFileNamesTheFile) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(missing.status().message(), "config /nonexistent/rdmak8s.json: open: No such file or directory");
 
-  const std::string dir = rdmak8s::testing::NewTempDir();
+  const rdmak8s::testing::TempDir tmp;  // removed with what the test wrote, even on a failure
+  const std::string& dir = tmp.path();
   ASSERT_FALSE(dir.empty());
   std::string path = dir + "/c.json";
   std::ofstream(path) << R"({"pools": [{"name": "a", "mode": "x", "selectors": {}}]})";
@@ -208,8 +206,6 @@ TEST(ConfigTest, LoadConfigFileNamesTheFile) {
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
             "config " + path + ": $.pools[0].mode: \"x\" is not one of shared, exclusive");
-  std::remove(path.c_str());
-  rmdir(dir.c_str());
 }
 
 }  // namespace

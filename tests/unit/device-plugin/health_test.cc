@@ -75,7 +75,8 @@ TEST(HealthTest, OneUsablePortKeepsDualPortDeviceHealthy) {
 }
 
 TEST(HealthTest, ReadNetdevUpReadsOperstate) {
-  const std::string dir = rdmak8s::testing::NewTempDir();
+  const rdmak8s::testing::TempDir tmp;  // removed with what the test wrote, even on a failure
+  const std::string& dir = tmp.path();
   ASSERT_FALSE(dir.empty());
   std::filesystem::create_directories(dir + "/class/net/a");
   std::filesystem::create_directories(dir + "/class/net/b");
@@ -87,7 +88,6 @@ TEST(HealthTest, ReadNetdevUpReadsOperstate) {
   EXPECT_EQ(ReadNetdevUp(dir, "b"), false);
   EXPECT_EQ(ReadNetdevUp(dir, "c"), true);
   EXPECT_EQ(ReadNetdevUp(dir, "missing"), std::nullopt);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

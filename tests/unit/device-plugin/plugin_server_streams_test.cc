@@ -1,7 +1,6 @@
 // PoolServer's ListAndWatch streams over real unix-socket gRPC: kubelet keeps one per plugin, so
 // a new stream ends the ones before it at once (found by tests/reliability/dp_soak_test.cc: in
 // plugin-watcher mode each restarted kubelet's old stream lingered, with its connection).
-#include <filesystem>
 #include <memory>
 
 #include <grpcpp/grpcpp.h>
@@ -19,7 +18,8 @@ using namespace testdev;
 using namespace std::chrono_literals;
 
 TEST(PluginServerStreamsTest, ANewListAndWatchStreamEndsTheEarlierOneAtOnce) {
-  const std::string dir = rdmak8s::testing::NewTempDir();
+  const rdmak8s::testing::TempDir tmp;  // removed with what the test wrote, even on a failure
+  const std::string& dir = tmp.path();
   ASSERT_FALSE(dir.empty());
   auto state = std::make_shared<PoolState>();
   state->resource = "rdma/p";
@@ -51,7 +51,6 @@ TEST(PluginServerStreamsTest, ANewListAndWatchStreamEndsTheEarlierOneAtOnce) {
     second_ctx.TryCancel();
     server.Stop();
   }
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -44,8 +44,10 @@ Logger::~Logger() {
 void Logger::Configure(LogLevel level, const std::string& log_file, int stderr_fd) {
   level_ = level;
   stderr_fd_ = stderr_fd;
+  if (file_fd_ >= 0 && log_file == file_path_) return;
   if (file_fd_ >= 0) close(file_fd_);
   file_fd_ = -1;
+  file_path_ = log_file;
   if (!log_file.empty()) {
     file_fd_ = open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     if (file_fd_ < 0 && stderr_fd_ >= 0) {

@@ -1,5 +1,6 @@
 // A tiny logger for the CNI binary: stdout belongs to the CNI result, so lines go to stderr and,
-// when the netconf sets logFile, appended to that file, filtered by logLevel. No dependencies.
+// when the node's configuration names a log file, appended to it, filtered by the level. No
+// dependencies.
 //
 // Thread safety: Log() may be called from several threads (one write(2) per line per sink).
 #pragma once
@@ -18,7 +19,8 @@ class Logger {
   Logger(const Logger&) = delete;
   Logger& operator=(const Logger&) = delete;
 
-  // stderr_fd < 0 disables stderr (tests).
+  // stderr_fd < 0 disables stderr (tests). The plugin configures twice (the node's level, then
+  // the netconf's): a log file already open under the same path stays open, not reopened.
   void Configure(LogLevel level, const std::string& log_file, int stderr_fd = 2);
   void SetContext(std::string context) { context_ = std::move(context); }
   void Log(LogLevel level, std::string_view msg);
@@ -31,6 +33,7 @@ class Logger {
   LogLevel level_ = LogLevel::kInfo;
   int stderr_fd_ = 2;
   int file_fd_ = -1;
+  std::string file_path_;  // what file_fd_ was opened as
   std::string context_;
 };
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "cni_test_util.h"
 
@@ -71,6 +72,29 @@ TEST(LoggerTest, ControlCharactersFromInputCannotForgeALine) {
   EXPECT_NE(logged.find("device mlx5_0\\n2026-01-01T00:00:00.000000Z ERROR rdmak8s[1]: forged\\x1b[2J\\t\\x7f end"),
             std::string::npos) << logged;
   EXPECT_NE(logged.find("ADD net c1\\rX/net1: "), std::string::npos) << logged;
+}
+
+TEST(LoggerTest, ConfiguringTheSameFileAgainKeepsItOpen) {
+  testing::TempDir t;
+  const std::string file = t.path() + "/cni.log";
+  const std::string moved = t.path() + "/cni.log.1";
+  Logger log;
+  log.Configure(LogLevel::kInfo, file, -1);
+  log.Info("first");
+  // Renamed away: a reopen would create `file` again; the kept descriptor writes to `moved`.
+  ASSERT_EQ(rename(file.c_str(), moved.c_str()), 0);
+  log.Configure(LogLevel::kDebug, file, -1);
+  log.Debug("second, at the new level");
+  EXPECT_NE(testing::ReadFile(moved).find("second, at the new level"), std::string::npos);
+  EXPECT_NE(access(file.c_str(), F_OK), 0) << "reopened";
+  // Another path is opened, and the level applies to it.
+  const std::string other = t.path() + "/other.log";
+  log.Configure(LogLevel::kWarning, other, -1);
+  log.Info("not shown");
+  log.Warning("third");
+  const std::string o = testing::ReadFile(other);
+  EXPECT_NE(o.find("third"), std::string::npos) << o;
+  EXPECT_EQ(o.find("not shown"), std::string::npos) << o;
 }
 
 }  // namespace

@@ -57,6 +57,10 @@ StatusOr<AttachmentRecord> AttachmentRecord::FromJson(const json& j) {
 }
 
 StateStore::Lock::~Lock() {
+  if (store_ != nullptr) {  // others may write once the flock is gone: forget what was listed
+    store_->locked_ = false;
+    store_->listed_.reset();
+  }
   if (fd_ >= 0) close(fd_);  // closing the description releases the flock
 }
 
@@ -96,7 +100,9 @@ StatusOr<StateStore::Lock> StateStore::Acquire() {
     close(fd);
     return ErrnoError(e, "flock " + path);
   }
-  return Lock(fd);
+  locked_ = true;
+  listed_.reset();
+  return Lock(fd, this);
 }
 
 StatusOr<std::string> StateStore::RecordPath(const std::string& network,
@@ -112,6 +118,7 @@ StatusOr<std::string> StateStore::RecordPath(const std::string& network,
 
 Status StateStore::Save(const AttachmentRecord& rec) {
   RDMAK8S_ASSIGN_OR_RETURN(std::string path, RecordPath(rec.network, rec.container_id, rec.ifname));
+  listed_.reset();
   for (const std::string& d : {dir_, dir_ + "/attachments", dir_ + "/attachments/" + rec.network}) {
     RDMAK8S_RETURN_IF_ERROR_CTX(EnsurePrivateDir(d), "save attachment " + rec.Key());
   }
@@ -121,6 +128,7 @@ Status StateStore::Save(const AttachmentRecord& rec) {
 
 void StateStore::Quarantine(const std::string& path, const std::string& network,
                             const std::string& file, const std::string& why) {
+  listed_.reset();
   const std::string qdir = dir_ + "/quarantine";
   std::string dest = qdir + "/" + (network.empty() ? "" : network + "+") + file + "." +
                      std::to_string(time(nullptr)) + "." + std::to_string(getpid());
@@ -172,11 +180,20 @@ StatusOr<AttachmentRecord> StateStore::Load(const std::string& network,
 Status StateStore::Remove(const std::string& network, const std::string& container_id,
                           const std::string& ifname) {
   RDMAK8S_ASSIGN_OR_RETURN(std::string path, RecordPath(network, container_id, ifname));
+  listed_.reset();
   if (unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoError(errno, "remove " + path);
   return Status::Ok();
 }
 
 StatusOr<std::vector<AttachmentRecord>> StateStore::List(const std::string& network) {
+  if (listed_) {
+    if (network.empty()) return *listed_;
+    std::vector<AttachmentRecord> of_network;
+    for (const auto& r : *listed_) {
+      if (r.network == network) of_network.push_back(r);
+    }
+    return of_network;
+  }
   std::vector<AttachmentRecord> out;
   std::vector<std::string> networks;
   const std::string base = dir_ + "/attachments";
@@ -227,6 +244,7 @@ StatusOr<std::vector<AttachmentRecord>> StateStore::List(const std::string& netw
       }
     }
   }
+  if (locked_ && network.empty()) listed_ = out;
   return out;
 }
 

@@ -73,15 +73,23 @@ class StateStore {
       : dir_(std::move(dir)), report_(std::move(report)) {}
   const std::string& dir() const { return dir_; }
 
-  // An exclusive flock on <dir>/lock, released when the Lock is destroyed.
+  // An exclusive flock on <dir>/lock, released when the Lock is destroyed. While it is held the
+  // records change only through this store, so List() of every network is read from disk once
+  // and kept until a Save, Remove or quarantine (a DEL asks it three times: heir, knobs, GC).
   class Lock {
    public:
-    explicit Lock(int fd = -1) : fd_(fd) {}
-    Lock(Lock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+    Lock(Lock&& o) noexcept : fd_(o.fd_), store_(o.store_) {
+      o.fd_ = -1;
+      o.store_ = nullptr;
+    }
     Lock& operator=(Lock&&) = delete;
     ~Lock();
+
    private:
+    friend class StateStore;
+    Lock(int fd, StateStore* store) : fd_(fd), store_(store) {}
     int fd_;
+    StateStore* store_;
   };
   // Creates the dir (0700) when missing; refuses one that is a symlink or not ours.
   StatusOr<Lock> Acquire();
@@ -111,6 +119,8 @@ class StateStore {
                   const std::string& why);
   std::string dir_;
   std::function<void(const std::string&)> report_;
+  bool locked_ = false;  // a Lock of this store is alive
+  std::optional<std::vector<AttachmentRecord>> listed_;  // List(""), while locked_ and unchanged
 };
 
 

@@ -49,6 +49,51 @@ TEST(StateStoreTest, SaveLoadListRemove) {
   EXPECT_EQ(s.List()->size(), 1u);
 }
 
+// Under the lock a listing is kept (a DEL lists three times), but what this store changes is in
+// the next listing, and what another process writes once the lock is released is seen again.
+TEST(StateStoreTest, AListingKeptUnderTheLockFollowsEveryChange) {
+  TempDir t;
+  StateStore s(t.path() + "/state");
+  auto ids = [&](const std::string& network = "") {
+    std::vector<std::string> out;
+    auto l = s.List(network);
+    EXPECT_TRUE(l.ok()) << l.status().ToString();
+    if (l.ok()) {
+      for (const auto& r : *l) out.push_back(r.network + "/" + r.container_id);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  {
+    auto lock = s.Acquire();
+    ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+    ASSERT_TRUE(s.Save(Rec("c1")).ok());
+    EXPECT_EQ(ids(), std::vector<std::string>({"rdma/c1"}));
+    ASSERT_TRUE(s.Save(Rec("c2")).ok());
+    AttachmentRecord other = Rec("c3");
+    other.network = "other";
+    ASSERT_TRUE(s.Save(other).ok());
+    EXPECT_EQ(ids(), std::vector<std::string>({"other/c3", "rdma/c1", "rdma/c2"}));
+    EXPECT_EQ(ids("rdma"), std::vector<std::string>({"rdma/c1", "rdma/c2"}));
+    ASSERT_TRUE(s.Remove("rdma", "c1", "net1").ok());
+    EXPECT_EQ(ids(), std::vector<std::string>({"other/c3", "rdma/c2"}));
+    // A corrupt record written meanwhile: the next listing quarantines it instead of listing it.
+    testing::WriteFile(t.path() + "/state/attachments/rdma/c9:net1.json", "{not json");
+  }
+  // Another process (another store on the same dir) changes the records between two locks.
+  {
+    StateStore theirs(t.path() + "/state");
+    auto lock = theirs.Acquire();
+    ASSERT_TRUE(lock.ok());
+    ASSERT_TRUE(theirs.Save(Rec("c4")).ok());
+    ASSERT_TRUE(theirs.Remove("other", "c3", "net1").ok());
+  }
+  auto lock = s.Acquire();
+  ASSERT_TRUE(lock.ok());
+  EXPECT_EQ(ids(), std::vector<std::string>({"rdma/c2", "rdma/c4"}));
+  EXPECT_EQ(ids(), std::vector<std::string>({"rdma/c2", "rdma/c4"})) << "the kept listing";
+}
+
 TEST(StateStoreTest, NamesThatWouldEscapeTheDirAreRefused) {
   TempDir t;
   StateStore s(t.path());

@@ -24,10 +24,14 @@ if need_binaries rdmak8s && err=$(slot_add slot1 rxe "$A_IP/24" 2>&1); then
            /e2e/bin/cni_exec_loop "$CNI_BIN/rdmak8s" "$PAIRS" /tmp/cni-bench/netconf.json 2>&1); then
     result pairs PASS "$PAIRS ADD/DEL pairs, every one exited 0"
     echo "$out" | while read -r name value unit; do figure "cni-$name" "$value" "$unit"; done
-    # What exec'ing any program costs here (TCG): the floor under every figure above.
-    /e2e/bin/cni_exec_loop /bin/true "$PAIRS" /tmp/cni-bench/netconf.json 2>&1 |
-      grep -E '^(add-median|add-cpu-mean|peak-rss) ' |
-      while read -r name value unit; do figure "exec-true-$name" "$value" "$unit"; done
+    # What exec'ing any program costs here (TCG): the floor under every figure above. Twice:
+    # coreutils' true (dynamic) and busybox's (static, as our binary is).
+    ln -sf /usr/bin/busybox /tmp/cni-bench/true
+    for t in /bin/true:exec-true /tmp/cni-bench/true:exec-static-true; do
+      /e2e/bin/cni_exec_loop "${t%%:*}" "$PAIRS" /tmp/cni-bench/netconf.json 2>&1 |
+        grep -E '^(add-median|add\+del-median|add-cpu-mean|peak-rss) ' |
+        while read -r name value unit; do figure "${t#*:}-$name" "$value" "$unit"; done
+    done
     # Syscalls of one ADD and one DEL (strace -f -c -w: calls, and where the wall time went).
     for cmd in ADD DEL; do
       CNI_COMMAND=$cmd CNI_CONTAINERID=bench-1 CNI_NETNS=/run/netns/slot1 CNI_IFNAME=net1 CNI_PATH=$CNI_BIN \

@@ -4,15 +4,14 @@
 #include <optional>
 
 #include <cctype>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "rdmak8s/device_id.h"
+#include "rdmak8s/file_util.h"
 
 namespace rdmak8s::dp {
 
@@ -301,12 +300,9 @@ StatusOr<PluginConfig> ParseConfig(std::string_view json_text) {
 }
 
 StatusOr<PluginConfig> LoadConfigFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return ErrnoError(errno, "config " + path + ": open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return ErrnoError(errno, "config " + path + ": read");
-  auto cfg = ParseConfig(ss.str());
+  StatusOr<std::string> text = ReadConfigFile(path);
+  if (!text.ok()) return text.status().Prepend("config " + path);
+  auto cfg = ParseConfig(*text);
   if (!cfg.ok()) return cfg.status().Prepend("config " + path);
   return cfg;
 }

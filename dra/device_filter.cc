@@ -1,13 +1,11 @@
 #include "dra/device_filter.h"
 
-#include <cerrno>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "device-plugin/pools.h"
+#include "rdmak8s/file_util.h"
 
 namespace rdmak8s::dra {
 
@@ -28,12 +26,9 @@ StatusOr<DeviceFilter> DeviceFilter::Parse(std::string_view json_text) {
 }
 
 StatusOr<DeviceFilter> DeviceFilter::Load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return ErrnoError(errno, "--devices " + path + ": open");
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return ErrnoError(errno, "--devices " + path + ": read");
-  StatusOr<DeviceFilter> f = Parse(text.str());
+  StatusOr<std::string> text = ReadConfigFile(path);
+  if (!text.ok()) return text.status().Prepend("--devices " + path);
+  StatusOr<DeviceFilter> f = Parse(*text);
   if (!f.ok()) return f.status().Prepend("--devices " + path);
   return f;
 }

@@ -192,14 +192,33 @@ StatusOr<std::string> ReadFd(int fd, const std::string& path, size_t max_bytes) 
     ssize_t n = read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return ErrnoError(errno, "read " + path);
+      return ErrnoError(errno, path.empty() ? "read" : "read " + path);
     }
     if (n == 0) return out;
     out.append(buf, static_cast<size_t>(n));
     if (out.size() > max_bytes) {
-      return InvalidArgumentError(path + ": larger than " + std::to_string(max_bytes) + " bytes");
+      return InvalidArgumentError((path.empty() ? "" : path + ": ") + "larger than " +
+                                  std::to_string(max_bytes) + " bytes");
     }
   }
+}
+
+StatusOr<std::string> ReadConfigFile(const std::string& path, size_t max_bytes) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return ErrnoError(errno, "open");
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    return ErrnoError(e, "stat");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return FailedPreconditionError("not a regular file");
+  }
+  StatusOr<std::string> text = ReadFd(fd, "", max_bytes);
+  close(fd);
+  return text;
 }
 
 std::string Basename(std::string_view path) {

@@ -47,9 +47,16 @@ StatusOr<int> OpenBeneath(const std::string& root, std::string_view rel, int fla
 Status EnsurePrivateDir(const std::string& path);
 
 // Reads `fd` from its current offset to end of file (EINTR retried); the fd stays open, the
-// caller closes it. `path` only names the file in errors. More than `max_bytes` is
-// InvalidArgument (a file we parse is small; a huge one is not ours).
+// caller closes it. `path` only names the file in errors (empty: errors say only what failed).
+// More than `max_bytes` is InvalidArgument (a file we parse is small; a huge one is not ours).
 StatusOr<std::string> ReadFd(int fd, const std::string& path, size_t max_bytes = SIZE_MAX);
+// A configuration file an admin wrote (the device plugin's --config, the DRA driver's --devices):
+// read whole, following links (a ConfigMap volume's file is a link into ..data/), but only a
+// regular file, opened O_NONBLOCK so that a FIFO or device at the path cannot stall a daemon,
+// and at most `max_bytes`. Errors say what failed but not the path, which the caller prepends
+// with what the file is for ("config /etc/x.json: open: No such file or directory"): NotFound
+// when missing, FailedPrecondition when not a regular file, InvalidArgument when too large.
+StatusOr<std::string> ReadConfigFile(const std::string& path, size_t max_bytes = size_t{1} << 20);
 // Path helpers, lexical (no filesystem access): what follows the last '/' ("a/b" -> "b", "b" ->
 // "b"), and what precedes it ("a/b" -> "a", "b" -> "").
 std::string Basename(std::string_view path);

@@ -159,6 +159,36 @@ INSTANTIATE_TEST_SUITE_P(Methods, OpenBeneathTest,
                            return info.param == BeneathMethod::kAuto ? "Openat2" : "Walk";
                          });
 
+// An admin's configuration file: mounted from a ConfigMap it is a link into ..data/, which is
+// followed; anything but a regular file (a FIFO would block a plain open and read) is refused
+// at once; and the errors leave the path to the caller.
+TEST(ReadConfigFileTest, ReadsARegularFileThroughLinksAndRefusesAnythingElse) {
+  testing::TempDir t;
+  const std::string dir = t.path();
+  ASSERT_EQ(mkdir((dir + "/..data").c_str(), 0755), 0);
+  { std::ofstream(dir + "/..data/config.json") << "{\"pools\": []}\n"; }
+  ASSERT_EQ(symlink("..data/config.json", (dir + "/config.json").c_str()), 0);
+  auto text = ReadConfigFile(dir + "/config.json");
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_EQ(*text, "{\"pools\": []}\n");
+
+  auto missing = ReadConfigFile(dir + "/none.json");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(missing.status().message(), "open: No such file or directory");
+
+  ASSERT_EQ(mkfifo((dir + "/fifo").c_str(), 0600), 0);  // no writer: a blocking open would hang
+  auto fifo = ReadConfigFile(dir + "/fifo");
+  EXPECT_EQ(fifo.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(fifo.status().message(), "not a regular file");
+  EXPECT_EQ(ReadConfigFile(dir + "/..data").status().code(), StatusCode::kFailedPrecondition);
+
+  { std::ofstream(dir + "/big.json") << std::string(100, 'x'); }
+  auto big = ReadConfigFile(dir + "/big.json", 99);
+  EXPECT_EQ(big.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(big.status().message(), "larger than 99 bytes");
+  EXPECT_TRUE(ReadConfigFile(dir + "/big.json", 100).ok());
+}
+
 TEST(PathTest, BasenameAndDirnameSplitAtTheLastSlash) {
   EXPECT_EQ(Basename("../../devices/pci0000:5d/0000:5e:00.2"), "0000:5e:00.2");
   EXPECT_EQ(Basename("mlx5_0"), "mlx5_0");

@@ -1,5 +1,7 @@
 #include "device-plugin/device_name_index.h"
 
+#include <algorithm>
+
 namespace rdmak8s::dp {
 
 DeviceNameIndex::DeviceNameIndex(std::vector<std::string> names) : names_(std::move(names)) {
@@ -16,23 +18,101 @@ DeviceNameIndex::DeviceNameIndex(std::vector<std::string> names) : names_(std::m
     while (slots_[at].index >= 0) at = (at + 1) & mask_;
     slots_[at] = Slot{w0, w1, static_cast<uint32_t>(names_[i].size()), static_cast<int32_t>(i)};
   }
-  // The short names' table, as full as the general one. Built after it: Find tells a name given
-  // twice.
-  unsigned bits = 4;
-  while ((size_t{1} << bits) < names_.size() * 4) ++bits;
-  short_.assign(size_t{1} << bits, ShortSlot{});
-  short_mask_ = short_.size() - 1;
-  short_shift_ = 64 - bits;
+  BuildShortTable();
+}
+
+void DeviceNameIndex::BuildShortTable() {
+  const size_t held = std::min(names_.size(), size_t{0xffff});  // positions a uint16_t holds
+  short_keys_.assign(held + 1, 0);
+  // The names of 1 to 8 bytes, each name once (its first position); one that ends in NUL (its
+  // key is a shorter name's) is left to the general table.
+  std::vector<uint32_t> pos;
+  std::vector<uint64_t> keys;
   for (size_t i = 0; i < names_.size(); ++i) {
     const size_t n = names_[i].size();
     if (n < 1 || n > 8 || Find(names_[i]) != static_cast<int>(i)) continue;
+    if (i >= held || names_[i].back() == '\0') {
+      ++short_left_out_;
+      continue;
+    }
     uint64_t key, unused;
     KeyOf(names_[i], &key, &unused);
-    size_t at = static_cast<size_t>((key * kShortMul) >> short_shift_);
-    while (short_[at].index >= 0) at = (at + 1) & short_mask_;
-    short_[at] = ShortSlot{key, static_cast<int32_t>(i), static_cast<uint32_t>(n - 1)};
+    pos.push_back(static_cast<uint32_t>(i));
+    keys.push_back(key);
+  }
+  // A quarter full, as the general table.
+  unsigned bits = 4;
+  while ((size_t{1} << bits) < pos.size() * 4) ++bits;
+  const unsigned shift = 64 - bits;
+  // The multiplier that leaves the fewest names without a home slot of their own, of the first
+  // kShortMulTries of a fixed sequence (a table built twice is the same table). Device names
+  // are alike but for a few bytes (mlx5_0 ... mlx5_1023), which a multiply spreads evenly: for
+  // 1,000 such names in 4,096 slots, Fibonacci hashing's multiplier leaves 18 out, and one of the
+  // first 64 usually none. A try stops as soon as it is no better than the best so far.
+  std::vector<uint32_t> taken(size_t{1} << bits, 0);  // == try + 1: taken in that try
+  size_t best = SIZE_MAX;
+  uint64_t best_mul = kShortMul, mul = kShortMul, state = kShortMul;
+  for (int t = 0; t < kShortMulTries && best > 0; ++t) {
+    if (t > 0) {  // splitmix64
+      uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      mul = (z ^ (z >> 31)) | 1;
+    }
+    const auto stamp = static_cast<uint32_t>(t + 1);
+    size_t out = 0;
+    for (uint64_t key : keys) {
+      uint32_t& at = taken[(key * mul) >> shift];
+      if (at != stamp) {
+        at = stamp;
+      } else if (++out >= best) {
+        break;
+      }
+    }
+    if (out < best) {
+      best = out;
+      best_mul = mul;
+    }
+  }
+  short_at_.assign(size_t{1} << bits, static_cast<uint16_t>(held));
+  for (size_t k = 0; k < pos.size(); ++k) {
+    uint16_t& at = short_at_[(keys[k] * best_mul) >> shift];
+    if (at != held) {  // its home slot is another name's: the general table finds it
+      ++short_left_out_;
+      continue;
+    }
+    at = static_cast<uint16_t>(pos[k]);
+    short_keys_[pos[k]] = keys[k];
+  }
+  short_ = ShortTable{short_at_.data(), short_keys_.data(), best_mul, shift};
+}
+
+template <typename Id, typename D>
+void DeviceNameIndex::DevicesOfSharedIds(const Id* ids, size_t count, D none, D* dev,
+                                         size_t* per_dev) const {
+  const ShortTable t = short_;  // a local: in registers, whatever the stores below write
+  for (const Id* const end = ids + count; ids != end; ++ids, ++dev) {
+    const std::string_view id = *ids;
+    const int pos = FindShort(t, id);
+    uint32_t d;
+    if (pos >= 0) [[likely]] {
+      d = static_cast<uint32_t>(pos);
+    } else {
+      d = std::min(static_cast<uint32_t>(DeviceOfSharedIdSlow(id)), uint32_t{none});  // -1: none
+    }
+    *dev = static_cast<D>(d);
+    ++per_dev[d];
   }
 }
+
+template void DeviceNameIndex::DevicesOfSharedIds(const std::string*, size_t, uint16_t, uint16_t*,
+                                                  size_t*) const;
+template void DeviceNameIndex::DevicesOfSharedIds(const std::string_view*, size_t, uint16_t,
+                                                  uint16_t*, size_t*) const;
+template void DeviceNameIndex::DevicesOfSharedIds(const std::string*, size_t, uint32_t, uint32_t*,
+                                                  size_t*) const;
+template void DeviceNameIndex::DevicesOfSharedIds(const std::string_view*, size_t, uint32_t,
+                                                  uint32_t*, size_t*) const;
 
 int DeviceNameIndex::DeviceOfSharedIdSlow(std::string_view id) const {
   const size_t size = id.size();

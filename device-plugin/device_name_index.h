@@ -5,11 +5,17 @@
 // How it stays cheap: a name is keyed by its bytes themselves, not by a hash over them. A shared
 // ID "<rdma_dev>-<k>" is cut at its last '-', found among the ID's last 8 bytes with one word
 // (or SSE2) compare, not a byte loop. The usual names (mlx5_123, rxe0, irdma3) are of at most 8
-// bytes: such a name is its first word, zero-filled, plus its length, and a table of those alone
-// (ShortSlot: one multiply to hash, one slot of 16 bytes to compare) answers most IDs. A name of
-// 9 to 16 bytes is two words (its first 8 bytes and its last 8) plus its length, in a second
-// table; names longer than 16 bytes and IDs whose '-' is further from their end take a general
-// path that compares the whole name.
+// bytes: such a name is its first word, zero-filled. Those names have a table of their own, the
+// one the per-ID loop (DevicesOfSharedIds) reads, small enough to stay in L1 while 100,000 IDs
+// stream past it: a slot is a 16-bit position, the key it must match is kept once per name
+// (8 KiB of each for 1,024 names), and the key alone tells the length (the table holds no name
+// ending in NUL; the look-up checks the ID's name does not either). Each name is in its home slot
+// or not at all, the multiplier chosen when the index is built so that the names (usually all)
+// get home slots of their own: a look-up is one multiply and one slot. Anything else (a name that
+// lost its slot, of no device, longer than 8 bytes) takes the general table, which holds every
+// name: a name of up to 16 bytes is two words (its first 8 bytes and its last 8) plus its
+// length; longer names and IDs whose '-' is further from their end take a path that compares the
+// whole name.
 //
 // Immutable after construction; safe to share between threads.
 #pragma once
@@ -27,17 +33,25 @@
 namespace rdmak8s::dp {
 
 class DeviceNameIndex {
-  // A name of 1 to 8 bytes: its bytes zero-filled to a word, and its length (the two determine
-  // the name, NUL bytes included).
-  struct ShortSlot {
-    uint64_t key = 0;
-    int32_t index = -1;  // -1: empty
-    uint32_t last = 0;   // the length - 1 (what the look-up computes)
+  // The short names' table, as the look-ups read it: at[(key * mul) >> shift] is the position of
+  // the name whose home slot that is, keys[pos] that name's key (its zero-filled first word);
+  // an empty slot holds a position whose key is 0. The table holds no name that ends in a NUL
+  // byte: then a key tells the name's length too (its last non-zero byte), provided the ID's
+  // name does not end in NUL either, which the look-up checks (an empty slot's 0 matches no
+  // such name's key).
+  struct ShortTable {
+    const uint16_t* at = nullptr;
+    const uint64_t* keys = nullptr;
+    uint64_t mul = 0;
+    unsigned shift = 0;
   };
 
  public:
   // names[i] is found as i. A name given twice is found at its first position.
   explicit DeviceNameIndex(std::vector<std::string> names);
+  // Not copied: its look-up reads its tables through pointers (kept behind a shared_ptr).
+  DeviceNameIndex(const DeviceNameIndex&) = delete;
+  DeviceNameIndex& operator=(const DeviceNameIndex&) = delete;
 
   // The position of the device named `name`; -1 when no device has that name.
   int Find(std::string_view name) const;
@@ -51,48 +65,63 @@ class DeviceNameIndex {
     // The position of the device of a shared ID "<rdma_dev>-<k>" (the name is what comes before
     // the ID's last '-'); -1 when the ID has no '-' or names no device.
     [[gnu::always_inline]] int operator()(std::string_view id) const {
-      const size_t size = id.size();
-      if (size >= 8) [[likely]] {
-        const char* p = id.data();
-        const unsigned dashes = DashesOf8(p + size - 8);
-        if (dashes != 0) [[likely]] {
-          // The name's last byte: the one before the last '-' of the 8 (clz ^ 31 = 31 - clz,
-          // as one bsr).
-          const size_t last = size - 9 + (static_cast<unsigned>(__builtin_clz(dashes)) ^ 31u);
-          if (last < 8) [[likely]] {
-            const uint64_t key = Load8(p) & kLowBytes[last + 1];
-            for (size_t at = static_cast<size_t>((key * kShortMul) >> shift_);; at = (at + 1) & mask_) {
-              const ShortSlot& s = slots_[at];
-              if (s.key == key && s.last == last) [[likely]] return s.index;
-              if (s.index < 0) return -1;
-            }
-          }
-        }
-      }
-      return index_->DeviceOfSharedIdSlow(id);
+      const int pos = FindShort(table_, id);
+      return pos >= 0 ? pos : index_->DeviceOfSharedIdSlow(id);
     }
 
    private:
     friend class DeviceNameIndex;
-    const ShortSlot* slots_ = nullptr;
-    size_t mask_ = 0;
-    unsigned shift_ = 0;
+    ShortTable table_;
     const DeviceNameIndex* index_ = nullptr;
   };
   SharedIdLookup SharedIds() const {
     SharedIdLookup l;
-    l.slots_ = short_.data();
-    l.mask_ = short_mask_;
-    l.shift_ = short_shift_;
+    l.table_ = short_;
     l.index_ = this;
     return l;
   }
+
+  // The pass GetPreferredAllocation makes over a shared pool's available IDs (Id: std::string or
+  // std::string_view; D: uint16_t or uint32_t): dev[i] = the position of the device of ids[i]
+  // (as DeviceOfSharedId), or `none` when it has none (none >= every position); and
+  // ++per_dev[dev[i]] (per_dev has none + 1 elements). One loop that holds the short names'
+  // table in registers.
+  template <typename Id, typename D>
+  void DevicesOfSharedIds(const Id* ids, size_t count, D none, D* dev, size_t* per_dev) const;
 
   // The position of the device of a shared ID "<rdma_dev>-<k>" (the name is what comes before
   // the ID's last '-'); -1 when the ID has no '-' or names no device.
   int DeviceOfSharedId(std::string_view id) const { return SharedIds()(id); }
 
+  // How many names of 1 to 8 bytes (each name once) the short names' table left to the general
+  // one: what a look-up of theirs costs more. For tests and benchmarks.
+  size_t ShortNamesLeftOut() const { return short_left_out_; }
+
  private:
+  // The position of the device of a shared ID found in the short names' table alone; -1 when it
+  // is not there (the general table may still have it).
+  [[gnu::always_inline]] static int FindShort(const ShortTable& t, std::string_view id) {
+    const size_t size = id.size();
+    if (size >= 8) [[likely]] {
+      const char* p = id.data();
+      const unsigned dashes = DashesOf8(p + size - 8);
+      if (dashes != 0) [[likely]] {
+        // The name's last byte: the one before the last '-' of the 8 (clz ^ 31 = 31 - clz, as
+        // one bsr).
+        const size_t last = size - 9 + (static_cast<unsigned>(__builtin_clz(dashes)) ^ 31u);
+        if (last < 8) [[likely]] {
+          const uint64_t key = Load8(p) & kLowBytes[last + 1];
+          // key > kLowBytes[last]: the name's last byte is not NUL.
+          if (key > kLowBytes[last]) [[likely]] {
+            const uint32_t pos = t.at[(key * t.mul) >> t.shift];
+            if (t.keys[pos] == key) [[likely]] return static_cast<int>(pos);
+          }
+        }
+      }
+    }
+    return -1;
+  }
+
   struct Slot {
     uint64_t w0 = 0, w1 = 0;
     uint32_t size = UINT32_MAX;  // UINT32_MAX: empty (no name has that length)
@@ -128,14 +157,18 @@ class DeviceNameIndex {
                                             0xffffffffffffull,
                                             0xffffffffffffffull,
                                             ~0ull};
-  // Fibonacci hashing: the product's top bits depend on every bit of the key.
+  // The short names' table's first multiplier (Fibonacci hashing: the product's top bits depend
+  // on every bit of the key); BuildShortTable tries others after it.
   static constexpr uint64_t kShortMul = 0x9e3779b97f4a7c15ull;
+  // How many multipliers BuildShortTable tries at most (it stops at one that leaves no name out).
+  static constexpr int kShortMulTries = 64;
   static uint64_t Mix(uint64_t a, uint64_t b) {
     __uint128_t m = static_cast<__uint128_t>(a ^ 0x9e3779b97f4a7c15ull) * (b ^ 0xc2b2ae3d27d4eb4full);
     return static_cast<uint64_t>(m) ^ static_cast<uint64_t>(m >> 64);
   }
-  // What SharedIdLookup does not answer itself: IDs under 8 bytes, IDs whose last '-' is not
-  // among their last 8 bytes, names of no byte or more than 8.
+  // What FindShort does not answer: IDs under 8 bytes, IDs whose last '-' is not among their
+  // last 8 bytes, names of no byte or more than 8 or ending in NUL, names the short table left
+  // out (and short names of no device).
   int DeviceOfSharedIdSlow(std::string_view id) const;
   // A name of up to 16 bytes: its slot, or the first empty one after it.
   int Lookup(uint64_t w0, uint64_t w1, size_t n) const {
@@ -148,13 +181,18 @@ class DeviceNameIndex {
   // A name's slot key: as above for up to 16 bytes; a longer name uses its first 16 bytes (and
   // its length), and a slot matching that key is compared whole with the name.
   static void KeyOf(std::string_view name, uint64_t* w0, uint64_t* w1);
+  // Fills the short_ fields below; after the general table (Find tells a name given twice).
+  void BuildShortTable();
 
   std::vector<std::string> names_;
   std::vector<Slot> slots_;  // every name
   size_t mask_ = 0;
-  std::vector<ShortSlot> short_;  // the names of 1 to 8 bytes again, for SharedIdLookup
-  size_t short_mask_ = 0;
-  unsigned short_shift_ = 0;
+  // The short names' table (ShortTable: short_ points into these). Positions [0, held), held =
+  // min(names, 65,535), may be in it; position `held` is the empty slots'.
+  std::vector<uint16_t> short_at_;
+  std::vector<uint64_t> short_keys_;
+  ShortTable short_;
+  size_t short_left_out_ = 0;
 };
 
 }  // namespace rdmak8s::dp

@@ -224,49 +224,43 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
 
   // Step 0, the one pass over the IDs: each available ID's device. Devices [0, n) are the
   // topology's; an ID of no known device becomes a device of its own after them. On a big pool
-  // this pass is the request's cost: it is written once per kind of look-up, so that a shared
-  // pool's (DeviceNameIndex) is inlined.
+  // this pass is the request's cost: a shared pool's is DeviceNameIndex's own loop.
   const size_t n = topology.devices.size();
   DevOf dev_of(available.size(), n);
   std::vector<size_t> count(n + 1, 0);  // [n] for now: IDs of no known device
-  // Locals, not members, in the loop: stores through out/per_dev could otherwise alias the
-  // vectors' own fields, and the compiler would reload them (and spill each ID) per iteration.
-  auto group_with = [&]<bool kHasMust>(auto* out, const auto& device_of_ref) {
+  dev_of.Visit([&](auto* out) {
     using D = std::remove_pointer_t<decltype(out)>;
-    const auto device_of = device_of_ref;  // a copy of the look-up (SharedIdLookup), as above
-    const Id* ids = available.data();
-    const size_t total = available.size();
-    size_t* per_dev = count.data();
-    const auto unknown_dev = static_cast<uint32_t>(n);  // n itself is captured by address
-    for (size_t i = 0; i < total; ++i) {
-      const std::string_view id = ids[i];
-      if constexpr (kHasMust) {
-        if (must.count(id)) {
-          out[i] = DevOf::kMust<D>;
-          continue;
-        }
-      }
-      uint32_t d = static_cast<uint32_t>(device_of(id));
-      if (d >= unknown_dev) d = unknown_dev;
-      out[i] = static_cast<D>(d);
-      per_dev[d]++;
+    if (topology.by_name) {
+      topology.by_name->DevicesOfSharedIds(available.data(), available.size(), static_cast<D>(n),
+                                           out, count.data());
+      return;
     }
-  };
-  auto group = [&](auto&& device_of) {
-    dev_of.Visit([&](auto* out) {
-      if (must.empty()) {
-        group_with.template operator()<false>(out, device_of);
-      } else {
-        group_with.template operator()<true>(out, device_of);
-      }
-    });
-  };
-  if (topology.by_name) {
-    const DeviceNameIndex::SharedIdLookup lookup = topology.by_name->SharedIds();
-    group([lookup](std::string_view id) __attribute__((always_inline)) { return lookup(id); });
-  } else {
-    group([&topology](std::string_view id) {
-      return topology.device_of ? topology.device_of(id) : -1;
+    for (size_t i = 0; i < available.size(); ++i) {
+      const int d = topology.device_of ? topology.device_of(available[i]) : -1;
+      out[i] = static_cast<D>(d < 0 || static_cast<size_t>(d) >= n ? n : static_cast<size_t>(d));
+      count[out[i]]++;
+    }
+  });
+  // The must-include IDs' devices (their locality counts, whether or not they are available).
+  // An available ID that is a must-include one is on the same device: only the IDs of those
+  // devices are compared with them, and leave the count of their device.
+  std::vector<uint32_t> must_dev;  // per ID of `result`: its device, n for none known
+  must_dev.reserve(result.size());
+  for (const auto& id : result) {
+    const int d = DeviceOf(topology, id);
+    must_dev.push_back(static_cast<uint32_t>(d < 0 || static_cast<size_t>(d) >= n ? n : static_cast<size_t>(d)));
+  }
+  if (!must.empty()) {
+    std::vector<uint32_t> devs = must_dev;
+    std::sort(devs.begin(), devs.end());
+    devs.erase(std::unique(devs.begin(), devs.end()), devs.end());
+    dev_of.Visit([&](auto* dev) {
+      using D = std::remove_pointer_t<decltype(dev)>;
+      ForEachOnDevices(dev, available.size(), n + 1, devs, [&](size_t i) {
+        if (!must.count(available[i])) return;
+        count[dev[i]]--;
+        dev[i] = DevOf::kMust<D>;
+      });
     });
   }
   // Each ID of no known device becomes a device of its own, in the order given: device n + u
@@ -289,17 +283,16 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
   auto loc_of = [&](size_t d) -> const IdLocality& {
     return d < n ? topology.devices[d] : unknown[d - n];
   };
-  // Devices of the must-include IDs (their locality counts, whether or not they are available),
-  // with their index in the topology (-1: none).
+  // Devices of the must-include IDs, with their index in the topology (-1: none).
   std::vector<std::pair<const IdLocality*, int>> must_locs;
   std::vector<IdLocality> must_unknown;
   must_unknown.reserve(result.size());
-  for (const auto& id : result) {
-    int d = DeviceOf(topology, id);
-    if (d >= 0 && static_cast<size_t>(d) < n) {
-      must_locs.emplace_back(&topology.devices[static_cast<size_t>(d)], d);
+  for (size_t k = 0; k < result.size(); ++k) {
+    const uint32_t d = must_dev[k];
+    if (d < n) {
+      must_locs.emplace_back(&topology.devices[d], static_cast<int>(d));
     } else {
-      must_unknown.push_back(IdLocality{id, -1, {}});
+      must_unknown.push_back(IdLocality{result[k], -1, {}});
       must_locs.emplace_back(&must_unknown.back(), -1);
     }
   }

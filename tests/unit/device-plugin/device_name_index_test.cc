@@ -144,5 +144,125 @@ TEST(DeviceNameIndexTest, ABigPoolOfShortNamesFindsEveryNameAndNoNeighbour) {
   EXPECT_EQ(lookup("r1000-0"), -1);
 }
 
+// The short names' table keeps each name in its home slot or not at all, with a multiplier
+// chosen when the index is built; names it leaves out, and positions a 16-bit slot cannot hold,
+// are the general table's. Whichever table answers, the answer is the same.
+std::vector<std::string> MlxNames(int n) {
+  std::vector<std::string> names;
+  for (int i = 0; i < n; ++i) names.push_back("mlx5_" + std::to_string(i));
+  return names;
+}
+
+TEST(DeviceNameIndexTest, DeviceLikeNamesAllGetAHomeSlot) {
+  // mlx5_0 ... mlx5_1023: alike but for a few bytes; a multiplier that spreads them is found.
+  const std::vector<std::string> names = MlxNames(1024);
+  DeviceNameIndex index(names);
+  EXPECT_EQ(index.ShortNamesLeftOut(), 0u);
+  const DeviceNameIndex::SharedIdLookup lookup = index.SharedIds();
+  for (size_t i = 0; i < names.size(); ++i) {
+    ASSERT_EQ(lookup(names[i] + "-0"), static_cast<int>(i)) << names[i];
+    ASSERT_EQ(lookup(names[i] + "-99"), static_cast<int>(i)) << names[i];
+  }
+  for (const char* stray : {"mlx5_1024-0", "mlx5_01-0", "mlx5_-0", "mlx5_99a-0", "mlx6_1-0"}) {
+    EXPECT_EQ(lookup(stray), -1) << stray;
+  }
+}
+
+TEST(DeviceNameIndexTest, NamesLeftOutOfTheShortTableAreFoundThroughTheGeneralOne) {
+  // Short names of arbitrary bytes, more than any multiplier gives home slots of their own.
+  std::vector<std::string> names;
+  uint64_t x = 12345;
+  for (int i = 0; i < 3000; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    std::string name(1 + (x >> 61), 'a');  // 1 to 8 bytes
+    for (size_t b = 0; b < name.size(); ++b) name[b] = static_cast<char>('a' + ((x >> (8 * b)) % 26));
+    names.push_back(name);
+  }
+  DeviceNameIndex index(names);
+  ASSERT_GT(index.ShortNamesLeftOut(), 0u) << "the case under test: names the short table left out";
+  const DeviceNameIndex::SharedIdLookup lookup = index.SharedIds();
+  for (size_t i = 0; i < names.size(); ++i) {
+    const int first = index.Find(names[i]);  // a name drawn twice: its first position
+    ASSERT_LE(first, static_cast<int>(i));
+    ASSERT_EQ(names[static_cast<size_t>(first)], names[i]);
+    ASSERT_EQ(lookup(names[i] + "-7"), first) << names[i];
+    ASSERT_EQ(index.DeviceOfSharedId(names[i] + "-12345"), first) << names[i];
+    ASSERT_EQ(lookup(names[i] + "A-7"), -1) << names[i];  // no name has an upper-case letter
+  }
+  EXPECT_EQ(lookup("A-0"), -1);
+  EXPECT_EQ(lookup("zzzzzzzz0-0"), -1);
+}
+
+TEST(DeviceNameIndexTest, NamesOfOneEightAndNineBytesAreToldApart) {
+  const std::vector<std::string> names = {"a", "12345678", "123456789", "1234567", "z"};
+  DeviceNameIndex index(names);
+  const DeviceNameIndex::SharedIdLookup lookup = index.SharedIds();
+  EXPECT_EQ(lookup("a-0000000"), 0);
+  EXPECT_EQ(lookup("12345678-0"), 1);
+  EXPECT_EQ(lookup("123456789-0"), 2);
+  EXPECT_EQ(lookup("1234567-00"), 3);
+  EXPECT_EQ(lookup("z-1234567"), 4);
+  for (const char* stray : {"b-0000000", "1234568-0", "12345679-0", "1234567890-0", "123456-000",
+                            "az-000000", "12345678a-0"}) {
+    EXPECT_EQ(lookup(stray), -1) << stray;
+  }
+}
+
+TEST(DeviceNameIndexTest, ANameEndingInNulIsLeftToTheGeneralTable) {
+  // Its zero-filled word is that of the name without the NUL: only the length tells them apart,
+  // which the short table does not keep.
+  const std::string ab_nul("ab\0", 3), eight_nul("mlx5_1\0\0", 8), nul("\0", 1);
+  DeviceNameIndex index({"ab", ab_nul, "mlx5_1", eight_nul, nul});
+  EXPECT_EQ(index.ShortNamesLeftOut(), 3u);
+  const DeviceNameIndex::SharedIdLookup lookup = index.SharedIds();
+  EXPECT_EQ(lookup("ab-000000"), 0);
+  EXPECT_EQ(lookup(ab_nul + "-00000"), 1);
+  EXPECT_EQ(lookup("mlx5_1-0"), 2);
+  EXPECT_EQ(lookup(eight_nul + "-0"), 3);
+  EXPECT_EQ(lookup(nul + "-0000000"), 4);
+  EXPECT_EQ(lookup(std::string("ab\0\0-0000", 9)), -1);
+  EXPECT_EQ(lookup(std::string("mlx5_1\0-0", 9)), -1);
+  EXPECT_EQ(lookup(std::string("\0\0-000000", 9)), -1);
+}
+
+TEST(DeviceNameIndexTest, PositionsBeyondSixteenBitsAreFoundThroughTheGeneralTable) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 70000; ++i) names.push_back("n" + std::to_string(i));
+  DeviceNameIndex index(names);
+  EXPECT_GE(index.ShortNamesLeftOut(), 70000u - 65535u);
+  const DeviceNameIndex::SharedIdLookup lookup = index.SharedIds();
+  for (size_t i = 0; i < names.size(); i += 7) {
+    ASSERT_EQ(lookup(names[i] + "-0"), static_cast<int>(i)) << names[i];
+  }
+  for (int i : {65534, 65535, 65536, 69999}) {
+    EXPECT_EQ(lookup(names[static_cast<size_t>(i)] + "-1"), i);
+  }
+  EXPECT_EQ(lookup("n70000-0"), -1);
+}
+
+template <typename D, typename Id>
+void ExpectGrouped(const DeviceNameIndex& index, const std::vector<Id>& ids, D none,
+                   const std::vector<D>& want_dev, const std::vector<size_t>& want_count) {
+  std::vector<D> dev(ids.size(), 12345);
+  std::vector<size_t> count(static_cast<size_t>(none) + 1, 0);
+  index.DevicesOfSharedIds(ids.data(), ids.size(), none, dev.data(), count.data());
+  EXPECT_EQ(dev, want_dev);
+  EXPECT_EQ(count, want_count);
+}
+
+TEST(DeviceNameIndexTest, DevicesOfSharedIdsGivesEachIdsDeviceAndCountsThem) {
+  DeviceNameIndex index({"mlx5_0", "mlx5_1", "ibp59s0f1", "ib_device_with_a_long_name"});
+  const std::vector<std::string> ids = {"mlx5_1-0",   "stray-0", "mlx5_0-3", "ibp59s0f1-1",
+                                        "mlx5_1-1",   "mlx5_1",  "",         "ib_device_with_a_long_name-0",
+                                        "mlx5_10-0"};
+  const std::vector<std::string_view> views(ids.begin(), ids.end());
+  const std::vector<size_t> count = {1, 2, 1, 1, 4};
+  ExpectGrouped<uint16_t>(index, ids, 4, {1, 4, 0, 2, 1, 4, 4, 3, 4}, count);
+  ExpectGrouped<uint16_t>(index, views, 4, {1, 4, 0, 2, 1, 4, 4, 3, 4}, count);
+  ExpectGrouped<uint32_t>(index, ids, 4, {1, 4, 0, 2, 1, 4, 4, 3, 4}, count);
+  ExpectGrouped<uint32_t>(index, views, 4, {1, 4, 0, 2, 1, 4, 4, 3, 4}, count);
+  ExpectGrouped<uint16_t>(index, std::vector<std::string>{}, 4, {}, {0, 0, 0, 0, 0});
+}
+
 }  // namespace
 }  // namespace rdmak8s::dp

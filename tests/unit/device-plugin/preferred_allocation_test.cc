@@ -250,6 +250,42 @@ TEST(PreferredAllocationTest, MustIncludeAndStrayIdsOnASharedPoolTopology) {
   for (const char* stray : {"stray-0", "mlx5_-1", "rxe-eth-0"}) EXPECT_EQ(DeviceOf(topo, stray), -1);
 }
 
+// Must-include IDs are told from the available ones only among the IDs of their own devices:
+// an available ID that is a must-include one, however often it is given and whether or not its
+// device is known, is in the answer once, first.
+TEST(PreferredAllocationTest, MustIncludeIdsGivenAgainAmongTheAvailableAreInTheAnswerOnce) {
+  AllocationTopology topo = PoolTopology(SharedState(kOddNames));
+  std::vector<std::string> ids = {"stray-0", "stray-0", "mlx5_10-1", "mlx5_10-1", "mlx5_10-0"};
+  for (const auto& n : kOddNames) ids.insert(ids.end(), {n + "-0", n + "-1"});
+  std::shuffle(ids.begin(), ids.end(), std::mt19937(11));
+  const std::vector<std::string> must = {"mlx5_10-1", "stray-0", "a-1"};
+  auto got = PreferredAllocation(ids, must, 100, topo);
+  ASSERT_GE(got.size(), 3u);
+  EXPECT_EQ(std::vector<std::string>(got.begin(), got.begin() + 3), must);
+  for (const auto& id : must) EXPECT_EQ(std::count(got.begin(), got.end(), id), 1) << id;
+  // The other IDs of the must-include IDs' devices are still there to be given.
+  EXPECT_EQ(std::count(got.begin(), got.end(), "mlx5_10-0"), 1);
+  EXPECT_EQ(std::count(got.begin(), got.end(), "a-0"), 1);
+  std::vector<std::string_view> views(ids.begin(), ids.end());
+  EXPECT_EQ(PreferredAllocation(views, must, 100, topo), got);
+}
+
+TEST(PreferredAllocationTest, MustIncludeIdsOnMoreThanEightDevicesOfABigPool) {
+  BigPool p = MakeBigPool();
+  p.topo.device_of = [](std::string_view id) {
+    return std::stoi(std::string(id.substr(5, id.rfind('-') - 5)));
+  };
+  std::vector<std::string> must;
+  for (int d : {3, 40, 41, 100, 200, 300, 500, 600, 700, 800, 1023}) {
+    must.push_back("mlx5_" + std::to_string(d) + "-" + std::to_string(d % 100));
+  }
+  must.push_back("mlx5_40-7");  // a second one on a device
+  auto got = PreferredAllocation(p.ids, must, static_cast<int>(must.size()) + 5, p.topo);
+  ASSERT_EQ(got.size(), must.size() + 5);
+  EXPECT_EQ(std::vector<std::string>(got.begin(), got.begin() + static_cast<long>(must.size())), must);
+  EXPECT_EQ(std::set<std::string>(got.begin(), got.end()).size(), got.size()) << "no ID twice";
+}
+
 TEST(PreferredAllocationTest, IdsOfNoKnownDeviceComeLast) {
   auto got = PreferredAllocation({"stray", "mlx5_3", "mlx5_4"}, {}, 3, Exclusive());
   ASSERT_EQ(got.size(), 3u);

@@ -2,9 +2,7 @@
 // 127.0.0.1 with a CA and a bearer token, found through a kubeconfig written here) and the fake
 // kubelet DRA client (plugin watcher and NodePrepare/Unprepare over unix-socket gRPC), on a copy
 // of a committed sysfs fixture (mlx5_ib_2port: one IB HCA, port 1 ACTIVE, port 2 DOWN).
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +18,7 @@
 #include "fakes/fake_api_server.h"
 #include "fakes/fake_dra_kubelet.h"
 #include "rdmak8s/pod_devices.h"
+#include "support/spawn.h"
 #include "support/temp_dir.h"
 
 namespace rdmak8s {
@@ -99,37 +98,16 @@ class DraDriverBinaryTest : public ::testing::Test {
   void Spawn(std::vector<std::string> args) {
     std::string bin = std::string(RDMAK8S_BINARY_DIR) + "/dra/rdmak8s-dra-driver";
     args.insert(args.begin(), bin);
-    std::string log = root_ + "/stderr.log";
-    pid_ = fork();
+    pid_ = testing::SpawnDaemon(args, {.stderr_path = root_ + "/stderr.log",
+                                       .unset_env = {"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"}});
     ASSERT_GE(pid_, 0);
-    if (pid_ == 0) {
-      // A test that dies (an ASan report, a crash) takes its daemon along: an orphan would keep
-      // ctest's output pipe open and hang the run.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd < 0 || dup2(fd, 2) < 0) _exit(126);
-      unsetenv("KUBERNETES_SERVICE_HOST");
-      unsetenv("KUBERNETES_SERVICE_PORT");
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(bin.c_str(), argv.data());
-      _exit(127);
-    }
   }
 
   // The child's wait status, or -1 when it did not exit within `timeout`.
   int WaitExit(std::chrono::seconds timeout) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return status;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return -1;
+    const int status = testing::WaitForExit(pid_, timeout);
+    if (status != -1) pid_ = -1;
+    return status;
   }
 
   bool WaitUntil(const std::function<bool()>& pred) {

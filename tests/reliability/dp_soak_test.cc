@@ -6,9 +6,7 @@
 // sleep, and prints the plugin's RSS and fd count at start and end; the fd count must not grow
 // with the iterations (one leaked per restart fails).
 #include <dirent.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +22,7 @@
 
 #include "support/fake_kubelet.h"
 #include "unit/device-plugin/daemon_fixture.h"
+#include "support/spawn.h"
 #include "support/temp_dir.h"
 
 namespace rdmak8s::dp {
@@ -106,20 +105,8 @@ class DpSoakTest : public ::testing::Test {
                                      "--plugins-registry-dir", root_ + "/reg", "--sysfs-root", root_ + "/sys",
                                      "--metrics-address", "", "--no-verbs"};
     args.insert(args.end(), extra.begin(), extra.end());
-    pid_ = fork();
+    pid_ = testing::SpawnDaemon(args, {.stderr_path = root_ + "/stderr.log", .append_stderr = true});
     ASSERT_GE(pid_, 0);
-    if (pid_ == 0) {
-      // A test that dies (an ASan report, a crash) takes its daemon along: an orphan would keep
-      // ctest's output pipe open and hang the run.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      int fd = open((root_ + "/stderr.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-      if (fd < 0 || dup2(fd, 2) < 0) _exit(126);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(bin.c_str(), argv.data());
-      _exit(127);
-    }
   }
   // Sends `sig` and reaps the plugin; its wait status, or -1 when none ran.
   int Kill(int sig) {

@@ -1,9 +1,7 @@
 // The real rdmak8s-device-plugin binary as a subprocess, driven by the fake kubelet: signals.
-#include <fcntl.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "support/fake_kubelet.h"
+#include "support/spawn.h"
 #include "support/temp_dir.h"
 
 namespace rdmak8s::dp {
@@ -56,37 +55,15 @@ class BinaryTest : public ::testing::Test {
                                      "--sysfs-root", root_ + "/sys", "--metrics-address",
                                      "127.0.0.1:0", "--no-verbs"};
     args.insert(args.end(), extra.begin(), extra.end());
-    pid_ = fork();
+    pid_ = testing::SpawnDaemon(args, {.stderr_path = stderr_path});
     ASSERT_GE(pid_, 0);
-    if (pid_ == 0) {
-      // A test that dies (an ASan report, a crash) takes its daemon along: an orphan would keep
-      // ctest's output pipe open and hang the run.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (!stderr_path.empty()) {
-        int fd = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0 || dup2(fd, 2) < 0) _exit(126);
-      }
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(bin.c_str(), argv.data());
-      _exit(127);
-    }
   }
 
   // Waits (bounded) for the child to exit; returns its wait status or -1.
   int WaitExit(std::chrono::seconds timeout) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      pid_t r = waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
-        pid_ = -1;
-        return status;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return -1;
+    const int status = testing::WaitForExit(pid_, timeout);
+    if (status != -1) pid_ = -1;
+    return status;
   }
 
   std::string root_;

@@ -9,7 +9,6 @@
 #include <limits>
 #include <memory>
 #include <map>
-#include <set>
 #include <tuple>
 #include <type_traits>
 #include <unordered_map>
@@ -30,6 +29,8 @@ struct Dev {
   const IdLocality* loc = nullptr;
   const std::vector<int>* path = nullptr;  // interned
   size_t count = 0;  // available IDs on it
+  int32_t same_name = -1;  // PreparedDevices::same_name; -1 for no device of the topology
+  int32_t parent = -1;     // PreparedDevices::parent; -1 for none (no PCIe path)
 };
 
 // Hops between two functions of the PCIe tree, from their root-port-to-function paths (as
@@ -79,17 +80,52 @@ class DevOf {
 };
 
 // f(i) for each i < total with dev[i] among `wanted` (devices under `devices`), in order.
-// The last pass over the IDs: most requests want a few devices of many, so up to 8 are compared
-// a vector at a time (GCC vector extensions: SSE2 on x86-64, plain code elsewhere) and only
-// vectors holding one are looked at closer; more than 8 take a table per device.
+// The last pass over the IDs: most requests want a few devices of many, so the device numbers
+// are compared a vector at a time (GCC vector extensions: SSE2 on x86-64, plain code elsewhere)
+// and only vectors holding one are looked at closer. The picked devices are usually neighbours
+// (siblings under one bridge, in natural order): when they lie within 64 numbers, a vector is
+// tested against that range (two operations) and a hit against a bit mask; else up to 8 are
+// compared one by one, more than 8 take a table per device.
 template <typename D, typename F>
 void ForEachOnDevices(const D* dev, size_t total, size_t devices, const std::vector<uint32_t>& wanted,
                       F&& f) {
   if (wanted.empty()) return;
+  constexpr size_t kLanes = 16 / sizeof(D);
+  typedef D V __attribute__((vector_size(16)));
+  auto any = [](const auto& m) {
+    uint64_t half[2];
+    std::memcpy(half, &m, sizeof(half));
+    return (half[0] | half[1]) != 0;
+  };
   size_t i = 0;
+  const auto [lo_it, hi_it] = std::minmax_element(wanted.begin(), wanted.end());
+  const uint32_t lo = *lo_it, span = *hi_it - lo + 1;
+  if (span <= 64) {
+    uint64_t bits = 0;
+    for (uint32_t d : wanted) bits |= uint64_t{1} << (d - lo);
+    auto is_wanted = [&](D d) {
+      const uint32_t off = static_cast<uint32_t>(d) - lo;  // wraps below lo
+      return off < span && ((bits >> off) & 1) != 0;
+    };
+    V lo_v, last_v;
+    for (size_t j = 0; j < kLanes; ++j) {
+      lo_v[j] = static_cast<D>(lo);
+      last_v[j] = static_cast<D>(span - 1);
+    }
+    for (; i + kLanes <= total; i += kLanes) {
+      V v;
+      std::memcpy(&v, dev + i, sizeof(v));
+      if (!any((v - lo_v) <= last_v)) [[likely]] continue;
+      for (size_t j = 0; j < kLanes; ++j) {
+        if (is_wanted(v[j])) f(i + j);
+      }
+    }
+    for (; i < total; ++i) {
+      if (is_wanted(dev[i])) f(i);
+    }
+    return;
+  }
   if (wanted.size() <= 8) {
-    constexpr size_t kLanes = 16 / sizeof(D);
-    typedef D V __attribute__((vector_size(16)));
     V w[8];
     for (size_t k = 0; k < 8; ++k) {  // padded with the last: no device is added
       const D d = static_cast<D>(wanted[std::min(k, wanted.size() - 1)]);
@@ -101,9 +137,7 @@ void ForEachOnDevices(const D* dev, size_t total, size_t devices, const std::vec
       std::memcpy(&v, dev + i, sizeof(v));
       const auto m = (v == w[0]) | (v == w[1]) | (v == w[2]) | (v == w[3]) | (v == w[4]) |
                      (v == w[5]) | (v == w[6]) | (v == w[7]);
-      uint64_t half[2];
-      std::memcpy(half, &m, sizeof(half));
-      if ((half[0] | half[1]) == 0) [[likely]] continue;
+      if (!any(m)) [[likely]] continue;
       for (size_t j = 0; j < kLanes; ++j) {
         if (m[j] != 0) f(i + j);
       }
@@ -120,8 +154,15 @@ void ForEachOnDevices(const D* dev, size_t total, size_t devices, const std::vec
   }
 }
 
+// Two devices of one name are one device. Devices of the topology compare their first
+// device of that name; others (IDs of no known device, must-include ones among them) names.
+bool SameDevice(const Dev& a, const Dev& b) {
+  if (a.same_name >= 0 && b.same_name >= 0) return a.same_name == b.same_name;
+  return a.loc == b.loc || a.loc->rdma_dev == b.loc->rdma_dev;
+}
+
 int Distance(const Dev& a, const Dev& b) {
-  if (a.loc == b.loc || a.loc->rdma_dev == b.loc->rdma_dev) return 0;
+  if (SameDevice(a, b)) return 0;
   return TreeHops(*a.path, *b.path);
 }
 
@@ -139,6 +180,51 @@ std::vector<std::vector<int>> InternPaths(const std::vector<IdLocality>& devices
   return paths;
 }
 
+PreparedDevices PrepareDevices(const std::vector<IdLocality>& devices,
+                               const std::vector<std::vector<int>>& paths) {
+  PreparedDevices p;
+  const size_t n = devices.size();
+  p.nodes.push_back(-1);
+  for (const auto& d : devices) p.nodes.push_back(d.numa_node);
+  std::sort(p.nodes.begin(), p.nodes.end());
+  p.nodes.erase(std::unique(p.nodes.begin(), p.nodes.end()), p.nodes.end());
+  p.node_of.resize(n);
+  for (size_t d = 0; d < n; ++d) {
+    p.node_of[d] = static_cast<uint32_t>(
+        std::lower_bound(p.nodes.begin(), p.nodes.end(), devices[d].numa_node) - p.nodes.begin());
+  }
+  // The order the algorithm breaks ties in: natural order of the names, then position.
+  std::vector<uint32_t> by_name(n);
+  for (size_t d = 0; d < n; ++d) by_name[d] = static_cast<uint32_t>(d);
+  auto natural = [&](uint32_t x, uint32_t y) {
+    const std::string& a = devices[x].rdma_dev;
+    const std::string& b = devices[y].rdma_dev;
+    return a != b ? NaturalLess(a, b) : x < y;
+  };
+  // PoolTopology's devices come in that order already: checked in one pass, sorted if not.
+  if (!std::is_sorted(by_name.begin(), by_name.end(), natural)) {
+    std::sort(by_name.begin(), by_name.end(), natural);
+  }
+  p.rank.resize(n);
+  p.same_name.resize(n);
+  for (size_t r = 0; r < n; ++r) {
+    const uint32_t d = by_name[r];
+    p.rank[d] = static_cast<uint32_t>(r);
+    // Equal names are next to each other in that order, the first at the lowest position.
+    const bool same = r > 0 && devices[by_name[r - 1]].rdma_dev == devices[d].rdma_dev;
+    p.same_name[d] = same ? p.same_name[by_name[r - 1]] : d;
+  }
+  std::map<std::vector<int>, int32_t> parents;
+  p.parent.assign(n, -1);
+  for (size_t d = 0; d < n && d < paths.size(); ++d) {
+    if (paths[d].empty()) continue;
+    std::vector<int> parent(paths[d].begin(), paths[d].end() - 1);
+    p.parent[d] = parents.emplace(std::move(parent), static_cast<int32_t>(parents.size())).first->second;
+  }
+  p.parents = parents.size();
+  return p;
+}
+
 AllocationTopology PoolTopology(const PoolState& state) {
   AllocationTopology topo;
   for (const auto& [name, t] : state.devices) {
@@ -151,6 +237,7 @@ AllocationTopology PoolTopology(const PoolState& state) {
   std::vector<std::string> names;
   for (const auto& l : topo.devices) names.push_back(l.rdma_dev);
   topo.paths = InternPaths(topo.devices);
+  topo.prepared = PrepareDevices(topo.devices, topo.paths);
   auto index = std::make_shared<const DeviceNameIndex>(std::move(names));
   if (state.pool.mode == PoolMode::kShared) {
     topo.by_name = index;
@@ -283,86 +370,89 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
   auto loc_of = [&](size_t d) -> const IdLocality& {
     return d < n ? topology.devices[d] : unknown[d - n];
   };
-  // Devices of the must-include IDs, with their index in the topology (-1: none).
-  std::vector<std::pair<const IdLocality*, int>> must_locs;
+  // Interned PCIe paths and the prepared devices: the topology's own (PoolTopology builds them
+  // once per state), else derived here (a topology assembled by hand, as tests do).
+  std::vector<std::vector<int>> own_paths;
+  const std::vector<std::vector<int>>& paths =
+      topology.paths.size() == n ? topology.paths : (own_paths = InternPaths(topology.devices));
+  PreparedDevices own_prepared;
+  const bool prepared = !topology.prepared.nodes.empty() && topology.prepared.node_of.size() == n;
+  const PreparedDevices& prep =
+      prepared ? topology.prepared : (own_prepared = PrepareDevices(topology.devices, paths));
+  static const std::vector<int> kNoPath;  // IDs of no known device have none
+  // A device (of the topology, or of `unknown`: d >= n) as the later steps see it.
+  auto dev_at = [&](size_t d, size_t ids) {
+    if (d >= n) return Dev{&unknown[d - n], &kNoPath, ids, -1, -1};
+    return Dev{&topology.devices[d], &paths[d], ids, static_cast<int32_t>(prep.same_name[d]),
+               prep.parent[d]};
+  };
+  // Devices of the must-include IDs (IDs of no known device: devices of their own).
   std::vector<IdLocality> must_unknown;
   must_unknown.reserve(result.size());
+  std::vector<Dev> base;
   for (size_t k = 0; k < result.size(); ++k) {
-    const uint32_t d = must_dev[k];
-    if (d < n) {
-      must_locs.emplace_back(&topology.devices[d], static_cast<int>(d));
+    if (must_dev[k] < n) {
+      base.push_back(dev_at(must_dev[k], 0));
     } else {
       must_unknown.push_back(IdLocality{result[k], -1, {}});
-      must_locs.emplace_back(&must_unknown.back(), -1);
+      base.push_back(Dev{&must_unknown.back(), &kNoPath, 0, -1, -1});
     }
   }
 
-  // Step 2: NUMA nodes.
-  std::map<int, size_t> per_node;
-  for (size_t d = 0; d < count.size(); ++d) {
-    if (count[d] > 0) per_node[loc_of(d).numa_node] += count[d];
-  }
-  std::set<int> used;
-  for (const auto& [l, d] : must_locs) used.insert(l->numa_node);
+  // Step 2: NUMA nodes, as their place in prep.nodes (ascending, so the lower node number is the
+  // lower place; -1, unknown, among them).
+  const auto unknown_node = static_cast<uint32_t>(
+      std::lower_bound(prep.nodes.begin(), prep.nodes.end(), -1) - prep.nodes.begin());
+  auto node_of = [&](size_t d) { return d < n ? prep.node_of[d] : unknown_node; };
+  std::vector<size_t> per_node(prep.nodes.size(), 0);
+  for (size_t d = 0; d < count.size(); ++d) per_node[node_of(d)] += count[d];
+  std::vector<char> used(prep.nodes.size(), 0);
+  for (uint32_t d : must_dev) used[node_of(d)] = 1;
   auto in_used = [&] {
     size_t total = 0;
-    for (int node : used) {
-      auto it = per_node.find(node);
-      if (it != per_node.end()) total += it->second;
-    }
+    for (size_t s = 0; s < used.size(); ++s) total += used[s] ? per_node[s] : 0;
     return total;
   };
   while (in_used() < need) {
     size_t have = in_used();
-    std::optional<int> best_fit, largest;
-    auto fit_key = [&](int node) { return std::make_tuple(node < 0, per_node[node], node); };
-    auto big_key = [&](int node) {
-      return std::make_tuple(node < 0, -static_cast<long>(per_node[node]), node);
+    std::optional<size_t> best_fit, largest;
+    auto fit_key = [&](size_t s) {
+      return std::make_tuple(prep.nodes[s] < 0, per_node[s], prep.nodes[s]);
     };
-    for (const auto& [node, c] : per_node) {
-      if (used.count(node)) continue;
-      if (have + c >= need && (!best_fit || fit_key(node) < fit_key(*best_fit))) best_fit = node;
-      if (!largest || big_key(node) < big_key(*largest)) largest = node;
+    auto big_key = [&](size_t s) {
+      return std::make_tuple(prep.nodes[s] < 0, -static_cast<long>(per_node[s]), prep.nodes[s]);
+    };
+    for (size_t s = 0; s < per_node.size(); ++s) {
+      const size_t c = per_node[s];
+      if (used[s] || c == 0) continue;  // a node without IDs is none
+      if (have + c >= need && (!best_fit || fit_key(s) < fit_key(*best_fit))) best_fit = s;
+      if (!largest || big_key(s) < big_key(*largest)) largest = s;
     }
     if (best_fit) {
-      used.insert(*best_fit);
+      used[*best_fit] = 1;
     } else if (largest) {
-      used.insert(*largest);
+      used[*largest] = 1;
     } else {
       break;  // not enough IDs at all: return what there is
     }
   }
 
-  // The devices that may give IDs, in natural order of their names, with interned PCIe paths.
+  // The devices that may give IDs, in natural order of their names (ties: by number).
   std::vector<size_t> order;
   for (size_t d = 0; d < count.size(); ++d) {
-    if (count[d] > 0 && used.count(loc_of(d).numa_node)) order.push_back(d);
+    if (count[d] > 0 && used[node_of(d)]) order.push_back(d);
   }
   auto natural = [&](size_t x, size_t y) {
+    if (x < n && y < n) return prep.rank[x] < prep.rank[y];
     const std::string& a = loc_of(x).rdma_dev;
     const std::string& b = loc_of(y).rdma_dev;
     if (a != b) return NaturalLess(a, b);
     return x < y;
   };
-  // PoolTopology's devices come in natural order already: checked in one pass, sorted if not.
+  // The topology's devices come in rank order when PoolTopology built it: checked in one pass.
   if (!std::is_sorted(order.begin(), order.end(), natural)) std::sort(order.begin(), order.end(), natural);
-  // Interned PCIe paths: the topology's own (PoolTopology builds them once per state), else
-  // built here (a topology assembled by hand, as tests do). IDs of no known device have none.
-  std::vector<std::vector<int>> own_paths;
-  const std::vector<std::vector<int>>& paths =
-      topology.paths.size() == n ? topology.paths : (own_paths = InternPaths(topology.devices));
-  static const std::vector<int> kNoPath;
-  auto path_of = [&](size_t d) -> const std::vector<int>* { return d < n ? &paths[d] : &kNoPath; };
   std::vector<Dev> devs(order.size());
-  for (size_t k = 0; k < order.size(); ++k) {
-    devs[k].loc = &loc_of(order[k]);
-    devs[k].path = path_of(order[k]);
-    devs[k].count = count[order[k]];
-  }
-  std::vector<Dev> base;
-  for (const auto& [l, d] : must_locs) {
-    base.push_back(Dev{l, d >= 0 ? &paths[static_cast<size_t>(d)] : &kNoPath, 0});
-  }
+  for (size_t k = 0; k < order.size(); ++k) devs[k] = dev_at(order[k], count[order[k]]);
 
   // Step 3: greedy PCIe closeness. Picks device positions in `devs` (repeats allowed once every
   // device is used); the distance sums to the chosen set are kept up to date per pick.
@@ -374,7 +464,7 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
     for (size_t k = 0; k < devs.size(); ++k) {
       for (const auto& b : start) {
         dist[k] += Distance(devs[k], b);
-        if (devs[k].loc->rdma_dev == b.loc->rdma_dev) dev_used[k] = 1;
+        if (SameDevice(devs[k], b)) dev_used[k] = 1;
       }
     }
     auto take = [&](size_t k) {
@@ -406,24 +496,27 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
   } else if (!devs.empty()) {
     // Seeds: the first device under each parent bridge; of the parents with enough devices for
     // the whole request, only the first.
-    std::map<std::vector<int>, std::pair<size_t, size_t>> parents;  // parent -> (first, devices)
-    std::vector<std::vector<int>> parent_order;
+    struct Parent {
+      size_t first = 0, members = 0;
+    };
+    std::vector<Parent> parents;  // in order of their first device
+    std::vector<int32_t> parent_at(prep.parents, -1);  // by PreparedDevices::parent
     for (size_t k = 0; k < devs.size(); ++k) {
-      std::vector<int> parent = *devs[k].path;
-      if (!parent.empty()) parent.pop_back();
-      if (devs[k].path->empty()) parent = {-1 - static_cast<int>(k)};  // no tree: its own
-      auto [it, fresh] = parents.emplace(parent, std::make_pair(k, 0));
-      it->second.second++;
-      if (fresh) parent_order.push_back(parent);
+      const int32_t p = devs[k].parent;  // -1: no tree, a parent of its own
+      int32_t* at = p >= 0 ? &parent_at[static_cast<size_t>(p)] : nullptr;
+      if (at == nullptr || *at < 0) {
+        if (at != nullptr) *at = static_cast<int32_t>(parents.size());
+        parents.push_back(Parent{k, 0});
+      }
+      parents[at != nullptr ? static_cast<size_t>(*at) : parents.size() - 1].members++;
     }
     std::vector<size_t> seeds;
     bool big_seeded = false;
-    for (const auto& p : parent_order) {
-      auto [first, members] = parents[p];
-      bool big = members >= need;
+    for (const Parent& p : parents) {
+      bool big = p.members >= need;
       if (big && big_seeded) continue;
       big_seeded |= big;
-      seeds.push_back(first);
+      seeds.push_back(p.first);
       if (seeds.size() >= kMaxSeeds) break;
     }
     long best_cost = std::numeric_limits<long>::max();
@@ -446,7 +539,7 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
     int32_t& l = list_of[order[k]];
     if (l < 0) {
       l = static_cast<int32_t>(lists.size());
-      lists.emplace_back();
+      lists.emplace_back().reserve(count[order[k]]);  // every available ID of the device
       picks.push_back(0);
     }
     picks[static_cast<size_t>(l)]++;

@@ -21,6 +21,7 @@
 //     ID ("mlx5_2-10" after "mlx5_2-9").
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -40,6 +41,20 @@ struct IdLocality {
 
 class DeviceNameIndex;  // device_name_index.h
 
+// What every request reads of each device, packed into small dense arrays and derived from the
+// devices once (PrepareDevices), so that the steps bounded by the devices do not walk 1,024
+// IdLocality records (cold in cache after the pass over 100,000 IDs) or compare their names.
+struct PreparedDevices {
+  std::vector<int> nodes;           // the devices' distinct NUMA nodes, ascending, -1 among them
+  std::vector<uint32_t> node_of;    // per device: its node's place in `nodes`
+  std::vector<uint32_t> rank;       // per device: its place in natural order of the names (ties:
+                                    // by position)
+  std::vector<uint32_t> same_name;  // per device: the first device of its name
+  std::vector<int32_t> parent;      // per device: its parent bridge (its path without the last
+                                    // element) as a number < parents; -1 for no PCIe path
+  size_t parents = 0;
+};
+
 // Where a pool's IDs sit: its devices, and which device an ID is on: -1 for an ID of no known
 // device (it counts as a device of its own with unknown NUMA and no PCIe path). Asked once per
 // available ID, so keep it cheap: with by_name set (a shared pool) an ID "<rdma_dev>-<k>" is on
@@ -48,14 +63,19 @@ struct AllocationTopology {
   std::vector<IdLocality> devices;
   std::function<int(std::string_view id)> device_of;
   std::shared_ptr<const DeviceNameIndex> by_name;
-  // InternPaths(devices), kept with the topology so that no request interns 1,024 paths again;
-  // when its size is not that of `devices`, the algorithm interns them per request.
+  // InternPaths(devices) and PrepareDevices(devices, paths), kept with the topology so that no
+  // request derives them for 1,024 devices again; a topology without them (paths not of the size
+  // of `devices`, prepared not filled) gets them derived per request.
   std::vector<std::vector<int>> paths;
+  PreparedDevices prepared;
 };
 
 // The devices' PCIe paths with each element replaced by a number (equal strings, equal numbers
 // across all the devices), so that comparing two paths is comparing integers.
 std::vector<std::vector<int>> InternPaths(const std::vector<IdLocality>& devices);
+// `devices` as PreparedDevices says, `paths` being InternPaths(devices).
+PreparedDevices PrepareDevices(const std::vector<IdLocality>& devices,
+                               const std::vector<std::vector<int>>& paths);
 
 // The index in topology.devices of the device an ID is on, -1 for none: what the algorithm
 // asks once per available ID.

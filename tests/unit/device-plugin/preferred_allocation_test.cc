@@ -286,6 +286,107 @@ TEST(PreferredAllocationTest, MustIncludeIdsOnMoreThanEightDevicesOfABigPool) {
   EXPECT_EQ(std::set<std::string>(got.begin(), got.end()).size(), got.size()) << "no ID twice";
 }
 
+TEST(PreferredAllocationTest, PrepareDevicesNumbersNodesRanksNamesAndParents) {
+  const std::vector<IdLocality> devices = {
+      {"mlx5_10", 1, {"rp0", "sw", "fn10"}},
+      {"mlx5_2", 0, {"rp0", "sw", "fn2"}},
+      {"mlx5_2", 3, {"rp1", "fn2b"}},  // a name given twice
+      {"rxe0", -1, {}},
+      {"mlx5_1", 0, {"rp1", "fn1"}},
+      {"ib0", 0, {"fn0"}},  // an endpoint of the root complex: parent is the empty path
+  };
+  const PreparedDevices p = PrepareDevices(devices, InternPaths(devices));
+  EXPECT_EQ(p.nodes, (std::vector<int>{-1, 0, 1, 3}));
+  EXPECT_EQ(p.node_of, (std::vector<uint32_t>{2, 1, 3, 0, 1, 1}));
+  // Natural order: ib0, mlx5_1, mlx5_2 (position 1), mlx5_2 (position 2), mlx5_10, rxe0.
+  EXPECT_EQ(p.rank, (std::vector<uint32_t>{4, 2, 3, 5, 1, 0}));
+  EXPECT_EQ(p.same_name, (std::vector<uint32_t>{0, 1, 1, 3, 4, 5}));
+  EXPECT_EQ(p.parents, 3u);
+  EXPECT_EQ(p.parent[0], p.parent[1]) << "both under rp0/sw";
+  EXPECT_EQ(p.parent[2], p.parent[4]) << "both under rp1";
+  EXPECT_NE(p.parent[0], p.parent[2]);
+  EXPECT_EQ(p.parent[3], -1) << "no PCIe path";
+  EXPECT_GE(p.parent[5], 0);
+  EXPECT_NE(p.parent[5], p.parent[0]);
+  EXPECT_NE(p.parent[5], p.parent[2]);
+}
+
+// A big pool whose PCIe siblings are not neighbours in natural order: device i is under root
+// port i % 16 (NUMA node i % 2), so the picked devices lie far apart in number.
+BigPool MakeStripedPool() {
+  BigPool p;
+  for (int i = 0; i < 1024; ++i) {
+    std::string rp = "0000:00:" + std::to_string(1 + i % 16) + ".0";
+    p.topo.devices.push_back({"mlx5_" + std::to_string(i), i % 2, {rp, "fn" + std::to_string(i)}});
+    for (int k = 0; k < 20; ++k) p.ids.push_back("mlx5_" + std::to_string(i) + "-" + std::to_string(k));
+  }
+  std::shuffle(p.ids.begin(), p.ids.end(), std::mt19937(9));
+  p.topo.device_of = [](std::string_view id) {
+    return std::stoi(std::string(id.substr(5, id.rfind('-') - 5)));
+  };
+  return p;
+}
+
+TEST(PreferredAllocationTest, PickedDevicesFarApartInNumberAreFoundByTheLastPass) {
+  // 8 picks under one root port span 8 x 16 device numbers (each compared), 12 picks need the
+  // per-device table, 3 lie within 64 numbers (the range test with a gap-free mask, and gaps).
+  BigPool p = MakeStripedPool();
+  for (int size : {3, 8, 12}) {
+    auto got = PreferredAllocation(p.ids, {}, size, p.topo);
+    ASSERT_EQ(got.size(), static_cast<size_t>(size));
+    std::set<int> devs, ports;
+    for (const auto& id : got) {
+      const int d = std::stoi(id.substr(5, id.rfind('-') - 5));
+      devs.insert(d);
+      ports.insert(d % 16);
+      EXPECT_EQ(id.substr(id.rfind('-')), "-0") << id;
+    }
+    EXPECT_EQ(devs.size(), static_cast<size_t>(size)) << "one ID per device";
+    EXPECT_EQ(ports.size(), 1u) << "all under one root port";
+  }
+}
+
+TEST(PreferredAllocationTest, ThePreparedTopologyGivesTheAnswersOfTheUnpreparedOne) {
+  // PoolTopology's topology (paths and devices prepared once) against the same devices as a
+  // topology assembled by hand, prepared per request.
+  PoolState st = SharedState({});
+  for (int i = 0; i < 300; ++i) {
+    RdmaDevice d;
+    d.name = "mlx5_" + std::to_string(i);
+    d.parent.kind = ParentKind::kPci;
+    PciInfo pci;
+    pci.numa_node = (i / 40) % 3 - (i >= 280 ? 2 : 0);  // nodes 0..2, and -1 for the last 20
+    pci.pcie_path = {"rp" + std::to_string(i / 20), "sw" + std::to_string(i / 5), "fn" + std::to_string(i)};
+    if (i % 50 == 49) pci.pcie_path.clear();
+    d.parent.pci = pci;
+    st.devices[d.name] = TrackedDevice{d, {true, ""}};
+  }
+  FillIds(st);
+  AllocationTopology prepared = PoolTopology(st);
+  ASSERT_EQ(prepared.prepared.node_of.size(), prepared.devices.size());
+  AllocationTopology by_hand;
+  by_hand.devices = prepared.devices;
+  by_hand.by_name = prepared.by_name;
+  std::vector<std::string> ids = st.ids;
+  ids.push_back("stray-1");
+  std::shuffle(ids.begin(), ids.end(), std::mt19937(13));
+  for (int size : {1, 2, 7, 25, 90, 400, 700}) {
+    for (const std::vector<std::string>& must :
+         {std::vector<std::string>{}, {"mlx5_7-1"}, {"mlx5_299-0", "stray-1", "mlx5_100-1"}}) {
+      EXPECT_EQ(PreferredAllocation(ids, must, size, prepared), PreferredAllocation(ids, must, size, by_hand))
+          << size << " with " << must.size() << " must-include";
+    }
+  }
+}
+
+TEST(PreferredAllocationTest, IdsOfNoKnownDeviceAtAllAreDevicesOfTheirOwn) {
+  // A topology of no devices: every ID is a device of its own, of unknown NUMA, in natural order.
+  auto none = [](const std::string&) -> std::optional<IdLocality> { return std::nullopt; };
+  EXPECT_EQ(PreferredAllocation({"b-10", "b-9", "a"}, {}, 2, none), (std::vector<std::string>{"a", "b-9"}));
+  EXPECT_EQ(PreferredAllocation({"b-10", "b-9", "a"}, {"b-10"}, 2, none),
+            (std::vector<std::string>{"b-10", "a"}));
+}
+
 TEST(PreferredAllocationTest, IdsOfNoKnownDeviceComeLast) {
   auto got = PreferredAllocation({"stray", "mlx5_3", "mlx5_4"}, {}, 3, Exclusive());
   ASSERT_EQ(got.size(), 3u);

@@ -88,31 +88,27 @@ void DeviceNameIndex::BuildShortTable() {
 }
 
 template <typename Id, typename D>
-void DeviceNameIndex::DevicesOfSharedIds(const Id* ids, size_t count, D none, D* dev,
-                                         size_t* per_dev) const {
+void DeviceNameIndex::DevicesOfSharedIds(const Id* ids, size_t count, D none, D* dev) const {
   const ShortTable t = short_;  // a local: in registers, whatever the stores below write
   for (const Id* const end = ids + count; ids != end; ++ids, ++dev) {
     const std::string_view id = *ids;
     const int pos = FindShort(t, id);
-    uint32_t d;
     if (pos >= 0) [[likely]] {
-      d = static_cast<uint32_t>(pos);
-    } else {
-      d = std::min(static_cast<uint32_t>(DeviceOfSharedIdSlow(id)), uint32_t{none});  // -1: none
+      *dev = static_cast<D>(pos);
+    } else {  // -1: none
+      *dev = static_cast<D>(std::min(static_cast<uint32_t>(DeviceOfSharedIdSlow(id)), uint32_t{none}));
     }
-    *dev = static_cast<D>(d);
-    ++per_dev[d];
   }
 }
 
-template void DeviceNameIndex::DevicesOfSharedIds(const std::string*, size_t, uint16_t, uint16_t*,
-                                                  size_t*) const;
+template void DeviceNameIndex::DevicesOfSharedIds(const std::string*, size_t, uint16_t,
+                                                  uint16_t*) const;
 template void DeviceNameIndex::DevicesOfSharedIds(const std::string_view*, size_t, uint16_t,
-                                                  uint16_t*, size_t*) const;
-template void DeviceNameIndex::DevicesOfSharedIds(const std::string*, size_t, uint32_t, uint32_t*,
-                                                  size_t*) const;
+                                                  uint16_t*) const;
+template void DeviceNameIndex::DevicesOfSharedIds(const std::string*, size_t, uint32_t,
+                                                  uint32_t*) const;
 template void DeviceNameIndex::DevicesOfSharedIds(const std::string_view*, size_t, uint32_t,
-                                                  uint32_t*, size_t*) const;
+                                                  uint32_t*) const;
 
 int DeviceNameIndex::DeviceOfSharedIdSlow(std::string_view id) const {
   const size_t size = id.size();

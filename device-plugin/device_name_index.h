@@ -83,11 +83,10 @@ class DeviceNameIndex {
 
   // The pass GetPreferredAllocation makes over a shared pool's available IDs (Id: std::string or
   // std::string_view; D: uint16_t or uint32_t): dev[i] = the position of the device of ids[i]
-  // (as DeviceOfSharedId), or `none` when it has none (none >= every position); and
-  // ++per_dev[dev[i]] (per_dev has none + 1 elements). One loop that holds the short names'
-  // table in registers.
+  // (as DeviceOfSharedId), or `none` when it has none (none >= every position). One loop that
+  // holds the short names' table in registers.
   template <typename Id, typename D>
-  void DevicesOfSharedIds(const Id* ids, size_t count, D none, D* dev, size_t* per_dev) const;
+  void DevicesOfSharedIds(const Id* ids, size_t count, D none, D* dev) const;
 
   // The position of the device of a shared ID "<rdma_dev>-<k>" (the name is what comes before
   // the ID's last '-'); -1 when the ID has no '-' or names no device.

@@ -97,6 +97,22 @@ TEST(PreferredAllocationTest, NaturalOrderComparesNumbers) {
   EXPECT_TRUE(NaturalLess("a", "b"));
 }
 
+TEST(PreferredAllocationTest, NaturalOrderOfLongIdsThatShareLongPrefixes) {
+  // Prefixes of 8 bytes and more are compared a word at a time: the first byte that differs,
+  // wherever it falls in the word, and digit runs that begin inside the common prefix.
+  EXPECT_TRUE(NaturalLess("mlx5_1000-9", "mlx5_1000-10"));
+  EXPECT_FALSE(NaturalLess("mlx5_1000-10", "mlx5_1000-9"));
+  EXPECT_TRUE(NaturalLess("mlx5_999-0", "mlx5_1000-0")) << "the run began before the difference";
+  EXPECT_TRUE(NaturalLess("ib_device_with_a_long_name_0-7", "ib_device_with_a_long_name_1-0"));
+  EXPECT_TRUE(NaturalLess("abcdefgh", "abcdefgi"));
+  EXPECT_TRUE(NaturalLess("abcdefghi", "abcdefghj"));
+  EXPECT_TRUE(NaturalLess("abcdefg", "abcdefgh")) << "a prefix first";
+  EXPECT_FALSE(NaturalLess("abcdefgh", "abcdefgh"));
+  EXPECT_TRUE(NaturalLess("rocep59s0f0-007", "rocep59s0f0-7")) << "equal numbers: then bytes";
+  EXPECT_TRUE(NaturalLess("rocep59s0f0-7", "rocep59s0f0-08"));
+  EXPECT_TRUE(NaturalLess("rocep59s0f0-12", "rocep59s0f0-13"));
+}
+
 TEST(PreferredAllocationTest, PcieDistanceCountsHopsThroughCommonAncestor) {
   auto t = Topology();
   EXPECT_EQ(PcieDistance(t["mlx5_0"], t["mlx5_1"]), 2);
@@ -309,6 +325,19 @@ TEST(PreferredAllocationTest, PrepareDevicesNumbersNodesRanksNamesAndParents) {
   EXPECT_GE(p.parent[5], 0);
   EXPECT_NE(p.parent[5], p.parent[0]);
   EXPECT_NE(p.parent[5], p.parent[2]);
+}
+
+TEST(PreferredAllocationTest, TwoDevicesOfOnePciFunctionAreCloserThanSiblings) {
+  // rdma_dev a and b on one function (one PCIe path): 0 hops, as close as one device.
+  AllocationTopology topo;
+  topo.devices = {{"a", 0, {"rp", "sw", "fn0"}}, {"b", 0, {"rp", "sw", "fn0"}},
+                  {"c", 0, {"rp", "sw", "fn1"}}, {"d", 0, {"rp", "fn2"}}};
+  topo.device_of = [](std::string_view id) { return id[0] - 'a'; };
+  const std::vector<std::string> ids = {"d-0", "c-0", "b-0", "a-0"};
+  EXPECT_EQ(PreferredAllocation(ids, {"c-0"}, 2, topo), (std::vector<std::string>{"c-0", "a-0"}));
+  EXPECT_EQ(PreferredAllocation(ids, {"b-0"}, 2, topo), (std::vector<std::string>{"b-0", "a-0"}));
+  EXPECT_EQ(PreferredAllocation(ids, {"d-0"}, 3, topo),
+            (std::vector<std::string>{"d-0", "a-0", "b-0"}));
 }
 
 // A big pool whose PCIe siblings are not neighbours in natural order: device i is under root

@@ -132,36 +132,37 @@ void ForEachOnDevices(const D* dev, size_t total, size_t devices, const std::vec
       lo_v[j] = static_cast<D>(lo);
       last_v[j] = static_cast<D>(span - 1);
     }
-    // f for the wanted among the kLanes numbers from `at` that `m` flags as in the range.
-    auto visit = [&](const auto& m, size_t at) {
+    // Four vectors (32 16-bit numbers) a step, one branch for them; a step with numbers in the
+    // range walks them by bit (SSE2: one bit per byte, the lowest of each number's kept).
+    for (; i + 4 * kLanes <= total; i += 4 * kLanes) {
+      V v0, v1, v2, v3;
+      std::memcpy(&v0, dev + i, sizeof(V));
+      std::memcpy(&v1, dev + i + kLanes, sizeof(V));
+      std::memcpy(&v2, dev + i + 2 * kLanes, sizeof(V));
+      std::memcpy(&v3, dev + i + 3 * kLanes, sizeof(V));
+      const auto m0 = (v0 - lo_v) <= last_v;
+      const auto m1 = (v1 - lo_v) <= last_v;
+      const auto m2 = (v2 - lo_v) <= last_v;
+      const auto m3 = (v3 - lo_v) <= last_v;
+      if (!any(m0 | m1 | m2 | m3)) [[likely]] continue;
 #if defined(__SSE2__)
-      __m128i x;
-      std::memcpy(&x, &m, sizeof(x));
-      // One bit per byte: keep each lane's lowest.
-      constexpr unsigned kLaneBits = sizeof(D) == 2 ? 0x5555u : 0x1111u;
-      for (unsigned b = static_cast<unsigned>(_mm_movemask_epi8(x)) & kLaneBits; b != 0; b &= b - 1) {
-        const size_t j = at + static_cast<size_t>(__builtin_ctz(b)) / sizeof(D);
+      auto byte_bits = [](const auto& m) {
+        __m128i x;
+        std::memcpy(&x, &m, sizeof(x));
+        return static_cast<uint64_t>(static_cast<unsigned>(_mm_movemask_epi8(x)));
+      };
+      constexpr uint64_t kLaneBits = sizeof(D) == 2 ? 0x5555555555555555ull : 0x1111111111111111ull;
+      uint64_t b = (byte_bits(m0) | byte_bits(m1) << 16 | byte_bits(m2) << 32 | byte_bits(m3) << 48) &
+                   kLaneBits;
+      for (; b != 0; b &= b - 1) {
+        const size_t j = i + static_cast<size_t>(__builtin_ctzll(b)) / sizeof(D);
         if (is_wanted(dev[j])) f(j);
       }
 #else
-      for (size_t j = 0; j < kLanes; ++j) {
-        if (m[j] != 0 && is_wanted(dev[at + j])) f(at + j);
+      for (size_t j = i; j < i + 4 * kLanes; ++j) {
+        if (is_wanted(dev[j])) f(j);
       }
 #endif
-    };
-    // Four vectors a step, one branch for them.
-    for (; i + 4 * kLanes <= total; i += 4 * kLanes) {
-      V v[4];
-      std::memcpy(v, dev + i, sizeof(v));
-      const auto m0 = (v[0] - lo_v) <= last_v;
-      const auto m1 = (v[1] - lo_v) <= last_v;
-      const auto m2 = (v[2] - lo_v) <= last_v;
-      const auto m3 = (v[3] - lo_v) <= last_v;
-      if (!any(m0 | m1 | m2 | m3)) [[likely]] continue;
-      visit(m0, i);
-      visit(m1, i + kLanes);
-      visit(m2, i + 2 * kLanes);
-      visit(m3, i + 3 * kLanes);
     }
     for (; i < total; ++i) {
       if (is_wanted(dev[i])) f(i);

@@ -41,10 +41,9 @@ struct Dev {
   int root = -1, last = -1;
 
   Dev() = default;
-  Dev(const IdLocality* l, size_t ids, int32_t same, int32_t par, const std::vector<int>& p)
-      : loc(l), count(ids), same_name(same), parent(par), path(p.data()),
-        path_len(static_cast<uint32_t>(p.size())), root(p.empty() ? -1 : p.front()),
-        last(p.empty() ? -1 : p.back()) {}
+  Dev(const IdLocality* l, size_t ids, int32_t same, int32_t par, const int* p, uint32_t len)
+      : loc(l), count(ids), same_name(same), parent(par), path(p), path_len(len),
+        root(len > 0 ? p[0] : -1), last(len > 0 ? p[len - 1] : -1) {}
 };
 
 // Hops between two functions of the PCIe tree, from their root-port-to-function paths (as
@@ -298,6 +297,11 @@ PreparedDevices PrepareDevices(const std::vector<IdLocality>& devices,
     p.parent[d] = parents.emplace(std::move(parent), static_cast<int32_t>(parents.size())).first->second;
   }
   p.parents = parents.size();
+  p.path_start.push_back(0);
+  for (size_t d = 0; d < n; ++d) {
+    if (d < paths.size()) p.path_elems.insert(p.path_elems.end(), paths[d].begin(), paths[d].end());
+    p.path_start.push_back(static_cast<uint32_t>(p.path_elems.size()));
+  }
   return p;
 }
 
@@ -469,12 +473,11 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
   const bool prepared = !topology.prepared.nodes.empty() && topology.prepared.node_of.size() == n;
   const PreparedDevices& prep =
       prepared ? topology.prepared : (own_prepared = PrepareDevices(topology.devices, paths));
-  static const std::vector<int> kNoPath;  // IDs of no known device have none
   // A device (of the topology, or of `unknown`: d >= n) as the later steps see it.
   auto dev_at = [&](size_t d, size_t ids) {
-    if (d >= n) return Dev(&unknown[d - n], ids, -1, -1, kNoPath);
+    if (d >= n) return Dev(&unknown[d - n], ids, -1, -1, nullptr, 0);
     return Dev(&topology.devices[d], ids, static_cast<int32_t>(prep.same_name[d]), prep.parent[d],
-               paths[d]);
+               prep.path_elems.data() + prep.path_start[d], prep.path_start[d + 1] - prep.path_start[d]);
   };
   // Devices of the must-include IDs (IDs of no known device: devices of their own).
   std::vector<IdLocality> must_unknown;
@@ -485,7 +488,7 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
       base.push_back(dev_at(must_dev[k], 0));
     } else {
       must_unknown.push_back(IdLocality{result[k], -1, {}});
-      base.push_back(Dev(&must_unknown.back(), 0, -1, -1, kNoPath));
+      base.push_back(Dev(&must_unknown.back(), 0, -1, -1, nullptr, 0));
     }
   }
 
@@ -557,25 +560,34 @@ std::vector<std::string> Prefer(const std::vector<Id>& available,
         if (SameDevice(devs[k], b)) dev_used[k] = 1;
       }
     }
+    // The next device to take: one not used up; one not used yet before one used; then the
+    // closest; then the first. take(k) finds the one after k in the loop that adds k's distances.
+    constexpr size_t kNone = std::numeric_limits<size_t>::max();
+    auto better = [&](size_t j, size_t best) {
+      if (taken[j] >= devs[j].count) return false;
+      return best == kNone || std::make_tuple(dev_used[j], dist[j]) < std::make_tuple(dev_used[best], dist[best]);
+    };
     auto take = [&](size_t k) {
       *cost += dist[k];
       picked.push_back(k);
       taken[k]++;
       dev_used[k] = 1;
-      for (size_t j = 0; j < devs.size(); ++j) dist[j] += Distance(devs[j], devs[k]);
-    };
-    if (seed) take(*seed);
-    while (picked.size() < need) {
-      std::optional<size_t> best;
-      for (size_t k = 0; k < devs.size(); ++k) {
-        if (taken[k] >= devs[k].count) continue;
-        if (!best || std::make_tuple(dev_used[k], dist[k]) < std::make_tuple(dev_used[*best], dist[*best])) {
-          best = k;
-        }
+      size_t best = kNone;
+      for (size_t j = 0; j < devs.size(); ++j) {
+        dist[j] += Distance(devs[j], devs[k]);
+        if (better(j, best)) best = j;
       }
-      if (!best) break;
-      take(*best);
+      return best;
+    };
+    size_t next = kNone;
+    if (seed) {
+      next = take(*seed);
+    } else {
+      for (size_t j = 0; j < devs.size(); ++j) {
+        if (better(j, next)) next = j;
+      }
     }
+    while (picked.size() < need && next != kNone) next = take(next);
     return picked;
   };
 

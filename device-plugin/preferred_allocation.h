@@ -53,6 +53,8 @@ struct PreparedDevices {
   std::vector<int32_t> parent;      // per device: its parent bridge (its path without the last
                                     // element) as a number < parents; -1 for no PCIe path
   size_t parents = 0;
+  std::vector<int> path_elems;      // the interned paths, one after another
+  std::vector<uint32_t> path_start; // device d's is [path_start[d], path_start[d + 1])
 };
 
 // Where a pool's IDs sit: its devices, and which device an ID is on: -1 for an ID of no known

@@ -11,11 +11,13 @@
 // (8 KiB of each for 1,024 names), and the key alone tells the length (the table holds no name
 // ending in NUL; the look-up checks the ID's name does not either). Each name is in its home slot
 // or not at all, the multiplier chosen when the index is built so that the names (usually all)
-// get home slots of their own: a look-up is one multiply and one slot. Anything else (a name that
-// lost its slot, of no device, longer than 8 bytes) takes the general table, which holds every
-// name: a name of up to 16 bytes is two words (its first 8 bytes and its last 8) plus its
-// length; longer names and IDs whose '-' is further from their end take a path that compares the
-// whole name.
+// get home slots of their own: a look-up is one multiply and one slot. Names of 9 to 16 bytes
+// (udev's rocep59s0f0, mlx5_1000) have a second such table, keyed by their first and last words
+// and checked with their length, which the look-up reads next, out of the loop. Anything else (a
+// name that lost its slot, of no device, longer than 16 bytes) takes the general table, which
+// holds every name: a name of up to 16 bytes is two words (its first 8 bytes and its last 8)
+// plus its length; longer names and IDs whose '-' is further from their end take a path that
+// compares the whole name.
 //
 // Immutable after construction; safe to share between threads.
 #pragma once
@@ -92,8 +94,8 @@ class DeviceNameIndex {
   // the ID's last '-'); -1 when the ID has no '-' or names no device.
   int DeviceOfSharedId(std::string_view id) const { return SharedIds()(id); }
 
-  // How many names of 1 to 8 bytes (each name once) the short names' table left to the general
-  // one: what a look-up of theirs costs more. For tests and benchmarks.
+  // How many names of 1 to 16 bytes (each name once) the short and medium names' tables left to
+  // the general one: what a look-up of theirs costs more. For tests and benchmarks.
   size_t ShortNamesLeftOut() const { return short_left_out_; }
 
  private:
@@ -180,8 +182,11 @@ class DeviceNameIndex {
   // A name's slot key: as above for up to 16 bytes; a longer name uses its first 16 bytes (and
   // its length), and a slot matching that key is compared whole with the name.
   static void KeyOf(std::string_view name, uint64_t* w0, uint64_t* w1);
-  // Fills the short_ fields below; after the general table (Find tells a name given twice).
-  void BuildShortTable();
+  // Fills the short_ and medium_ fields below; after the general table (Find tells a name given
+  // twice).
+  void BuildShortTables();
+  // The key a name of 9 to 16 bytes hashes by: its first and last words together.
+  static uint64_t MediumKey(uint64_t w0, uint64_t w1) { return w0 ^ (w1 * 0xc2b2ae3d27d4eb4full); }
 
   std::vector<std::string> names_;
   std::vector<Slot> slots_;  // every name
@@ -191,6 +196,15 @@ class DeviceNameIndex {
   std::vector<uint16_t> short_at_;
   std::vector<uint64_t> short_keys_;
   ShortTable short_;
+  // The names of 9 to 16 bytes likewise (DeviceOfSharedIdSlow reads them first): slot
+  // (MediumKey * medium_mul_) >> medium_shift_ of medium_at_ holds a position, whose name's first
+  // and last words are medium_words_[2 pos] and [2 pos + 1] and its length medium_sizes_[pos]
+  // (0 for none).
+  std::vector<uint16_t> medium_at_;
+  std::vector<uint64_t> medium_words_;
+  std::vector<uint8_t> medium_sizes_;
+  uint64_t medium_mul_ = 0;
+  unsigned medium_shift_ = 0;
   size_t short_left_out_ = 0;
 };
 

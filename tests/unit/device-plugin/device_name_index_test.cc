@@ -225,6 +225,43 @@ TEST(DeviceNameIndexTest, ANameEndingInNulIsLeftToTheGeneralTable) {
   EXPECT_EQ(lookup(std::string("\0\0-000000", 9)), -1);
 }
 
+TEST(DeviceNameIndexTest, MediumNamesAreToldApartByTheirWordsAndTheirLength) {
+  // Names of 9 to 16 bytes are keyed by their first and last 8 bytes, which overlap below 16:
+  // names of a repeated byte, or that differ only in length, have the same words.
+  const std::string nul_inside("mlx5\0_1000", 10);
+  const std::vector<std::string> names = {"aaaaaaaaa",        "aaaaaaaaaa",  "aaaaaaaaaaaaaaaa",
+                                          "rocep59s0f0",      "rocep59s0f1", "mlx5_1000",
+                                          "sixteen_bytes_16", nul_inside,    "mlx5_bond_0"};
+  DeviceNameIndex index(names);
+  // The three names of a's have one key: one home slot, the other two left to the general table.
+  EXPECT_EQ(index.ShortNamesLeftOut(), 2u);
+  const DeviceNameIndex::SharedIdLookup lookup = index.SharedIds();
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(lookup(names[i] + "-0"), static_cast<int>(i)) << names[i];
+    EXPECT_EQ(lookup(names[i] + "-1234567"), static_cast<int>(i)) << names[i];
+  }
+  for (const char* stray : {"aaaaaaaaaaa-0", "aaaaaaaaaaaaaaa-0", "aaaaaaaaaaaaaaaaa-0",
+                            "rocep59s0f2-0", "rocep59s1f0-0", "mlx5_1001-0", "sixteen_bytes_17-0",
+                            "mlx5_bond_1-0", "mlx5_1000\x01-0"}) {
+    EXPECT_EQ(lookup(stray), -1) << stray;
+  }
+  EXPECT_EQ(lookup(std::string("mlx5\0_1001-0", 12)), -1);
+}
+
+TEST(DeviceNameIndexTest, ManyMediumNamesAreAllFound) {
+  // udev's RoCE names, thousands: some are left to the general table, every one is found.
+  std::vector<std::string> names;
+  for (int b = 0; b < 250; ++b) {
+    for (int f = 0; f < 8; ++f) names.push_back("rocep" + std::to_string(b) + "s0f" + std::to_string(f));
+  }
+  DeviceNameIndex index(names);
+  const DeviceNameIndex::SharedIdLookup lookup = index.SharedIds();
+  for (size_t i = 0; i < names.size(); ++i) {
+    ASSERT_EQ(lookup(names[i] + "-42"), static_cast<int>(i)) << names[i];
+    ASSERT_EQ(lookup(names[i] + "0-42"), -1) << names[i];
+  }
+}
+
 TEST(DeviceNameIndexTest, PositionsBeyondSixteenBitsAreFoundThroughTheGeneralTable) {
   std::vector<std::string> names;
   for (int i = 0; i < 70000; ++i) names.push_back("n" + std::to_string(i));

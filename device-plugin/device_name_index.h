@@ -107,9 +107,10 @@ class DeviceNameIndex {
       const char* p = id.data();
       const unsigned dashes = DashesOf8(p + size - 8);
       if (dashes != 0) [[likely]] {
-        // The name's last byte: the one before the last '-' of the 8 (clz ^ 31 = 31 - clz, as
-        // one bsr).
-        const size_t last = size - 9 + (static_cast<unsigned>(__builtin_clz(dashes)) ^ 31u);
+        // The name's last byte: the one before the last '-' of the 8. 31 - clz is one bsr;
+        // written so (unsigned, then widened) GCC 12 adds no sign extension after it.
+        const unsigned dash = 31u - static_cast<unsigned>(__builtin_clz(dashes));
+        const size_t last = size - 9 + dash;
         if (last < 8) [[likely]] {
           const uint64_t key = Load8(p) & kLowBytes[last + 1];
           // key > kLowBytes[last]: the name's last byte is not NUL.

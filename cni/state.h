@@ -75,7 +75,7 @@ class StateStore {
 
   // An exclusive flock on <dir>/lock, released when the Lock is destroyed. While it is held the
   // records change only through this store, so List() of every network is read from disk once
-  // and kept until a Save, Remove or quarantine (a DEL asks it three times: heir, knobs, GC).
+  // and kept until a Save, Remove or quarantine (a DEL asks twice: the move's heir, the knobs).
   class Lock {
    public:
     Lock(Lock&& o) noexcept : fd_(o.fd_), store_(o.store_) {

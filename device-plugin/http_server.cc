@@ -5,21 +5,23 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
-#include <algorithm>
 #include <map>
 #include <vector>
+
+#include <spdlog/spdlog.h>
 
 namespace rdmak8s::dp {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-constexpr size_t kMaxRequestBytes = 16 * 1024;
 
 const char* Reason(int status) {
   switch (status) {
@@ -28,18 +30,16 @@ const char* Reason(int status) {
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
     default: return "Status";
   }
 }
 
-std::string Render(const HttpResponse& r, bool head) {
-  std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + Reason(r.status) +
-                    "\r\nContent-Type: " + r.content_type +
-                    "\r\nContent-Length: " + std::to_string(r.body.size()) +
-                    "\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n";
-  if (!head) out += r.body;
-  return out;
+std::string Head(int status, const std::string& content_type, size_t length) {
+  return "HTTP/1.1 " + std::to_string(status) + " " + Reason(status) +
+         "\r\nContent-Type: " + content_type + "\r\nContent-Length: " + std::to_string(length) +
+         "\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n";
 }
 
 HttpResponse Plain(int status, std::string body) {
@@ -48,18 +48,37 @@ HttpResponse Plain(int status, std::string body) {
 
 struct Conn {
   std::string in;
-  std::string out;
-  size_t written = 0;
+  std::string head;                          // status line and headers
+  std::shared_ptr<const std::string> body;   // shared by every answer of one computation
+  size_t written = 0;                        // of head + body
   bool responding = false;
+  bool waiting = false;                      // for the cached route's computation
+  bool head_only = false;
   Clock::time_point deadline;
 };
 
+void Wake(int fd) {
+  uint64_t one = 1;
+  (void)!write(fd, &one, sizeof(one));
+}
+
+void Drain(int fd) {
+  uint64_t v = 0;
+  while (read(fd, &v, sizeof(v)) > 0) {
+  }
+}
+
 }  // namespace
 
-HttpServer::HttpServer(Options options, Handler handler)
-    : options_(options), handler_(std::move(handler)) {}
+HttpServer::HttpServer(Options options, Handler handler, std::optional<CachedRoute> cached)
+    : options_(options), handler_(std::move(handler)), cached_(std::move(cached)) {}
 
 HttpServer::~HttpServer() { Stop(); }
+
+HttpServer::Stats HttpServer::stats() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return stats_;
+}
 
 Status HttpServer::Listen(const std::string& address) {
   if (listen_fd_ >= 0) return FailedPreconditionError("already listening");
@@ -106,31 +125,78 @@ Status HttpServer::Listen(const std::string& address) {
     }
   }
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (wake_fd_ < 0) {
+  done_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wake_fd_ < 0 || done_fd_ < 0) {
     int err = errno;
     close(fd);
+    for (int* e : {&wake_fd_, &done_fd_}) {
+      if (*e >= 0) close(*e);
+      *e = -1;
+    }
     return ErrnoError(err, "eventfd");
   }
   listen_fd_ = fd;
+  {
+    std::lock_guard<std::mutex> lock(work_mu_);
+    work_stop_ = false;
+  }
+  if (cached_) worker_ = std::thread([this] { Work(); });
   thread_ = std::thread([this] { Loop(); });
   return Status::Ok();
 }
 
 void HttpServer::Stop() {
   if (thread_.joinable()) {
-    uint64_t one = 1;
-    (void)!write(wake_fd_, &one, sizeof(one));
+    Wake(wake_fd_);
     thread_.join();
   }
-  for (int* fd : {&listen_fd_, &wake_fd_}) {
+  if (worker_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(work_mu_);
+      work_stop_ = true;
+    }
+    work_cv_.notify_all();
+    worker_.join();
+  }
+  for (int* fd : {&listen_fd_, &wake_fd_, &done_fd_}) {
     if (*fd >= 0) close(*fd);
     *fd = -1;
   }
 }
 
+void HttpServer::Work() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(work_mu_);
+      work_cv_.wait(lock, [this] { return work_wanted_ || work_stop_; });
+      if (work_stop_) return;
+      work_wanted_ = false;
+    }
+    std::shared_ptr<const std::string> result;
+    try {
+      result = std::make_shared<const std::string>(cached_->compute());
+    } catch (const std::exception& e) {
+      SPDLOG_ERROR("{}: {}", cached_->path, e.what());
+    }
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      ++stats_.computations;
+    }
+    {
+      std::lock_guard<std::mutex> lock(work_mu_);
+      work_result_ = std::move(result);
+      work_done_ = true;
+    }
+    Wake(done_fd_);
+  }
+}
+
 void HttpServer::Loop() {
   int ep = epoll_create1(EPOLL_CLOEXEC);
-  if (ep < 0) return;
+  if (ep < 0) {
+    SPDLOG_ERROR("http server: epoll_create1: {}", std::strerror(errno));
+    return;
+  }
   auto watch = [&](int fd, uint32_t events, int op) {
     epoll_event ev{};
     ev.events = events;
@@ -139,7 +205,19 @@ void HttpServer::Loop() {
   };
   watch(listen_fd_, EPOLLIN, EPOLL_CTL_ADD);
   watch(wake_fd_, EPOLLIN, EPOLL_CTL_ADD);
+  watch(done_fd_, EPOLLIN, EPOLL_CTL_ADD);
   std::map<int, Conn> conns;
+  // The cached route: its last result, until when it is served as is, and whether the worker
+  // is computing the next one.
+  std::shared_ptr<const std::string> cache;
+  Clock::time_point fresh_until{};
+  bool computing = false;
+
+  auto note_open = [&] {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_.open_connections = static_cast<int>(conns.size());
+    stats_.max_open_connections = std::max(stats_.max_open_connections, stats_.open_connections);
+  };
   auto drop = [&](int fd) {
     epoll_ctl(ep, EPOLL_CTL_DEL, fd, nullptr);
     close(fd);
@@ -147,8 +225,21 @@ void HttpServer::Loop() {
   };
   // Writes what is pending; true when the connection is finished (all sent, or broken).
   auto flush = [&](int fd, Conn& c) {
-    while (c.written < c.out.size()) {
-      ssize_t n = send(fd, c.out.data() + c.written, c.out.size() - c.written, MSG_NOSIGNAL);
+    const size_t body_size = c.body && !c.head_only ? c.body->size() : 0;
+    while (c.written < c.head.size() + body_size) {
+      std::array<iovec, 2> iov{};
+      int n_iov = 0;
+      if (c.written < c.head.size()) {
+        iov[n_iov++] = {const_cast<char*>(c.head.data()) + c.written, c.head.size() - c.written};
+      }
+      size_t body_at = c.written > c.head.size() ? c.written - c.head.size() : 0;
+      if (body_size > body_at) {
+        iov[n_iov++] = {const_cast<char*>(c.body->data()) + body_at, body_size - body_at};
+      }
+      msghdr msg{};
+      msg.msg_iov = iov.data();
+      msg.msg_iovlen = static_cast<size_t>(n_iov);
+      ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
       if (n > 0) {
         c.written += static_cast<size_t>(n);
         continue;
@@ -159,56 +250,147 @@ void HttpServer::Loop() {
     }
     return true;
   };
-  auto respond = [&](int fd, Conn& c, const HttpResponse& r, bool head) {
-    c.out = Render(r, head);
+  auto respond_shared = [&](int fd, Conn& c, int status, const std::string& content_type,
+                            std::shared_ptr<const std::string> body) {
+    c.head = Head(status, content_type, body ? body->size() : 0);
+    c.body = std::move(body);
     c.responding = true;
+    c.waiting = false;
     if (flush(fd, c)) {
       drop(fd);
     } else {
       watch(fd, EPOLLOUT, EPOLL_CTL_MOD);
     }
   };
-  // A complete header block is in c.in: answer it.
+  auto respond = [&](int fd, Conn& c, HttpResponse r) {
+    respond_shared(fd, c, r.status, r.content_type,
+                   std::make_shared<const std::string>(std::move(r.body)));
+  };
+  // A complete header block is in c.in: answer it (or wait for the computation).
   auto handle = [&](int fd, Conn& c) {
     size_t eol = c.in.find("\r\n");
     std::string line = c.in.substr(0, eol);
     size_t sp1 = line.find(' ');
     size_t sp2 = sp1 == std::string::npos ? sp1 : line.find(' ', sp1 + 1);
     if (sp1 == std::string::npos || sp2 == std::string::npos) {
-      respond(fd, c, Plain(400, "bad request line\n"), false);
+      respond(fd, c, Plain(400, "bad request line\n"));
       return;
     }
     std::string method = line.substr(0, sp1);
     std::string target = line.substr(sp1 + 1, sp2 - sp1 - 1);
     target = target.substr(0, target.find('?'));
-    bool head = method == "HEAD";
-    if (method != "GET" && !head) {
-      respond(fd, c, Plain(405, "GET only\n"), false);
+    if (method != "GET" && method != "HEAD") {
+      respond(fd, c, Plain(405, "GET only\n"));
       return;
     }
-    respond(fd, c, handler_(target), head);
+    c.head_only = method == "HEAD";
+    c.in.clear();
+    c.in.shrink_to_fit();
+    if (!cached_ || target != cached_->path) {
+      respond(fd, c, handler_(target));
+      return;
+    }
+    if (cache && Clock::now() < fresh_until) {
+      {
+        std::lock_guard<std::mutex> lock(stats_mu_);
+        ++stats_.served_from_cache;
+      }
+      respond_shared(fd, c, 200, cached_->content_type, cache);
+      return;
+    }
+    // Nothing more to read from this client; EPOLLHUP/EPOLLERR still come.
+    c.waiting = true;
+    watch(fd, 0, EPOLL_CTL_MOD);
+    if (!computing) {
+      computing = true;
+      {
+        std::lock_guard<std::mutex> lock(work_mu_);
+        work_wanted_ = true;
+      }
+      work_cv_.notify_one();
+    }
+  };
+  auto readable = [&](int fd, Conn& c) {
+    std::array<char, 4096> buf{};
+    bool closed = false;
+    while (true) {
+      ssize_t r = read(fd, buf.data(), buf.size());
+      if (r > 0) {
+        c.in.append(buf.data(), static_cast<size_t>(r));
+        if (c.in.size() > options_.max_request_bytes) break;
+        continue;
+      }
+      if (r < 0 && errno == EINTR) continue;
+      closed = r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+      break;
+    }
+    if (c.in.find("\r\n\r\n") != std::string::npos) {
+      handle(fd, c);
+    } else if (c.in.size() > options_.max_request_bytes) {
+      respond(fd, c, Plain(431, "request too large\n"));
+    } else if (closed) {
+      drop(fd);
+    }
+  };
+  auto computed = [&] {
+    Drain(done_fd_);
+    std::shared_ptr<const std::string> result;
+    {
+      std::lock_guard<std::mutex> lock(work_mu_);
+      if (!work_done_) return;
+      work_done_ = false;
+      result = std::move(work_result_);
+    }
+    computing = false;
+    if (result) {
+      cache = result;
+      fresh_until = Clock::now() + cached_->fresh_for;
+    }
+    std::vector<int> waiting;
+    for (const auto& [fd, c] : conns) {
+      if (c.waiting) waiting.push_back(fd);
+    }
+    for (int fd : waiting) {
+      Conn& c = conns.at(fd);
+      if (result) {
+        respond_shared(fd, c, 200, cached_->content_type, result);
+      } else {
+        respond(fd, c, Plain(500, "computing " + cached_->path + " failed (see the log)\n"));
+      }
+    }
   };
 
-  epoll_event evs[32];
+  std::array<epoll_event, 32> evs{};
   while (true) {
     int timeout = -1;
     auto now = Clock::now();
     for (const auto& [fd, c] : conns) {
       auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(c.deadline - now).count() + 1;
-      timeout = timeout < 0 ? static_cast<int>(std::max<int64_t>(ms, 0))
-                            : std::min(timeout, static_cast<int>(std::max<int64_t>(ms, 0)));
+      int left = static_cast<int>(std::max<int64_t>(ms, 0));
+      timeout = timeout < 0 ? left : std::min(timeout, left);
     }
-    int n = epoll_wait(ep, evs, 32, timeout);
-    if (n < 0 && errno != EINTR) break;
+    int n = epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), timeout);
+    if (n < 0 && errno != EINTR) {
+      SPDLOG_ERROR("http server: epoll_wait: {}", std::strerror(errno));
+      break;
+    }
     bool stop = false;
     for (int i = 0; i < n; ++i) {
       int fd = evs[i].data.fd;
       if (fd == wake_fd_) {
         stop = true;
+      } else if (fd == done_fd_) {
+        computed();
       } else if (fd == listen_fd_) {
-        while (true) {
-          int c = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-          if (c < 0) break;
+        // At most a table's worth per wakeup: the rest wait in the backlog, and what this round
+        // accepted is not dropped by this round's later arrivals before its request was read.
+        for (int k = 0; k < options_.max_connections; ++k) {
+          int a = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+          if (a < 0) break;
+          {
+            std::lock_guard<std::mutex> lock(stats_mu_);
+            ++stats_.accepted;
+          }
           if (static_cast<int>(conns.size()) >= options_.max_connections) {
             // Full: the oldest connection goes (a probe is newer than whatever hogs the slots).
             auto oldest = conns.begin();
@@ -216,9 +398,19 @@ void HttpServer::Loop() {
               if (it->second.deadline < oldest->second.deadline) oldest = it;
             }
             drop(oldest->first);
+            std::lock_guard<std::mutex> lock(stats_mu_);
+            ++stats_.dropped_when_full;
           }
-          conns[c].deadline = Clock::now() + options_.request_timeout;
-          watch(c, EPOLLIN, EPOLL_CTL_ADD);
+          if (options_.send_buffer_bytes > 0) {
+            setsockopt(a, SOL_SOCKET, SO_SNDBUF, &options_.send_buffer_bytes,
+                       sizeof(options_.send_buffer_bytes));
+          }
+          Conn& c = conns[a];
+          c.deadline = Clock::now() + options_.request_timeout;
+          watch(a, EPOLLIN, EPOLL_CTL_ADD);
+          note_open();
+          // A probe's request is usually in the socket already: answer it now.
+          readable(a, c);
         }
       } else {
         auto it = conns.find(fd);
@@ -226,27 +418,10 @@ void HttpServer::Loop() {
         Conn& c = it->second;
         if (c.responding) {
           if (flush(fd, c)) drop(fd);
-          continue;
-        }
-        char buf[4096];
-        bool closed = false;
-        while (true) {
-          ssize_t r = read(fd, buf, sizeof(buf));
-          if (r > 0) {
-            c.in.append(buf, static_cast<size_t>(r));
-            if (c.in.size() > kMaxRequestBytes) break;
-            continue;
-          }
-          if (r < 0 && errno == EINTR) continue;
-          closed = r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
-          break;
-        }
-        if (c.in.find("\r\n\r\n") != std::string::npos) {
-          handle(fd, c);
-        } else if (c.in.size() > kMaxRequestBytes) {
-          respond(fd, c, Plain(431, "request too large\n"), false);
-        } else if (closed) {
-          drop(fd);
+        } else if (c.waiting) {
+          if ((evs[i].events & (EPOLLHUP | EPOLLERR)) != 0) drop(fd);
+        } else {
+          readable(fd, c);
         }
       }
     }
@@ -257,8 +432,15 @@ void HttpServer::Loop() {
       if (c.deadline <= now) expired.push_back(fd);
     }
     for (int fd : expired) drop(fd);
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      stats_.dropped_at_timeout += expired.size();
+    }
+    note_open();
   }
   for (auto& [fd, c] : conns) close(fd);
+  conns.clear();
+  note_open();
   close(ep);
 }
 

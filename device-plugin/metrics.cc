@@ -25,6 +25,10 @@ int64_t SteadyNowNs() {
       .count();
 }
 
+// Prometheus scrapes every 15 to 60 s; several scrapers (an HA pair, a curl loop) within this
+// share one read of the counters.
+constexpr std::chrono::milliseconds kScrapeFreshFor{2000};
+
 }  // namespace
 
 class Metrics::Impl {
@@ -93,20 +97,22 @@ Metrics::~Metrics() = default;
 
 Status Metrics::Serve(const std::string& address) {
   if (impl_->server != nullptr) return FailedPreconditionError("metrics: already serving");
-  // One thread and epoll (http_server.h): idle connections cannot starve the probes, and
-  // stopping does not wait for them. Probes and scrapes answer from memory (and sysfs counters)
-  // in well under the timeout.
+  // http_server.h: the probes are answered on the server's loop from memory, never behind a
+  // scrape; a scrape (every counter file of every device) is computed on the server's worker,
+  // one at a time, and shared by every scraper within kScrapeFreshFor.
   HttpServer::Options options;
   options.request_timeout = std::chrono::milliseconds(5000);
   options.max_connections = 64;
-  auto server = std::make_unique<HttpServer>(options, [this](const std::string& path) {
-    if (path == "/metrics") {
-      return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", Scrape()};
-    }
-    if (path == "/livez") return Impl::Probe(NotLive());
-    if (path == "/readyz" || path == "/healthz") return Impl::Probe(Unready());
-    return HttpResponse{404, "text/plain; charset=utf-8", "not found\n"};
-  });
+  HttpServer::CachedRoute scrape{"/metrics", "text/plain; version=0.0.4; charset=utf-8",
+                                 kScrapeFreshFor, [this] { return Scrape(); }};
+  auto server = std::make_unique<HttpServer>(
+      options,
+      [this](const std::string& path) {
+        if (path == "/livez") return Impl::Probe(NotLive());
+        if (path == "/readyz" || path == "/healthz") return Impl::Probe(Unready());
+        return HttpResponse{404, "text/plain; charset=utf-8", "not found\n"};
+      },
+      std::move(scrape));
   Status s = server->Listen(address);
   if (!s.ok()) return UnavailableError("metrics listen on " + address + ": " + s.message());
   impl_->server = std::move(server);
@@ -118,6 +124,10 @@ void Metrics::Stop() {
 }
 
 int Metrics::port() const { return impl_->server ? impl_->server->port() : 0; }
+
+HttpServer::Stats Metrics::http_stats() const {
+  return impl_->server ? impl_->server->stats() : HttpServer::Stats{};
+}
 
 void Metrics::SetPoolDevices(const std::string& resource, const PoolCounts& counts) {
   std::lock_guard<std::mutex> lock(impl_->mu);

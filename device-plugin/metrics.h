@@ -1,5 +1,7 @@
 // Prometheus metrics of the device plugin (prometheus-cpp core registry), served with the probes
-// by our own small HTTP server (http_server.h) on --metrics-address. Names and labels are listed
+// by our own small HTTP server (http_server.h) on --metrics-address. A scrape is computed off
+// the server's loop, one at a time, and its text reused for 2 s by every scraper; the probes
+// never wait for it. Names and labels are listed
 // in docs/device-plugin.md#metrics. The fabric's counters (RDMA port counters, PFC pause frames,
 // the node check's last results) are read at scrape time (fabric_metrics.h).
 //
@@ -20,6 +22,7 @@
 
 #include "device-plugin/ethtool_stats.h"
 #include "device-plugin/fabric_metrics.h"
+#include "device-plugin/http_server.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dp {
@@ -37,6 +40,8 @@ class Metrics {
   void Stop();
   // The bound port after Serve (0 before).
   int port() const;
+  // What the HTTP server did (connections, scrape computations); zeros before Serve.
+  HttpServer::Stats http_stats() const;
 
   // What one pool advertises: distinct RDMA devices and advertised IDs (a shared pool has
   // `capacity` IDs per device), each split by health.

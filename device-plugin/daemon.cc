@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,7 +41,7 @@ Daemon::~Daemon() {
     }
     pools_.clear();
   }
-  for (int fd : {epfd_, inotify_fd_, wake_fd_, signal_fd_}) {
+  for (int fd : {epfd_, inotify_fd_, wake_fd_, signal_fd_, port_timer_fd_}) {
     if (fd >= 0) close(fd);
   }
 }
@@ -99,6 +100,19 @@ Status Daemon::Start() {
   if (deps_.link_monitor) RDMAK8S_RETURN_IF_ERROR(add_fd(deps_.link_monitor->fd()));
   if (deps_.device_events) RDMAK8S_RETURN_IF_ERROR(add_fd(deps_.device_events->fd()));
   if (deps_.uevents) RDMAK8S_RETURN_IF_ERROR(add_fd(deps_.uevents->fd()));
+  if (options_.port_poll_interval.count() > 0) {
+    port_timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (port_timer_fd_ < 0) return ErrnoError(errno, "timerfd_create (port poll)");
+    const auto ns = std::chrono::nanoseconds(options_.port_poll_interval).count();
+    itimerspec every{};
+    every.it_interval.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+    every.it_interval.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+    every.it_value = every.it_interval;
+    if (timerfd_settime(port_timer_fd_, 0, &every, nullptr) != 0) {
+      return ErrnoError(errno, "timerfd_settime (port poll)");
+    }
+    RDMAK8S_RETURN_IF_ERROR(add_fd(port_timer_fd_));
+  }
 
   FullRescan();
   for (const auto& cfg : config_.pools) {
@@ -278,8 +292,11 @@ void Daemon::HandleSignal() {
   signalfd_siginfo si{};
   while (read(signal_fd_, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
     if (si.ssi_signo == SIGHUP) {
-      SPDLOG_INFO("SIGHUP: reloading {}", options_.config_path);
+      // The operator's "look again": the config (a file inotify cannot see) and the devices.
+      SPDLOG_INFO("SIGHUP: reloading {} and rescanning", options_.config_path);
       DoReload();
+      FullRescan();
+      next_rescan_ = SteadyClock::now() + options_.rescan_interval;
     } else {
       SPDLOG_INFO("signal {}: shutting down", strsignal(static_cast<int>(si.ssi_signo)));
       stop_ = true;
@@ -319,6 +336,15 @@ void Daemon::HandleUevents() {
   WatchDeviceEvents();  // published first; then a new device's async events, none of a gone one
 }
 
+void Daemon::HandlePortPoll() {
+  uint64_t expirations = 0;
+  (void)!read(port_timer_fd_, &expirations, sizeof(expirations));
+  TrackerEventOutcome o = PollPortStates(tracker_);
+  if (!o.changed) return;
+  RebuildPools();
+  if (o.devices_reread) WatchDeviceEvents();
+}
+
 Status Daemon::Run() {
   epoll_event evs[16];
   while (!stop_) {
@@ -347,6 +373,8 @@ Status Daemon::Run() {
         HandleDeviceEvents();
       } else if (deps_.uevents && fd == deps_.uevents->fd()) {
         HandleUevents();
+      } else if (fd == port_timer_fd_) {
+        HandlePortPoll();
       }
     }
     if (stop_) break;

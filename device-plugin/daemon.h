@@ -4,12 +4,15 @@
 //     removed them and register again; our socket deleted (a kubelet starting, rm, another
 //     process) -> serve again at once and register again if kubelet.sock is there;
 //   - inotify on the config file's directory (also ConfigMap "..data" symlink swaps) and SIGHUP
-//     -> reload; an invalid file is logged and the running config kept;
+//     -> reload; an invalid file is logged and the running config kept; SIGHUP then rescans;
 //   - rtnetlink link events (LinkMonitor) and verbs async events (DeviceEventSource) -> re-read
 //     the affected devices (an unknown netdev -> the RDMA devices it carries, if any: how
 //     hot-plugged devices are found without a rescan);
 //   - kernel uevents of RDMA devices (registered/unregistered) -> read or drop that device;
-//   - a slow periodic rescan (the safety net), and retries of failed registrations and of a
+//   - a light poll of every present device's ports/<n>/{state,phys_state} (a timerfd, every
+//     port_poll_interval): a port that goes down without a netdev event (InfiniBand, and no
+//     verbs async events with --no-verbs) is seen within seconds, not at the next rescan;
+//   - a slow periodic rescan (the safety net; SIGHUP forces one), and retries of failed registrations and of a
 //     socket that could not be served again;
 //   - results of Register calls, which run on a KubeletRegistrar thread so that a kubelet.sock
 //     nobody answers on never stalls this loop;
@@ -64,6 +67,8 @@ struct DaemonOptions {
   bool cdi = false;
   std::string cdi_dir = "/var/run/cdi";
   std::chrono::seconds rescan_interval{300};
+  // Period of the port-state poll; 0 turns it off.
+  std::chrono::milliseconds port_poll_interval{2000};
   // NFD's features.d for the feature file (nfd_features.h; "": none) and the node check's
   // results file (node_check_results.h; "": none).
   std::string nfd_features_dir;
@@ -138,6 +143,7 @@ class Daemon {
   void HandleLinkEvents();
   void HandleDeviceEvents();
   void HandleUevents();
+  void HandlePortPoll();
   void WatchDeviceEvents();
 
   DaemonOptions options_;
@@ -157,6 +163,7 @@ class Daemon {
   int inotify_fd_ = -1;
   int wake_fd_ = -1;
   int signal_fd_ = -1;
+  int port_timer_fd_ = -1;  // timerfd of the port-state poll
   int kubelet_wd_ = -1;
   std::chrono::steady_clock::time_point next_rescan_{};
   std::atomic<bool> stop_{false};

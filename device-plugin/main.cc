@@ -26,8 +26,12 @@ int RealMain(int argc, char** argv) {
   using namespace rdmak8s;
   dp::DaemonOptions opts;
   std::string registration = "auto";
-  std::string metrics_address = "0.0.0.0:9470";
+  // Loopback unless told: /metrics is unauthenticated, and with hostNetwork 0.0.0.0 would open
+  // it on every address of the node. The DaemonSet binds the node's IP (status.hostIP), where
+  // kubelet's probes and Prometheus reach it.
+  std::string metrics_address = "127.0.0.1:9470";
   int rescan_s = 300;
+  double port_poll_s = 2;
   int verbosity = 0;
   bool no_verbs = false;
   CLI::App app{"rdmak8s-device-plugin: advertises RDMA devices (InfiniBand HCAs, RoCE and iWARP "
@@ -35,7 +39,7 @@ int RealMain(int argc, char** argv) {
   app.set_version_flag("--version", "rdmak8s-device-plugin " RDMAK8S_VERSION);
   app.add_option("--config", opts.config_path,
                  "pool configuration (JSON); without it one shared pool \"shared\" takes every "
-                 "device. Reloaded on change and on SIGHUP");
+                 "device. Reloaded on change and on SIGHUP (which also rescans the devices)");
   app.add_option("--kubelet-dir", opts.kubelet_dir, "kubelet device-plugins directory")
       ->capture_default_str();
   app.add_option("--plugins-registry-dir", opts.plugins_registry_dir,
@@ -53,7 +57,8 @@ int RealMain(int argc, char** argv) {
   app.add_flag("--cdi", opts.cdi, "answer Allocate with CDI device names and keep CDI specs");
   app.add_option("--cdi-dir", opts.cdi_dir, "where the CDI spec files go")->capture_default_str();
   app.add_option("--metrics-address", metrics_address,
-                 "host:port for /metrics and /healthz; empty disables")
+                 "host:port for /metrics, /livez and /readyz (\"[<IPv6>]:port\" too); empty "
+                 "disables")
       ->capture_default_str();
   opts.nfd_features_dir = dp::kNfdFeaturesDir;
   app.add_option("--nfd-features-dir", opts.nfd_features_dir,
@@ -68,6 +73,11 @@ int RealMain(int argc, char** argv) {
                  "seconds between safety-net full rescans (events drive everything else)")
       ->capture_default_str()
       ->check(CLI::Range(1, 86400));
+  app.add_option("--port-poll-interval", port_poll_s,
+                 "seconds between re-reads of every device's port state files (a port that goes "
+                 "down without a netdev event, e.g. InfiniBand without verbs); 0 disables")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   app.add_flag("--no-verbs", no_verbs,
                "do not open devices with libibverbs (no enrichment, no async events)");
   app.add_option("-v,--v", verbosity, "log verbosity: 0 info, 1 debug, 2 trace")
@@ -81,6 +91,7 @@ int RealMain(int argc, char** argv) {
   }
   opts.registration = *mode;
   opts.rescan_interval = std::chrono::seconds(rescan_s);
+  opts.port_poll_interval = std::chrono::milliseconds(static_cast<int64_t>(port_poll_s * 1000));
   opts.handle_signals = true;
 
   dp::UseKlogStderrLogger(verbosity);

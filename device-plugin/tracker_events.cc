@@ -1,5 +1,6 @@
 #include "device-plugin/tracker_events.h"
 
+#include <tuple>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -34,6 +35,50 @@ TrackerEventOutcome ApplyLinkEvents(DeviceTracker& tracker, LinkMonitor& links) 
   }
   for (const auto& d : reread) tracker.Refresh(d);
   return {.changed = !ports_only.empty() || !reread.empty(), .devices_reread = !reread.empty()};
+}
+
+namespace {
+
+// What a port poll can change: each port's link state, and the health and presence it gives
+// (a snapshot, not a copy of the device's GID tables).
+struct LinkSnapshot {
+  std::vector<std::tuple<uint32_t, PortState, uint32_t>> ports;
+  DeviceHealth health;
+  Presence presence = Presence::kPresent;
+  bool operator==(const LinkSnapshot&) const = default;
+};
+
+LinkSnapshot Snapshot(const TrackedDevice& t) {
+  LinkSnapshot s{{}, t.health, t.presence};
+  s.ports.reserve(t.dev.ports.size());
+  for (const Port& p : t.dev.ports) s.ports.emplace_back(p.port_num, p.state, p.phys_state);
+  return s;
+}
+
+}  // namespace
+
+TrackerEventOutcome PollPortStates(DeviceTracker& tracker) {
+  TrackerEventOutcome out;
+  for (const auto& d : tracker.Present()) {
+    auto it = tracker.devices().find(d);
+    if (it == tracker.devices().end()) continue;
+    const LinkSnapshot before = Snapshot(it->second);
+    if (Status s = tracker.RefreshPorts(d); !s.ok()) {
+      SPDLOG_DEBUG("port poll: {}: full re-read", s.message());
+      // A device whose attributes keep failing is re-read at every poll; it is published only
+      // when what kubelet sees moved.
+      tracker.Refresh(d);
+      auto after = tracker.devices().find(d);
+      if (after == tracker.devices().end() || Snapshot(after->second) != before) {
+        out.changed = true;
+        out.devices_reread = true;
+      }
+      continue;
+    }
+    auto after = tracker.devices().find(d);
+    if (after == tracker.devices().end() || Snapshot(after->second) != before) out.changed = true;
+  }
+  return out;
 }
 
 TrackerEventOutcome ApplyUevents(DeviceTracker& tracker, DeviceEventSource& uevents) {

@@ -32,6 +32,12 @@ struct TrackerEventOutcome {
 // device when that fails); a netdev nobody tracks that appeared -> the RDMA devices it may bring
 // (a hot-plugged function) are read, and only those.
 TrackerEventOutcome ApplyLinkEvents(DeviceTracker& tracker, LinkMonitor& links);
+// No event at all: re-reads ports/<n>/{state,phys_state} of every present device (RefreshPorts;
+// the whole device when that fails) and reports changed when a port's state or a device's
+// health moved. What a periodic poll uses to see a port that goes down without a netdev event
+// (an IB port; the default deployment runs without verbs async events): a few small sysfs reads
+// per port.
+TrackerEventOutcome PollPortStates(DeviceTracker& tracker);
 // Uevents of RDMA devices: "unregistered" -> Unregistered, anything else -> Refresh.
 TrackerEventOutcome ApplyUevents(DeviceTracker& tracker, DeviceEventSource& uevents);
 

@@ -103,6 +103,21 @@ TEST_F(BinaryTest, SighupReloadsAConfigInotifyCannotSee) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+// Issue 24 item 13: SIGHUP also rescans the devices. rxe0 is registered while the plugin runs
+// and no event reaches it (the fixture is not the kernel): only the rescan SIGHUP asks for finds
+// it before the hour-long rescan interval.
+TEST_F(BinaryTest, SighupRescansAndADeviceNoEventAnnouncedAppears) {
+  std::ofstream(root_ + "/cfg/c.json") << R"({"pools": [{"name": "soft", "capacity": 2, "selectors": {}}]})";
+  fs::rename(root_ + "/sys/class/infiniband/rxe0", root_ + "/rxe0.link");
+  Spawn(root_ + "/cfg/c.json", {"--rescan-interval", "3600"});
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/soft", 1, 20s));
+  ASSERT_TRUE(kubelet_->WaitForDevices("rdma/soft", [](const Resp& r) { return r.devices_size() == 0; }, 20s));
+  fs::rename(root_ + "/rxe0.link", root_ + "/sys/class/infiniband/rxe0");
+  ASSERT_EQ(kill(pid_, SIGHUP), 0);
+  EXPECT_TRUE(kubelet_->WaitForDevices("rdma/soft", [](const Resp& r) { return r.devices_size() == 2; }, 20s))
+      << "SIGHUP did not rescan";
+}
+
 std::vector<std::string> Lines(const std::string& path) {
   std::ifstream in(path);
   std::vector<std::string> out;

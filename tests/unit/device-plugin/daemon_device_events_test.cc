@@ -37,6 +37,25 @@ TEST_F(DaemonTest, PortErrorAsyncEventFlipsHealth) {
   ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "0000:3b:00.0") == "Healthy"; }));
 }
 
+// Issue 24 item 13: an InfiniBand port that goes down raises no netdev event, and without verbs
+// (the default deployment) no async event either: the port poll sees it, and the way back up.
+TEST_F(DaemonTest, PortDownWithoutAnyEventIsSeenByThePortPoll) {
+  UseFixture("mlx5_ib_2port");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  options_.port_poll_interval = 20ms;
+  options_.rescan_interval = std::chrono::hours(1);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "0000:3b:00.0") == "Healthy"; }));
+  const int full_reads = discovery_->all();
+  WriteFile(sys("class/infiniband/mlx5_0/ports/1/state"), "1: DOWN\n");
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "0000:3b:00.0") == "Unhealthy"; }))
+      << "no ListAndWatch update for a port that went down without an event";
+  WriteFile(sys("class/infiniband/mlx5_0/ports/1/state"), "4: ACTIVE\n");
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "0000:3b:00.0") == "Healthy"; }));
+  EXPECT_EQ(discovery_->all(), full_reads) << "the poll reads port state, not a full rescan";
+  EXPECT_TRUE(discovery_->one().empty()) << "the poll re-read a whole device";
+}
+
 TEST_F(DaemonTest, VanishedDeviceTurnsUnhealthyAndHotPluggedDeviceIsAdded) {
   UseFixture("mlx5_roce_sriov");
   // mlx5_2 is "not plugged in" at start.

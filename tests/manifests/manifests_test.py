@@ -60,7 +60,7 @@ OVERLAY_PURPOSE = {
 PLUGIN_FLAGS = {"--config", "--kubelet-dir", "--plugins-registry-dir", "--registration",
                 "--sysfs-root", "--dev-root", "--cdi", "--cdi-dir", "--metrics-address",
                 "--rescan-interval", "--no-verbs", "-v", "--v", "--nfd-features-dir",
-                "--node-check-results"}
+                "--node-check-results", "--port-poll-interval"}
 BOOL_FLAGS = {"--cdi", "--no-verbs"}  # CLI11 flags: given bare, never as --flag=value
 SELECTOR_KEYS = {"vendors", "deviceIDs", "drivers", "pciAddresses", "rdmaDevices", "netdevs",
                  "linkTypes", "transports", "numaNodes", "isVF", "pfNames"}
@@ -365,6 +365,20 @@ class ManifestsTest(unittest.TestCase):
                 self.assertEqual(ann["prometheus.io/path"], "/metrics")
                 # hostNetwork: a hostPort makes the scheduler see a port clash on the node.
                 self.assertEqual([p.get("hostPort") for p in c["ports"]], [METRICS_PORT])
+
+    def test_device_plugin_binds_metrics_to_the_node_ip_not_every_address(self):
+        # /metrics is unauthenticated and the pod is hostNetwork: 0.0.0.0 would open it on every
+        # address of the node (issue 24). The node's IP is where kubelet probes the pod IP and
+        # where Prometheus scrapes it.
+        for rel in DEPLOYABLE:
+            with self.subTest(rel):
+                c = container(plugin_ds(rel))
+                addr = args_map(c).get("--metrics-address", "")
+                self.assertEqual(addr, "[$(NODE_IP)]:9470")
+                env = {e["name"]: e for e in c.get("env", [])}
+                self.assertEqual(env["NODE_IP"]["valueFrom"]["fieldRef"]["fieldPath"],
+                                 "status.hostIP")
+                self.assertIn("--port-poll-interval", args_map(c))
 
     def test_agents_run_with_least_privilege(self):
         for rel in DEPLOYABLE:

@@ -548,17 +548,19 @@ CNI_CACHE=/var/lib/cni/cache
 
 # pod_conflist POD DEVICE_ID NETNS_MODE [QOS_JSON]: the pod's chained network: e2e-slot with
 # host-local IPAM on the fabric subnet, then rdmak8s with deviceID DEVICE_ID (an RDMA device name
-# or an allocated device-plugin ID, as Multus injects it).
+# or an allocated device-plugin ID, as Multus injects it). E2E_IPAM_RANGE (a JSON object such as
+# {"rangeStart": ..., "rangeEnd": ...}) narrows the node's range: the two-node e2e gives each node
+# its own part of the subnet.
 pod_conflist() {
-  local qos=${4:-'{"roceTos": 106}'}
+  local qos=${4:-'{"roceTos": 106}'} range=${E2E_IPAM_RANGE:-'{}'}
   # The CNI's log file is the node's to choose (its node configuration), not the netconf's.
   mkdir -p /etc/cni/rdmak8s
   [ -f /etc/cni/rdmak8s/node.json ] || echo '{"logFile": "/tmp/rdmak8s-cni.log"}' > /etc/cni/rdmak8s/node.json
-  jq -n --arg dev "$2" --arg mode "$3" --argjson qos "$qos" '{
+  jq -n --arg dev "$2" --arg mode "$3" --argjson qos "$qos" --argjson range "$range" '{
     cniVersion: "1.0.0", name: "e2e-fabric",
     plugins: [
       {type: "e2e-slot",
-       ipam: {type: "host-local", ranges: [[{subnet: "198.18.0.0/24"}]],
+       ipam: {type: "host-local", ranges: [[{subnet: "198.18.0.0/24"} + $range]],
               dataDir: "/var/lib/cni/networks"}},
       {type: "rdmak8s", deviceID: $dev, netnsMode: $mode, qos: $qos, logLevel: "debug"}
     ]}' > "$POD_DIR/$1/net.conflist"

@@ -8,7 +8,7 @@
 #     chroot (headers unpacked outside a chroot carry absolute paths and do not work);
 #   - an uncompressed newc initramfs in three layers that the kernel unpacks in order:
 #       base.cpio    kernel modules + Debian 12 userspace (rdma-core, perftest, iproute2, busybox,
-#                    containernetworking-plugins) and their shared libraries;
+#                    containernetworking-plugins, UCX, Open MPI) and their shared libraries;
 #       project.cpio the project's freshly built binaries (those present in --build-dir);
 #       guest.cpio   e2e/guest (init, helpers, scenarios) and e2e/cni (the e2e-only CNI plugin).
 # Everything is cached under e2e/.cache (kernel and siw by kernel version, base layer by the hash of

@@ -285,6 +285,7 @@ ITERS_PP=200      # ibv_rc_pingpong iterations
 ITERS_BW=300      # ib_write_bw iterations (64 KiB each)
 ITERS_LAT=300     # ib_send_lat iterations
 RPING_COUNT=10
+PERFTEST_BW_OPTS=${PERFTEST_BW_OPTS:-}  # more ib_write_bw options (the two-node scenarios' own)
 
 # Raw verbs (RoCE only: iWARP connects through rdma_cm alone) with each pod's RoCE v2 GID index.
 battery_raw_verbs() {  # battery_raw_verbs PREFIX SPOD SDEV SIP CPOD CDEV CIP
@@ -301,8 +302,8 @@ battery_raw_verbs() {  # battery_raw_verbs PREFIX SPOD SDEV SIP CPOD CDEV CIP
     "ibv_rc_pingpong -d $cdev -i 1 -g $cg -n $ITERS_PP $sip" \
     verify_pingpong $ITERS_PP
   traffic "$p-ib_write_bw" MB/s tcp:18515 "$spod" "$cpod" \
-    "ib_write_bw -d $sdev -i 1 -x $sg -F -n $ITERS_BW" \
-    "ib_write_bw -d $cdev -i 1 -x $cg -F -n $ITERS_BW $sip" \
+    "ib_write_bw -d $sdev -i 1 -x $sg -F -n $ITERS_BW $PERFTEST_BW_OPTS" \
+    "ib_write_bw -d $cdev -i 1 -x $cg -F -n $ITERS_BW $PERFTEST_BW_OPTS $sip" \
     verify_perftest $ITERS_BW 4 MB/s
   traffic "$p-ib_send_lat" usec tcp:18515 "$spod" "$cpod" \
     "ib_send_lat -d $sdev -i 1 -x $sg -F -n $ITERS_LAT" \
@@ -321,8 +322,8 @@ battery_rdma_cm() {  # battery_rdma_cm PREFIX SPOD SDEV SIP CPOD CDEV [BIND]
     "rping -c -a $sip -v -C $RPING_COUNT" \
     verify_rping $RPING_COUNT
   traffic "$p-ib_write_bw-R" MB/s cm "$spod" "$cpod" \
-    "$pre ib_write_bw -R -d $sdev -i 1 -F -n $ITERS_BW" \
-    "ib_write_bw -R -d $cdev -i 1 -F -n $ITERS_BW $sip" \
+    "$pre ib_write_bw -R -d $sdev -i 1 -F -n $ITERS_BW $PERFTEST_BW_OPTS" \
+    "ib_write_bw -R -d $cdev -i 1 -F -n $ITERS_BW $PERFTEST_BW_OPTS $sip" \
     verify_perftest $ITERS_BW 4 MB/s
   traffic "$p-ib_send_lat-R" usec cm "$spod" "$cpod" \
     "$pre ib_send_lat -R -d $sdev -i 1 -F -n $ITERS_LAT" \

@@ -4,6 +4,7 @@ JOBS ?= $(shell nproc)
 DEPS := scripts/install-deps.sh
 
 .PHONY: deps build test test-sanitize fuzz demo demo-dra demo-inspect bench bench-e2e images clean e2e
+.PHONY: e2e-two-nodes demo-two-nodes
 
 deps:
 	@bash $(DEPS)
@@ -56,6 +57,16 @@ reliability: build
 # device plugin and the CNI plugin. Some scenarios: make e2e E2E_SCENARIO="rxe-shared failures". See e2e/README.md.
 e2e: build
 	@python3 e2e/run.py --build-dir build/default $(foreach s,$(E2E_SCENARIO),-s $(s))
+
+# Two nodes: two qemu VMs (one vCPU each) joined by one virtual Ethernet link, each with its own
+# device plugin or DRA driver, fake kubelet and CNI chain; RDMA traffic between pods on different
+# nodes (RoCE v2 shared, iWARP shared, RoCE v2 exclusive with DRA). See e2e/README.md.
+e2e-two-nodes: build
+	@python3 e2e/run.py --two-nodes --build-dir build/default
+
+# The two-node RoCE v2 run, with its figures (cross-node verbs and rdma_cm bandwidth/latency).
+demo-two-nodes: build
+	@python3 e2e/run.py -q -s two-node-rxe-shared --build-dir build/default
 
 # Two pods exchanging RDMA traffic in the e2e VM, narrated step by step (advertised devices,
 # Allocate's answers, CNI results, GIDs, bandwidth and latency); fails when no traffic happened.

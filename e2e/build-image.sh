@@ -8,7 +8,7 @@
 #     chroot (headers unpacked outside a chroot carry absolute paths and do not work);
 #   - an uncompressed newc initramfs in three layers that the kernel unpacks in order:
 #       base.cpio    kernel modules + Debian 12 userspace (rdma-core, perftest, iproute2, busybox,
-#                    containernetworking-plugins) and their shared libraries;
+#                    containernetworking-plugins, UCX, Open MPI) and their shared libraries;
 #       project.cpio the project's freshly built binaries (those present in --build-dir);
 #       guest.cpio   e2e/guest (init, helpers, scenarios) and e2e/cni (the e2e-only CNI plugin).
 # Everything is cached under e2e/.cache (kernel and siw by kernel version, base layer by the hash of
@@ -151,7 +151,8 @@ if [[ ! -f $KDIR/.depmod ]] || ! cmp -s "$SIW" "$MODDIR/updates/siw.ko"; then
 fi
 
 # The modules the guest loads, in dependency order.
-WANTED_MODULES=(configfs bridge veth macvlan ib_core ib_uverbs ib_umad rdma_ucm rdma_rxe siw)
+# virtio_pci + virtio_net: the two-node e2e's link between the VMs (builtin ones resolve to no insmod).
+WANTED_MODULES=(configfs bridge veth macvlan virtio_pci virtio_net ib_core ib_uverbs ib_umad rdma_ucm rdma_rxe siw)
 MODULE_PATHS=()
 for m in "${WANTED_MODULES[@]}"; do
   deps=$(modprobe -d "$KDIR/root/usr" -S "$KVER" --show-depends "$m" 2>&1) ||
@@ -180,6 +181,15 @@ USER_FILES=(
   /usr/lib/x86_64-linux-gnu/libgcc_s.so.1
 )
 USER_CONFIG=(/etc/libibverbs.d/rxe.driver /etc/libibverbs.d/siw.driver)
+# The real clients of the two-node scenarios: UCX 1.13 (ucx_perftest) and Open MPI 4.1 (orterun,
+# orted) with the components both dlopen() (ldd does not see them) and Open MPI's help texts and
+# default parameters (it refuses to start without them).
+USER_PACKAGES+=(ucx-utils libucx0 openmpi-bin libopenmpi3 libpmix2)
+USER_FILES+=(/usr/bin/ucx_perftest /usr/bin/ucx_info /usr/bin/orterun /usr/bin/orted
+             /usr/lib/x86_64-linux-gnu/libmpi.so.40)
+CLIENT_PLUGIN_DIRS=(/usr/lib/x86_64-linux-gnu/ucx /usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
+                    /usr/lib/x86_64-linux-gnu/pmix2/lib/pmix)
+CLIENT_DATA=(/usr/share/openmpi /etc/openmpi /usr/lib/x86_64-linux-gnu/pmix2/share)
 versions=""
 for p in "${USER_PACKAGES[@]}"; do
   v=$(dpkg-query -W -f='${Status} ${Version}' "$p" 2>/dev/null) || die "package $p is not installed (run scripts/install-deps.sh)"
@@ -225,6 +235,15 @@ if [[ ! -f $BASE ]]; then
     esac
   done
   for f in "${USER_CONFIG[@]}"; do mkdir -p "$STAGE$(dirname "$f")"; cp -L "$f" "$STAGE$f"; done
+  for d in "${CLIENT_PLUGIN_DIRS[@]}"; do
+    [[ -d $d ]] || die "$d missing (run scripts/install-deps.sh)"
+    for f in "$d"/*.so*; do copy_elf_with_libs "$STAGE" "$f"; done
+  done
+  for d in "${CLIENT_DATA[@]}"; do
+    [[ -d $d ]] || die "$d missing (run scripts/install-deps.sh)"
+    mkdir -p "$STAGE$(dirname "$d")" && cp -rL "$d" "$STAGE$(dirname "$d")/"
+  done
+  ln -s orterun "$STAGE/usr/bin/mpirun"
   for a in $(/bin/busybox --list); do
     [[ -e $STAGE/usr/bin/$a || -e $STAGE/usr/sbin/$a ]] || ln -s busybox "$STAGE/usr/bin/$a"
   done
@@ -305,7 +324,9 @@ for c in "$HERE"/guest-src/*.c; do
     exe=$CACHE/guest-src/$(basename "${c%_tool.c}")-$(sha256sum "$c" | cut -c1-12)
     if [[ ! -f $exe ]]; then
       mkdir -p "$CACHE/guest-src"
-      gcc -O2 -Wall -Wextra -Werror -o "$exe.tmp" "$c" || die "compile $c failed"
+      cc=gcc
+      [[ $c == *_mpi_tool.c ]] && cc=mpicc  # an MPI program: Open MPI's wrapper compiler
+      "$cc" -O2 -Wall -Wextra -Werror -o "$exe.tmp" "$c" || die "compile $c failed"
       mv "$exe.tmp" "$exe"
     fi
     mkdir -p "$STAGE/e2e/bin"

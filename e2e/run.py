@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -46,7 +47,7 @@ ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[a-zA-Z]|\x1bc")
 
 def scenario_meta(name):
     """Reads `# e2e-<key>: <value>` header lines of a scenario script."""
-    meta = {"netns-mode": "shared", "timeout": "600", "needs": ""}
+    meta = {"netns-mode": "shared", "timeout": "600", "needs": "", "nodes": "1"}
     with open(os.path.join(SCENARIO_DIR, name + ".sh")) as f:
         for line in f:
             m = re.match(r"#\s*e2e-([a-z-]+):\s*(.*\S)", line)
@@ -108,11 +109,11 @@ def build_image(build_dirs):
     return {"kernel": m.group(1), "initrd": m.group(2), "kver": m.group(3)}, time.monotonic() - t0
 
 
-def qemu_cmd(image, scenario, netns_mode, extra_append="", interactive=False):
+def qemu_cmd(image, scenario, netns_mode, extra_append="", interactive=False, smp=None):
     append = ("console=ttyS0 quiet loglevel=3 panic=-1 oops=panic tsc=unstable "
               f"e2e.scenario={scenario} e2e.netns_mode={netns_mode} {extra_append}").strip()
     cmd = ["qemu-system-x86_64", "-accel", "tcg", "-M", "pc", "-cpu", "qemu64",
-           "-smp", os.environ.get("E2E_SMP", "2"), "-m", os.environ.get("E2E_MEM", "2G"),
+           "-smp", smp or os.environ.get("E2E_SMP", "2"), "-m", os.environ.get("E2E_MEM", "2G"),
            "-nographic", "-no-reboot", "-nic", "none",
            "-kernel", image["kernel"], "-initrd", image["initrd"], "-append", append]
     if not interactive:
@@ -226,6 +227,107 @@ def run_scenario(image, scenario, log_dir, echo, verbose, demo=False):
     return results, boot.figures, info
 
 
+def two_node_link(link_dir, node):
+    """qemu arguments of node's end of the link between the two VMs: a dgram netdev over two unix
+    sockets in link_dir (nothing on the host network; neither VM needs the other to be up first:
+    a datagram to a socket not bound yet is simply lost, as on an unplugged cable)."""
+    me, peer = (("a", "b") if node == "a" else ("b", "a"))
+    return ["-netdev", f"dgram,id=link,local.type=unix,local.path={link_dir}/{me}.sock,"
+                       f"remote.type=unix,remote.path={link_dir}/{peer}.sock",
+            "-device", f"virtio-net-pci,netdev=link,mac=52:54:00:e2:00:0{1 if node == 'a' else 2}"]
+
+
+def run_two_node_scenario(image, scenario, log_dir, echo, verbose):
+    """Boots node A and node B at once (one vCPU each, nice 10: the machine is shared), linked by
+    two_node_link. Node A drives the scenario; node B serves it. Node B's checks are reported as
+    `nodeB/<check>`. A boot in kernel trouble before either scenario started boots both again."""
+    meta = scenario_meta(scenario)
+    timeout = int(os.environ.get("E2E_SCENARIO_TIMEOUT", meta["timeout"]))
+    extra = "e2e.verbose=1" if verbose else ""
+    smp = os.environ.get("E2E_TWO_NODE_SMP", "1")
+    info = {"attempts": 0, "boot_s": None, "wall_s": None}
+    for attempt in range(1, BOOT_ATTEMPTS + 1):
+        info["attempts"] = attempt
+        link_dir = tempfile.mkdtemp(prefix="e2e-link-")  # short: unix socket paths are limited
+        boots, procs, readers = {}, {}, {}
+        t0 = time.monotonic()
+        logs = {}
+        try:
+            for node in ("a", "b"):
+                suffix = "" if attempt == 1 else f".{attempt}"
+                logs[node] = open(os.path.join(log_dir, f"{scenario}.node-{node}.log{suffix}"), "w")
+                boots[node] = Boot(f"{scenario}/{node}", logs[node], echo)
+                cmd = qemu_cmd(image, scenario, meta["netns-mode"],
+                               f"e2e.node={node} {extra}", smp=smp) + two_node_link(link_dir, node)
+                procs[node] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                               text=True, errors="replace",
+                                               preexec_fn=lambda: os.nice(10))
+                readers[node] = threading.Thread(
+                    target=lambda b=boots[node], p=procs[node]: [b.feed(l) for l in p.stdout],
+                    daemon=True)
+                readers[node].start()
+            timed_out = {"a": False, "b": False}
+            try:
+                procs["a"].wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out["a"] = True
+                procs["a"].kill()
+                procs["a"].wait()
+            # Node B ends once node A told it to; give it a little to power off.
+            try:
+                procs["b"].wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                timed_out["b"] = True
+                procs["b"].kill()
+                procs["b"].wait()
+            for node in ("a", "b"):
+                readers[node].join(timeout=10)
+        finally:
+            for f in logs.values():
+                f.close()
+            shutil.rmtree(link_dir, ignore_errors=True)
+        info["wall_s"] = time.monotonic() - t0
+        booted = [b.booted_at for b in boots.values() if b.booted_at is not None]
+        if len(booted) == 2:
+            info["boot_s"] = max(booted) - t0
+        troubled = [n for n, b in boots.items() if b.trouble and not b.started]
+        if troubled and attempt < BOOT_ATTEMPTS:
+            print(f"e2e: {scenario}: boot attempt {attempt} failed on node(s) {troubled} "
+                  f"({boots[troubled[0]].trouble}); booting both again", flush=True)
+            continue
+        break
+    results = []
+    for node in ("a", "b"):
+        boot = boots[node]
+        log_path = os.path.join(log_dir, f"{scenario}.node-{node}.log")
+        label = "" if node == "a" else "nodeB/"
+        for r in boot.results:
+            if r[0] != scenario:
+                print(f"e2e: warning: result for scenario {r[0]} reported while running {scenario}")
+            results.append((scenario, label + r[1], r[2], r[3]))
+        if boot.trouble:
+            results.append((scenario, f"{label}kernel", "FAIL",
+                            f"node {node}: kernel trouble on the console: {boot.trouble} "
+                            f"(log {log_path})"))
+        if timed_out[node]:
+            what = (f"hung: no end after {timeout} s (hard timeout)" if node == "a" else
+                    "still running 60 s after node A ended")
+            results.append((scenario, f"{label}vm", "FAIL",
+                            f"node {node} {what}; last console line: {boot.last_line!r} "
+                            f"(log {log_path})"))
+        elif not boot.done:
+            results.append((scenario, f"{label}vm", "FAIL",
+                            f"node {node}'s VM stopped (exit {procs[node].returncode}) before the "
+                            f"scenario finished; last console line: {boot.last_line!r} "
+                            f"(log {log_path})"))
+    if not any(r[1] not in ("kernel", "vm", "nodeB/kernel", "nodeB/vm") for r in results):
+        results.append((scenario, "checks", "FAIL", "the scenario reported no check"))
+    figures = [(scenario, f, v, u) for _, f, v, u in boots["a"].figures]
+    figures += [(scenario, "nodeB/" + f, v, u) for _, f, v, u in boots["b"].figures]
+    return results, figures, info
+
+
 def run_shell(image, scenario):
     meta = scenario_meta(scenario) if scenario != "shell" else {"netns-mode": os.environ.get(
         "E2E_NETNS_MODE", "shared")}
@@ -277,6 +379,8 @@ def main():
     ap.add_argument("--log-dir", default=os.path.join(HERE, ".cache", "logs"))
     ap.add_argument("--shell", action="store_true", help="boot interactively and get a shell")
     ap.add_argument("--list", action="store_true", help="list the scenarios")
+    ap.add_argument("--two-nodes", action="store_true",
+                    help="run the two-node scenarios (two VMs joined by a link; make e2e-two-nodes)")
     ap.add_argument("-q", "--quiet", action="store_true",
                     help="do not echo the guest console (it still goes to the log)")
     ap.add_argument("-v", "--verbose", action="store_true",
@@ -293,8 +397,13 @@ def main():
         for s in all_scenarios(include_optional=True):
             meta = scenario_meta(s)
             only = "  (only when named: -s)" if meta.get("default", "yes") == "no" else ""
-            print(f"{s:24} netns mode {meta['netns-mode']:9} needs: {meta['needs'] or '-'}{only}")
+            nodes = "  (two nodes)" if meta["nodes"] == "2" else ""
+            print(f"{s:28} netns mode {meta['netns-mode']:9} needs: {meta['needs'] or '-'}"
+                  f"{nodes}{only}")
         return 0
+    if args.two_nodes and not args.scenario:
+        args.scenario = [s for s in all_scenarios(include_optional=True)
+                         if scenario_meta(s)["nodes"] == "2"]
     scenarios = args.scenario or all_scenarios()
     for s in scenarios:
         if not os.path.exists(os.path.join(SCENARIO_DIR, s + ".sh")):
@@ -318,8 +427,8 @@ def main():
     all_results, all_figures, infos = [], [], {}
     for s in scenarios:
         print(f"e2e: scenario {s} (netns mode {scenario_meta(s)['netns-mode']})", flush=True)
-        results, figures, info = run_scenario(image, s, args.log_dir, not args.quiet,
-                                              args.verbose)
+        run = run_two_node_scenario if scenario_meta(s)["nodes"] == "2" else run_scenario
+        results, figures, info = run(image, s, args.log_dir, not args.quiet, args.verbose)
         infos[s] = info
         all_results += results
         all_figures += figures

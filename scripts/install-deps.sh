@@ -30,6 +30,8 @@ PACKAGES=(
   # e2e VM: soft RDMA under qemu, userspace from Debian packages
   qemu-system-x86 busybox-static debootstrap cpio xz-utils
   ibverbs-utils rdmacm-utils perftest jq curl
+  # two-node e2e: the real clients in its pods (UCX 1.13, Open MPI 4.1 over UCX; mpicc)
+  ucx-utils openmpi-bin libopenmpi-dev
 )
 
 missing=()

@@ -285,6 +285,7 @@ ITERS_PP=200      # ibv_rc_pingpong iterations
 ITERS_BW=300      # ib_write_bw iterations (64 KiB each)
 ITERS_LAT=300     # ib_send_lat iterations
 RPING_COUNT=10
+PERFTEST_BW_OPTS=${PERFTEST_BW_OPTS:-}  # more ib_write_bw options (the two-node scenarios' own)
 
 # Raw verbs (RoCE only: iWARP connects through rdma_cm alone) with each pod's RoCE v2 GID index.
 battery_raw_verbs() {  # battery_raw_verbs PREFIX SPOD SDEV SIP CPOD CDEV CIP
@@ -301,8 +302,8 @@ battery_raw_verbs() {  # battery_raw_verbs PREFIX SPOD SDEV SIP CPOD CDEV CIP
     "ibv_rc_pingpong -d $cdev -i 1 -g $cg -n $ITERS_PP $sip" \
     verify_pingpong $ITERS_PP
   traffic "$p-ib_write_bw" MB/s tcp:18515 "$spod" "$cpod" \
-    "ib_write_bw -d $sdev -i 1 -x $sg -F -n $ITERS_BW" \
-    "ib_write_bw -d $cdev -i 1 -x $cg -F -n $ITERS_BW $sip" \
+    "ib_write_bw -d $sdev -i 1 -x $sg -F -n $ITERS_BW $PERFTEST_BW_OPTS" \
+    "ib_write_bw -d $cdev -i 1 -x $cg -F -n $ITERS_BW $PERFTEST_BW_OPTS $sip" \
     verify_perftest $ITERS_BW 4 MB/s
   traffic "$p-ib_send_lat" usec tcp:18515 "$spod" "$cpod" \
     "ib_send_lat -d $sdev -i 1 -x $sg -F -n $ITERS_LAT" \
@@ -321,8 +322,8 @@ battery_rdma_cm() {  # battery_rdma_cm PREFIX SPOD SDEV SIP CPOD CDEV [BIND]
     "rping -c -a $sip -v -C $RPING_COUNT" \
     verify_rping $RPING_COUNT
   traffic "$p-ib_write_bw-R" MB/s cm "$spod" "$cpod" \
-    "$pre ib_write_bw -R -d $sdev -i 1 -F -n $ITERS_BW" \
-    "ib_write_bw -R -d $cdev -i 1 -F -n $ITERS_BW $sip" \
+    "$pre ib_write_bw -R -d $sdev -i 1 -F -n $ITERS_BW $PERFTEST_BW_OPTS" \
+    "ib_write_bw -R -d $cdev -i 1 -F -n $ITERS_BW $PERFTEST_BW_OPTS $sip" \
     verify_perftest $ITERS_BW 4 MB/s
   traffic "$p-ib_send_lat-R" usec cm "$spod" "$cpod" \
     "$pre ib_send_lat -R -d $sdev -i 1 -F -n $ITERS_LAT" \
@@ -548,17 +549,19 @@ CNI_CACHE=/var/lib/cni/cache
 
 # pod_conflist POD DEVICE_ID NETNS_MODE [QOS_JSON]: the pod's chained network: e2e-slot with
 # host-local IPAM on the fabric subnet, then rdmak8s with deviceID DEVICE_ID (an RDMA device name
-# or an allocated device-plugin ID, as Multus injects it).
+# or an allocated device-plugin ID, as Multus injects it). E2E_IPAM_RANGE (a JSON object such as
+# {"rangeStart": ..., "rangeEnd": ...}) narrows the node's range: the two-node e2e gives each node
+# its own part of the subnet.
 pod_conflist() {
-  local qos=${4:-'{"roceTos": 106}'}
+  local qos=${4:-'{"roceTos": 106}'} range=${E2E_IPAM_RANGE:-'{}'}
   # The CNI's log file is the node's to choose (its node configuration), not the netconf's.
   mkdir -p /etc/cni/rdmak8s
   [ -f /etc/cni/rdmak8s/node.json ] || echo '{"logFile": "/tmp/rdmak8s-cni.log"}' > /etc/cni/rdmak8s/node.json
-  jq -n --arg dev "$2" --arg mode "$3" --argjson qos "$qos" '{
+  jq -n --arg dev "$2" --arg mode "$3" --argjson qos "$qos" --argjson range "$range" '{
     cniVersion: "1.0.0", name: "e2e-fabric",
     plugins: [
       {type: "e2e-slot",
-       ipam: {type: "host-local", ranges: [[{subnet: "198.18.0.0/24"}]],
+       ipam: {type: "host-local", ranges: [[{subnet: "198.18.0.0/24"} + $range]],
               dataDir: "/var/lib/cni/networks"}},
       {type: "rdmak8s", deviceID: $dev, netnsMode: $mode, qos: $qos, logLevel: "debug"}
     ]}' > "$POD_DIR/$1/net.conflist"

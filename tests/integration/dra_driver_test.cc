@@ -156,7 +156,7 @@ class DraDriverBinaryTest : public ::testing::Test {
     auto unprep = kubelet_->NodeUnprepareResources({{"ml", "claim-1", "nic"}});
     ASSERT_TRUE(unprep.ok()) << unprep.status().ToString();
     EXPECT_EQ(unprep->claims().at("claim-1").error(), "") << ReadAll(root_ + "/stderr.log");
-    EXPECT_FALSE(fs::exists(root_ + "/cdi/rdmak8s-dra-claim-1.json"));
+    EXPECT_FALSE(fs::exists(root_ + "/cdi/rdma.rdmak8s.io-claim_claim-1.json"));
     EXPECT_EQ(ReadPodClaimRecords(root_ + "/pods", "pod-uid-1").status().code(), StatusCode::kNotFound);
   }
 
@@ -224,7 +224,7 @@ TEST_F(DraDriverBinaryTest, PreparesAnAllocatedClaimForItsPodsAndUnpreparesIt) {
   EXPECT_EQ(answer.devices(0).device_name(), "mlx5-0");
   ASSERT_EQ(answer.devices(0).cdi_device_ids_size(), 1);
   EXPECT_EQ(answer.devices(0).cdi_device_ids(0), "rdma.rdmak8s.io/claim=claim-1-mlx5-0");
-  const std::string spec = root_ + "/cdi/rdmak8s-dra-claim-1.json";
+  const std::string spec = root_ + "/cdi/rdma.rdmak8s.io-claim_claim-1.json";
   ASSERT_TRUE(fs::exists(spec));
   EXPECT_NE(ReadAll(spec).find("/dev/infiniband/uverbs"), std::string::npos);
   auto records = ReadPodClaimRecords(root_ + "/pods", "pod-uid-1");
@@ -312,7 +312,7 @@ TEST_F(DraDriverBinaryTest, WithSharesTwoClaimsOnTwoSharesOfOneDeviceBothPrepare
     ASSERT_EQ(answer.error(), "") << ReadAll(root_ + "/stderr.log");
     ASSERT_EQ(answer.devices_size(), 1);
     EXPECT_EQ(answer.devices(0).device_name(), std::string("mlx5-0-") + k);
-    EXPECT_NE(ReadAll(root_ + "/cdi/rdmak8s-dra-share-claim-" + k + ".json").find("/dev/infiniband/uverbs"),
+    EXPECT_NE(ReadAll(root_ + "/cdi/rdma.rdmak8s.io-claim_share-claim-" + k + ".json").find("/dev/infiniband/uverbs"),
               std::string::npos);
   }
 }

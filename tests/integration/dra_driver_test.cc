@@ -193,6 +193,26 @@ TEST_F(DraDriverBinaryTest, PublishesThisNodesDevicesWithTheirAttributes) {
   EXPECT_GE(server_->CountRequests("POST /apis/resource.k8s.io/v1/resourceslices"), 1);
 }
 
+// A relative --plugin-dir once failed ("gRPC could not listen on plug/dra.sock.staging.N"):
+// every path flag is made absolute against the directory the driver starts in.
+TEST_F(DraDriverBinaryTest, RelativePathFlagsAreTakenFromTheStartDirectory) {
+  StartApiServer();
+  const fs::path before = fs::current_path();
+  fs::current_path(root_);  // the child inherits it
+  Spawn({"--kubeconfig", "kubeconfig", "--node-name", kNode, "--driver-name", kDriver,
+         "--plugins-registry-dir", "reg", "--plugin-dir", "plugin", "--state-dir", "state",
+         "--cdi-dir", "cdi", "--pod-devices-dir", "pods", "--sysfs-root", "sys", "--dev-root", "dev",
+         "--no-verbs", "--rescan-interval", "1"});
+  const std::string root = fs::current_path().string();
+  fs::current_path(before);
+  Register();
+  fake::FakeDraKubelet kubelet;
+  auto info = kubelet.Register(root_ + "/reg/" + std::string(kDriver) + "-reg.sock");
+  ASSERT_TRUE(info.ok()) << info.status().ToString() << ReadAll(root_ + "/stderr.log");
+  EXPECT_EQ(info->endpoint(), root + "/plugin/dra.sock");
+  WaitForTheFixturesSlice();
+}
+
 TEST_F(DraDriverBinaryTest, OnAV1beta1OnlyServerPublishesV1beta1Slices) {
   StartApiServer(/*serve_v1=*/false);
   Spawn(DriverArgs());

@@ -59,6 +59,12 @@ StatusOr<NodeConfig> Parse(const std::string& path, const std::string& data, Nod
 }  // namespace
 
 StatusOr<NodeConfig> LoadNodeConfig(const std::string& path, const NodeConfig& defaults) {
+  // The runtime execs the plugin in a directory of its choosing: a relative path (from
+  // RDMAK8S_CNI_NODE_CONFIG) would name a different file per runtime, or none.
+  if (path.empty() || path.front() != '/') {
+    return InvalidArgumentError("node configuration \"" + path + "\" (" + kNodeConfigEnv +
+                                "): must be an absolute path");
+  }
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) return defaults;

@@ -38,7 +38,7 @@ struct NodeConfig {
 
 // `defaults` with every key of the JSON file at `path` applied. A missing file is `defaults`.
 // Fails (InvalidArgument, naming the file and the key) on an unknown key, a wrong type or a
-// relative path, and (FailedPrecondition) on a file that is not a regular file owned by the
+// relative path (the file's own `path` included), and (FailedPrecondition) on a file that is not a regular file owned by the
 // user we run as or that group or others can write: whoever can write it owns the node's paths.
 StatusOr<NodeConfig> LoadNodeConfig(const std::string& path, const NodeConfig& defaults = {});
 

@@ -16,6 +16,7 @@
 #include "device-plugin/nfd_features.h"
 #include "device-plugin/uevent.h"
 #include "rdmak8s/discovery.h"
+#include "rdmak8s/path_flag.h"
 #include "rdmak8s/rdma_netlink.h"
 #include "rdmak8s/route_netlink.h"
 #include "rdmak8s/verbs.h"
@@ -39,23 +40,29 @@ int RealMain(int argc, char** argv) {
   app.set_version_flag("--version", "rdmak8s-device-plugin " RDMAK8S_VERSION);
   app.add_option("--config", opts.config_path,
                  "pool configuration (JSON); without it one shared pool \"shared\" takes every "
-                 "device. Reloaded on change and on SIGHUP (which also rescans the devices)");
+                 "device. Reloaded on change and on SIGHUP (which also rescans the devices)")
+      ->transform(rdmak8s::AbsolutePath());
   app.add_option("--kubelet-dir", opts.kubelet_dir, "kubelet device-plugins directory")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(rdmak8s::AbsolutePath());
   app.add_option("--plugins-registry-dir", opts.plugins_registry_dir,
                  "kubelet plugin-watcher directory")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(rdmak8s::AbsolutePath());
   app.add_option("--registration", registration,
                  "auto | device-plugin (Register on kubelet.sock) | plugin-watcher "
                  "(socket in plugins_registry)")
       ->capture_default_str();
-  app.add_option("--sysfs-root", opts.sysfs_root, "where sysfs is mounted")->capture_default_str();
+  app.add_option("--sysfs-root", opts.sysfs_root, "where sysfs is mounted")->capture_default_str()
+      ->transform(rdmak8s::AbsolutePath());
   app.add_option("--dev-root", opts.dev_root,
                  "where the host's /dev is mounted (host paths in Allocate; container paths stay "
                  "/dev/infiniband/...)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(rdmak8s::AbsolutePath());
   app.add_flag("--cdi", opts.cdi, "answer Allocate with CDI device names and keep CDI specs");
-  app.add_option("--cdi-dir", opts.cdi_dir, "where the CDI spec files go")->capture_default_str();
+  app.add_option("--cdi-dir", opts.cdi_dir, "where the CDI spec files go")->capture_default_str()
+      ->transform(rdmak8s::AbsolutePath());
   app.add_option("--metrics-address", metrics_address,
                  "host:port for /metrics, /livez and /readyz (\"[<IPv6>]:port\" too); empty "
                  "disables")
@@ -64,11 +71,13 @@ int RealMain(int argc, char** argv) {
   app.add_option("--nfd-features-dir", opts.nfd_features_dir,
                  "node-feature-discovery's features.d: the plugin keeps its feature file "
                  "(rdmak8s) there while it advertises devices; empty disables")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(rdmak8s::AbsolutePath());
   app.add_option("--node-check-results", opts.node_check_results,
                  "the JSON of the last `rdmak8s-inspect check --json`, for the check metrics and "
                  "the lossless-ready node feature; empty: none")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(rdmak8s::AbsolutePath());
   app.add_option("--rescan-interval", rescan_s,
                  "seconds between safety-net full rescans (events drive everything else)")
       ->capture_default_str()

@@ -131,21 +131,61 @@ StatusOr<ClaimMap> ParseCheckpoint(std::string_view text) {
   return out;
 }
 
-Checkpoint::Checkpoint(std::string state_dir) : dir_(std::move(state_dir)) {}
+Checkpoint::Checkpoint(std::string state_dir, std::string driver_name)
+    : dir_(std::move(state_dir)), driver_(std::move(driver_name)) {}
 
-StatusOr<ClaimMap> Checkpoint::Load() const {
-  RDMAK8S_RETURN_IF_ERROR_CTX(EnsurePrivateDir(dir_), "state dir");
-  int fd = ::open(path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+std::string Checkpoint::path() const {
+  return driver_.empty() ? legacy_path() : dir_ + "/checkpoint-" + driver_ + ".json";
+}
+
+namespace {
+
+// kNotFound when `path` does not exist.
+StatusOr<ClaimMap> ReadCheckpointFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
-    if (errno == ENOENT) return ClaimMap{};
-    return ErrnoError(errno, "open " + path());
+    if (errno == ENOENT) return NotFoundError(path + " does not exist");
+    return ErrnoError(errno, "open " + path);
   }
-  StatusOr<std::string> text = ReadFd(fd, path(), kMaxCheckpointBytes);
+  StatusOr<std::string> text = ReadFd(fd, path, kMaxCheckpointBytes);
   ::close(fd);
   if (!text.ok()) return text.status();
   StatusOr<ClaimMap> claims = ParseCheckpoint(*text);
-  if (!claims.ok()) return claims.status().Prepend("checkpoint " + path());
+  if (!claims.ok()) return claims.status().Prepend("checkpoint " + path);
   return claims;
+}
+
+// A claim of the one checkpoint every driver name shared before: ours when every device's CDI
+// IDs are of our kind ("<driver>/claim=...").
+bool PreparedBy(const PreparedClaim& c, const std::string& driver) {
+  const std::string prefix = driver + "/claim=";
+  for (const auto& d : c.devices) {
+    for (const auto& id : d.cdi_device_ids) {
+      if (id.rfind(prefix, 0) != 0) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+StatusOr<ClaimMap> Checkpoint::Load() const {
+  RDMAK8S_RETURN_IF_ERROR_CTX(EnsurePrivateDir(dir_), "state dir");
+  StatusOr<ClaimMap> claims = ReadCheckpointFile(path());
+  if (claims.ok() || claims.status().code() != StatusCode::kNotFound) return claims;
+  if (driver_.empty()) return ClaimMap{};
+  // First start under the per-driver name: take over our claims of the shared file.
+  StatusOr<ClaimMap> legacy = ReadCheckpointFile(legacy_path());
+  if (!legacy.ok()) {
+    if (legacy.status().code() == StatusCode::kNotFound) return ClaimMap{};
+    return legacy.status();
+  }
+  ClaimMap ours;
+  for (auto& [uid, c] : *legacy) {
+    if (PreparedBy(c, driver_)) ours[uid] = std::move(c);
+  }
+  RDMAK8S_RETURN_IF_ERROR_CTX(Save(ours), "take over " + legacy_path());
+  return ours;
 }
 
 Status Checkpoint::Save(const ClaimMap& claims) const {

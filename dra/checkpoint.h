@@ -3,7 +3,8 @@
 // driver answers NodePrepareResources for a prepared claim from here, and can undo a claim
 // whose prepare never finished when kubelet unprepares it.
 //
-// One JSON file, <state_dir>/checkpoint.json, replaced atomically (WriteFileAtomic: temporary,
+// One JSON file per driver name, <state_dir>/checkpoint-<driver>.json (two drivers on one node
+// may share a state directory), replaced atomically (WriteFileAtomic: temporary,
 // fsync, rename, directory fsync) after every change; the state directory is private
 // (EnsurePrivateDir). A record is written kPreparing BEFORE anything is put on the node (CDI
 // spec, pod records), and kPrepared once all of it is there: the write-ahead rule.
@@ -54,19 +55,25 @@ StatusOr<ClaimMap> ParseCheckpoint(std::string_view text);
 
 class Checkpoint {
  public:
-  explicit Checkpoint(std::string state_dir);
+  // `driver_name` "" is the file every driver shared before (checkpoint.json).
+  Checkpoint(std::string state_dir, std::string driver_name);
 
   // Makes the state directory private and reads the checkpoint; a missing file is an empty
-  // checkpoint (first start). An unreadable or corrupt file is an error: the driver must not
-  // start pretending it prepared nothing.
+  // checkpoint (first start), except that a checkpoint.json an older driver left is taken over
+  // once: the claims in it whose CDI IDs are all of this driver's kind are saved as this
+  // driver's checkpoint (the old file stays for another driver name to take its own). An
+  // unreadable or corrupt file is an error: the driver must not start pretending it prepared
+  // nothing.
   StatusOr<ClaimMap> Load() const;
   // Replaces the file with `claims`; on failure the file on disk is the previous one.
   Status Save(const ClaimMap& claims) const;
 
-  std::string path() const { return dir_ + "/checkpoint.json"; }
+  std::string path() const;
+  std::string legacy_path() const { return dir_ + "/checkpoint.json"; }
 
  private:
   std::string dir_;
+  std::string driver_;
 };
 
 }  // namespace rdmak8s::dra

@@ -14,8 +14,9 @@ std::string ClaimCdiDeviceId(const std::string& driver, const std::string& claim
   return ClaimCdiKind(driver) + "=" + claim_uid + "-" + device;
 }
 
-std::string ClaimCdiSpecPath(const std::string& cdi_dir, const std::string& claim_uid) {
-  return cdi_dir + "/rdmak8s-dra-" + claim_uid + ".json";
+std::string ClaimCdiSpecPath(const std::string& cdi_dir, const std::string& driver,
+                             const std::string& claim_uid) {
+  return cdi_dir + "/" + driver + "-claim_" + claim_uid + ".json";
 }
 
 std::string BuildClaimCdiSpec(const std::string& driver, const std::string& claim_uid,

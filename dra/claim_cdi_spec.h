@@ -4,8 +4,10 @@
 // name; the device's char devices by transport (dp::CharDevicesFor: uverbs and rdma_cm always,
 // umad for IB, issm only with the "issm" option, umad on RoCE only with "roceUmad") and the env
 // of its request (dp::AllocationEnv over every device of that request: ncclEnv, ucxEnv, env),
-// options coming from the claim's opaque config. One file per claim,
-// <cdi_dir>/rdmak8s-dra-<claim_uid>.json. Pure.
+// options coming from the claim's opaque config. One file per claim and driver,
+// <cdi_dir>/<driver>-claim_<claim_uid>.json: one claim may hold devices of two drivers (two
+// instances of this one under two --driver-name), each writing its own spec (the CDI kind
+// "<driver>/claim" keeps their device names apart too). Pure.
 #pragma once
 
 #include <string>
@@ -27,7 +29,8 @@ std::string ClaimCdiKind(const std::string& driver);
 // "<driver>/claim=<claim_uid>-<device>", what kubelet hands the runtime.
 std::string ClaimCdiDeviceId(const std::string& driver, const std::string& claim_uid,
                              const std::string& device);
-std::string ClaimCdiSpecPath(const std::string& cdi_dir, const std::string& claim_uid);
+std::string ClaimCdiSpecPath(const std::string& cdi_dir, const std::string& driver,
+                             const std::string& claim_uid);
 // The spec document (JSON text) for `devices` of claim `claim_uid`; host paths under
 // `dev_root`.
 std::string BuildClaimCdiSpec(const std::string& driver, const std::string& claim_uid,

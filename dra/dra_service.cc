@@ -35,7 +35,7 @@ class DraService final : public Base {
       }
       for (const auto& d : *devices) {
         auto* dev = out.add_devices();
-        dev->add_request_names(d.request);
+        dev->add_request_names(ParentRequestName(d.request));
         dev->set_pool_name(d.pool);
         dev->set_device_name(d.device);
         for (const auto& id : d.cdi_device_ids) dev->add_cdi_device_ids(id);
@@ -63,6 +63,10 @@ class DraService final : public Base {
 };
 
 }  // namespace
+
+std::string ParentRequestName(const std::string& request) {
+  return request.substr(0, request.find('/'));
+}
 
 std::unique_ptr<grpc::Service> NewDraServiceV1(Preparer* preparer) {
   return std::make_unique<DraService<v1::DRAPlugin::Service, v1::NodePrepareResourcesRequest,

@@ -2,10 +2,14 @@
 // and v1beta1 (1.32, 1.33). The messages of the two are identical; each service answers every
 // claim of a request through the same Preparer, one entry per claim UID (a failed claim carries
 // its error, never a gRPC error, so kubelet keeps the other claims' answers). Each claim failure
-// is logged once, here.
+// is logged once, here. Each device is answered with the request it serves as the claim names
+// it: a `firstAvailable` result's request is "<request>/<subrequest>" ("nic/iwarp"), and kubelet
+// gives a container that asks for `request: nic` only the devices whose request_names hold
+// "nic" exactly (verified with kubelet v1.36), so the parent name is what goes back.
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/service_type.h>
@@ -20,6 +24,9 @@ namespace rdmak8s::dra {
 inline constexpr char kDraPluginV1[] = "v1.DRAPlugin";
 inline constexpr char kDraPluginV1beta1[] = "v1beta1.DRAPlugin";
 inline constexpr char kDraResourceHealthV1alpha1[] = "v1alpha1.DRAResourceHealth";
+
+// "nic" of "nic/iwarp" (and of "nic"): the name a container's claim reference uses. Pure.
+std::string ParentRequestName(const std::string& request);
 
 // `preparer` is not owned and must outlive the services.
 std::unique_ptr<grpc::Service> NewDraServiceV1(Preparer* preparer);

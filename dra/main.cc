@@ -29,6 +29,7 @@
 #include "dra/preparer.h"
 #include "dra/registration_watch.h"
 #include "rdmak8s/discovery.h"
+#include "rdmak8s/path_flag.h"
 #include "rdmak8s/route_netlink.h"
 #include "rdmak8s/verbs.h"
 
@@ -148,10 +149,12 @@ int RealMain(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--kubeconfig", kubeconfig,
                  "kubeconfig of the API server (development); default: in-cluster config "
-                 "(KUBERNETES_SERVICE_HOST/PORT and the pod's service account)");
+                 "(KUBERNETES_SERVICE_HOST/PORT and the pod's service account)")
+      ->transform(AbsolutePath());
   app.add_option("--service-account-dir", service_account_dir,
                  "in-cluster: where the service account's token and ca.crt are")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->transform(AbsolutePath());
   auto* no_api = app.add_flag("--no-api-server", no_api_server,
                               "development and tests only: talk to no API server (publish no "
                               "ResourceSlices; every claim fails to prepare)");
@@ -167,19 +170,26 @@ int RealMain(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1000));
   app.add_option("--plugins-registry-dir", plugin_opts.registry_dir,
-                 "kubelet plugin-watcher directory")->capture_default_str();
+                 "kubelet plugin-watcher directory")->capture_default_str()
+      ->transform(AbsolutePath());
   app.add_option("--plugin-dir", plugin_opts.plugin_dir,
-                 "where dra.sock goes (default /var/lib/kubelet/plugins/<driver-name>)");
+                 "where dra.sock goes (default /var/lib/kubelet/plugins/<driver-name>)")
+      ->transform(AbsolutePath());
   app.add_option("--state-dir", prep.state_dir, "checkpoint of prepared claims")
-      ->capture_default_str();
-  app.add_option("--cdi-dir", prep.cdi_dir, "where per-claim CDI specs go")->capture_default_str();
+      ->capture_default_str()
+      ->transform(AbsolutePath());
+  app.add_option("--cdi-dir", prep.cdi_dir, "where per-claim CDI specs go")->capture_default_str()
+      ->transform(AbsolutePath());
   app.add_option("--pod-devices-dir", prep.pod_devices_dir,
                  "root-owned records of each pod's prepared devices, for the CNI")
-      ->capture_default_str();
-  app.add_option("--sysfs-root", sysfs_root, "where sysfs is mounted")->capture_default_str();
+      ->capture_default_str()
+      ->transform(AbsolutePath());
+  app.add_option("--sysfs-root", sysfs_root, "where sysfs is mounted")->capture_default_str()
+      ->transform(AbsolutePath());
   app.add_option("--dev-root", prep.dev_root,
                  "where the host's /dev is mounted (CDI host paths; container paths stay "
-                 "/dev/infiniband/...)")->capture_default_str();
+                 "/dev/infiniband/...)")->capture_default_str()
+      ->transform(AbsolutePath());
   app.add_option("--rescan-interval", rescan_s, "seconds between safety-net full rescans")
       ->capture_default_str()
       ->check(CLI::Range(1, 86400));
@@ -187,7 +197,8 @@ int RealMain(int argc, char** argv) {
   std::string devices_file;
   app.add_option("--devices", devices_file,
                  "which RDMA devices this driver takes: a JSON file {\"selectors\": {...}} with "
-                 "the device plugin's selector keys (default: every RDMA device of the node)");
+                 "the device plugin's selector keys (default: every RDMA device of the node)")
+      ->transform(AbsolutePath());
   app.add_option("-v,--v", verbosity, "log verbosity: 0 info, 1 debug, 2 trace")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);

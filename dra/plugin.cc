@@ -14,6 +14,12 @@
 
 namespace rdmak8s::dra {
 
+std::string StagingPath(const std::string& path) {
+  const std::filesystem::path p(path);
+  return (p.parent_path() / ("." + p.filename().string() + ".staging." + std::to_string(::getpid())))
+      .string();
+}
+
 DraPlugin::DraPlugin(DraPluginOptions options, Preparer* preparer, DeviceCatalog* catalog)
     : options_(std::move(options)), preparer_(preparer), catalog_(catalog) {}
 
@@ -22,8 +28,11 @@ DraPlugin::~DraPlugin() { Stop(); }
 Status DraPlugin::Serve(Served& s) {
   // gRPC removes the path it listened on when it shuts down, whoever's socket is there by then.
   // Binding a private name and renaming it over the public one (which also replaces a stale
-  // file atomically) leaves gRPC only its own private name to remove.
-  const std::string staging = s.path + ".staging." + std::to_string(::getpid());
+  // file atomically) leaves gRPC only its own private name to remove. The private name is a
+  // dot-name in the same directory (rename stays on one file system): kubelet's plugin watcher
+  // registers every other socket that appears in plugins_registry, and retries one renamed away
+  // forever.
+  const std::string staging = StagingPath(s.path);
   ::unlink(staging.c_str());
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix://" + staging, grpc::InsecureServerCredentials());
@@ -69,7 +78,7 @@ Status DraPlugin::Start() {
   dra_.services.push_back(NewDraServiceV1(preparer_));
   dra_.services.push_back(NewDraServiceV1beta1(preparer_));
   stopping_ = false;
-  dra_.services.push_back(NewHealthService(catalog_, &stopping_));
+  dra_.services.push_back(NewHealthService(catalog_, &stopping_, options_.health));
   if (Status s = Serve(dra_); !s.ok()) {
     dra_.services.clear();
     return s;

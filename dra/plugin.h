@@ -5,7 +5,7 @@
 //      (registration.h) whose GetInfo points kubelet at dra.sock. Registering only after serving
 //      is what kubelet expects (it dials the endpoint right after GetInfo).
 // A stale file at either path (a previous instance that died) is replaced (bound under a
-// private name, renamed over it). Stop() removes the registration socket first (kubelet's plugin
+// private dot-name, StagingPath, renamed over it). Stop() removes the registration socket first (kubelet's plugin
 // watcher then deregisters us), ends the health streams, then stops the DRA socket; each file is
 // removed only while it is still the socket we bound (a newer instance's socket is left alone).
 // Stop leaves the catalog alone: its owner (the driver's main) shuts it down. The plugin may be
@@ -25,16 +25,22 @@
 #include <grpcpp/impl/service_type.h>
 
 #include "dra/device_catalog.h"
+#include "dra/health_service.h"
 #include "dra/preparer.h"
 #include "dra/registration.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dra {
 
+// Where a socket for `path` is bound before it is renamed to `path`: "<dir>/.<name>.staging.<pid>",
+// a name kubelet's plugin watcher ignores (it skips names starting with ".").
+std::string StagingPath(const std::string& path);
+
 struct DraPluginOptions {
   std::string driver_name = "rdma.rdmak8s.io";
   std::string plugin_dir;    // /var/lib/kubelet/plugins/<driver>
   std::string registry_dir;  // /var/lib/kubelet/plugins_registry
+  HealthStreamOptions health;  // the health stream's resend interval and announced timeout
 };
 
 class DraPlugin {

@@ -66,7 +66,7 @@ std::vector<std::string> PodUids(const ResourceClaim& claim) {
 
 StatusOr<std::unique_ptr<Preparer>> Preparer::Create(PreparerOptions options, ClaimReader* reader,
                                                      const DeviceCatalog* catalog) {
-  RDMAK8S_ASSIGN_OR_RETURN(ClaimMap claims, Checkpoint(options.state_dir).Load());
+  RDMAK8S_ASSIGN_OR_RETURN(ClaimMap claims, Checkpoint(options.state_dir, options.driver_name).Load());
   return std::unique_ptr<Preparer>(
       new Preparer(std::move(options), reader, catalog, std::move(claims)));
 }
@@ -76,7 +76,7 @@ Preparer::Preparer(PreparerOptions options, ClaimReader* reader, const DeviceCat
     : options_(std::move(options)),
       reader_(reader),
       catalog_(catalog),
-      checkpoint_(options_.state_dir),
+      checkpoint_(options_.state_dir, options_.driver_name),
       claims_(std::move(claims)) {}
 
 ClaimMap Preparer::Claims() const {
@@ -110,7 +110,7 @@ StatusOr<PreparedClaim> Preparer::Build(const ClaimRef& ref, const ResourceClaim
     cdi_devices.push_back({r.request, r.device, d->dev, options});
   }
   if (!cdi_devices.empty()) {
-    out.cdi_spec_path = ClaimCdiSpecPath(options_.cdi_dir, ref.uid);
+    out.cdi_spec_path = ClaimCdiSpecPath(options_.cdi_dir, options_.driver_name, ref.uid);
     cdi_spec = BuildClaimCdiSpec(options_.driver_name, ref.uid, cdi_devices, options_.dev_root);
   }
   return out;
@@ -187,7 +187,7 @@ Status Preparer::RemoveFromNode(const PreparedClaim& claim, const std::vector<st
 Status Preparer::Unprepare(const ClaimRef& ref) {
   RDMAK8S_RETURN_IF_ERROR(CheckUid(ref));
   std::lock_guard<std::mutex> lock(mu_);
-  std::string spec = ClaimCdiSpecPath(options_.cdi_dir, ref.uid);
+  std::string spec = ClaimCdiSpecPath(options_.cdi_dir, options_.driver_name, ref.uid);
   auto it = claims_.find(ref.uid);
   if (it != claims_.end()) {
     RDMAK8S_RETURN_IF_ERROR_CTX(RemoveFromNode(it->second, {}), "unprepare " + Named(ref));

@@ -12,6 +12,7 @@
 #include "inspect.h"
 #include "rdmak8s/dcb_netlink.h"
 #include "rdmak8s/discovery.h"
+#include "rdmak8s/path_flag.h"
 #include "rdmak8s/rdma_netlink.h"
 #include "rdmak8s/route_netlink.h"
 #include "rdmak8s/verbs.h"
@@ -24,7 +25,8 @@ int main(int argc, char** argv) {
     rdmak8s::inspect::Options options;
     bool no_verbs = false;
     app.add_flag("--json", options.json, "print JSON, one object per device");
-    app.add_option("--sysfs-root", options.sysfs_root, "sysfs tree to inspect (default /sys)");
+    app.add_option("--sysfs-root", options.sysfs_root, "sysfs tree to inspect (default /sys)")
+      ->transform(rdmak8s::AbsolutePath());
     app.add_flag("--no-verbs", no_verbs, "do not query libibverbs (sysfs only)");
 
     CLI::App* check = app.add_subcommand(
@@ -33,10 +35,12 @@ int main(int argc, char** argv) {
     rdmak8s::inspect::CheckEnv env;
     bool check_json = false, check_no_verbs = false;
     check->add_flag("--json", check_json, "print JSON");
-    check->add_option("--config", inputs.config_path, "the device plugin's config file");
+    check->add_option("--config", inputs.config_path, "the device plugin's config file")
+      ->transform(rdmak8s::AbsolutePath());
     check->add_option("--qos", inputs.qos,
                       "a NAD's rdmak8s netconf, or just its qos block, as JSON (repeatable)");
-    check->add_option("--qos-file", inputs.qos_files, "the same, from a file (repeatable)");
+    check->add_option("--qos-file", inputs.qos_files, "the same, from a file (repeatable)")
+      ->transform(rdmak8s::AbsolutePath());
     check->add_option("--allow-pfc", inputs.allow_pfc,
                       "a priority PFC may be on although RoCE does not use it (repeatable)");
     check->add_option("--runtime", inputs.runtimes,
@@ -45,9 +49,12 @@ int main(int argc, char** argv) {
                       "RLIMIT_MEMLOCK the runtime needs at least, in bytes (default unlimited)");
     check->add_option("--hugepages", inputs.hugepages,
                       "<size>=<count> hugepages the node needs, e.g. 2M=512 (repeatable)");
-    check->add_option("--sysfs-root", env.sysfs_root, "sysfs tree (default /sys)");
-    check->add_option("--dev-root", env.dev_root, "device tree (default /dev)");
-    check->add_option("--proc-root", env.proc_root, "the host's /proc (default /proc)");
+    check->add_option("--sysfs-root", env.sysfs_root, "sysfs tree (default /sys)")
+      ->transform(rdmak8s::AbsolutePath());
+    check->add_option("--dev-root", env.dev_root, "device tree (default /dev)")
+      ->transform(rdmak8s::AbsolutePath());
+    check->add_option("--proc-root", env.proc_root, "the host's /proc (default /proc)")
+      ->transform(rdmak8s::AbsolutePath());
     check->add_flag("--no-verbs", check_no_verbs, "do not query libibverbs (no active MTU)");
 
     try {

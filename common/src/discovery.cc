@@ -51,10 +51,14 @@ std::vector<uint32_t> NumericEntries(const std::vector<std::string>& names) {
 
 // The path `link` (read from a symlink inside `dir`) points at, lexically: sysfs links are
 // relative and the fixture trees live under a root, so no realpath(3) is needed (or wanted: it
-// would cost a lookup per component).
+// would cost a lookup per component). lexically_normal leaves a trailing '/' when the link ends
+// in ".." ("a/b/.." -> "a/"): it is cut, or the directory's name would read as empty and its
+// parent as itself (a PF taken for an auxiliary device of its own address).
 std::string ResolveLink(const std::string& dir, const std::string& link) {
-  if (!link.empty() && link.front() == '/') return fs::path(link).lexically_normal().string();
-  return (fs::path(dir) / link).lexically_normal().string();
+  fs::path target = !link.empty() && link.front() == '/' ? fs::path(link) : fs::path(dir) / link;
+  std::string out = target.lexically_normal().string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
 }
 
 bool IsZeroGid(std::string_view gid) {

@@ -10,9 +10,11 @@ REG_SOCK=/var/lib/kubelet/plugins_registry/$DRIVER-reg.sock
 CDI_DIR=/var/run/cdi
 DRA_LOG=/tmp/dra-driver.log
 API_LOG=/tmp/fake-api-server.log
-# Each pod: its slot, pod UID and claim UID (as the API server would have made them).
-DRA_PODS="podA:slot1:11111111-aaaa-4aaa-8aaa-000000000001:c1a1a1a1-0000-4000-8000-00000000000a
-podB:slot2:22222222-bbbb-4bbb-8bbb-000000000002:c2b2b2b2-0000-4000-8000-00000000000b"
+# Each pod: its slot, pod UID and claim UID (as the API server would have made them), and the
+# request its allocation names: podB's claim is a firstAvailable one ("nic/rxe"), its container
+# asks for "nic" as kubelet matches it.
+DRA_PODS="podA:slot1:11111111-aaaa-4aaa-8aaa-000000000001:c1a1a1a1-0000-4000-8000-00000000000a:nic
+podB:slot2:22222222-bbbb-4bbb-8bbb-000000000002:c2b2b2b2-0000-4000-8000-00000000000b:nic/rxe"
 DRA_PODS_DIR=/run/rdmak8s/dra-pods  # the driver's and the CNI's default
 
 api_get() {  # api_get PATH: GET on the fake API server, as the driver authenticates
@@ -27,15 +29,18 @@ slice_device_of() {
     | .spec.devices[] | select(.attributes.rdmaDevice.string == $d) | "\($p) \(.name)"' | head -n 1
 }
 
-# claim_write NAME UID POD POD_UID POOL DEVICE: an allocated ResourceClaim reserved for the pod.
+# claim_write NAME UID POD POD_UID POOL DEVICE [REQUEST]: an allocated ResourceClaim reserved
+# for the pod; REQUEST "nic/<sub>" makes it a firstAvailable claim allocated from that subrequest.
 claim_write() {
   jq -n --arg name "$1" --arg uid "$2" --arg pod "$3" --arg puid "$4" --arg pool "$5" \
-    --arg dev "$6" --arg drv "$DRIVER" '{
+    --arg dev "$6" --arg req "${7:-nic}" --arg drv "$DRIVER" '{
     apiVersion: "resource.k8s.io/v1", kind: "ResourceClaim",
     metadata: {namespace: "default", name: $name, uid: $uid, resourceVersion: "1"},
-    spec: {devices: {requests: [{name: "nic", exactly: {deviceClassName: "rdma-roce"}}]}},
+    spec: {devices: {requests: [if ($req | contains("/"))
+      then {name: "nic", firstAvailable: [{name: ($req | split("/")[1]), deviceClassName: "rdma-roce"}]}
+      else {name: "nic", exactly: {deviceClassName: "rdma-roce"}} end]}},
     status: {
-      allocation: {devices: {results: [{request: "nic", driver: $drv, pool: $pool, device: $dev}],
+      allocation: {devices: {results: [{request: $req, driver: $drv, pool: $pool, device: $dev}],
                              config: [{source: "FromClass", requests: ["nic"],
                                        opaque: {driver: $drv, parameters: {ncclEnv: true}}}]}},
       reservedFor: [{resource: "pods", name: $pod, uid: $puid}]}}' > "$DRA_DIR/claims/.$1.tmp" &&
@@ -43,13 +48,15 @@ claim_write() {
 }
 
 # The Allocate-shaped JSON pod_create takes, from the CDI spec of claim UID $1: the spec-level
-# containerEdits (rdma_cm, shared by every device) and each device's, as a runtime applies them.
+# containerEdits (rdma_cm, shared by every device) and those of the devices named in $2 (a JSON
+# array of CDI IDs, what kubelet hands the runtime for the container), as a runtime applies them.
 cdi_as_allocation() {
-  jq -c '[.containerEdits // {}] + [.devices[].containerEdits] |
+  jq -c --argjson ids "${2:-null}" '.kind as $k |
+    [.containerEdits // {}] + [.devices[] | select($ids == null or ([$k + "=" + .name] | inside($ids))) | .containerEdits] |
     {envs: ([.[].env // [] | .[] | capture("^(?<k>[^=]+)=(?<v>.*)$")] | map({(.k): .v}) | add // {}),
      devices: [.[].deviceNodes // [] | .[]
                | {host_path: (.hostPath // .path), container_path: .path, permissions: "rw"}]}' \
-    "$CDI_DIR/rdmak8s-dra-$1.json"
+    "$CDI_DIR/$DRIVER-claim_$1.json"
 }
 
 dra_up() {
@@ -95,17 +102,17 @@ dra_up() {
   result slices-published PASS "$(api_get /apis/resource.k8s.io/v1/resourceslices | jq -c --arg drv "$DRIVER" '[.items[] | select(.spec.driver == $drv) | {pool: .spec.pool.name, node: .spec.nodeName, devices: [.spec.devices[] | {name, transport: .attributes.transport.string, rdmaDevice: .attributes.rdmaDevice.string}]}]')"
   # Registration with kubelet's plugin watcher happens on the first fake-kubelet call below.
   for s in $DRA_PODS; do
-    local pod slot puid cuid pd prep alloc got want
-    IFS=: read -r pod slot puid cuid <<EOF_POD
+    local pod slot puid cuid req pd prep alloc got want ids
+    IFS=: read -r pod slot puid cuid req <<EOF_POD
 $s
 EOF_POD
     pd=$(slice_device_of "rxe_$slot")
-    claim_write "nic-$pod" "$cuid" "$pod" "$puid" ${pd% *} ${pd#* }
+    claim_write "nic-$pod" "$cuid" "$pod" "$puid" ${pd% *} ${pd#* } "$req"
     # The fake API server loads the claim file on its own thread: prepare until it knows it
     # (NotFound until then; anything else is the answer).
     n=0
     while :; do
-      prep=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" prepare --claim "default/nic-$pod/$cuid" 2>&1) && break
+      prep=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" prepare --claim "default/nic-$pod/$cuid" --request nic 2>&1) && break
       echo "$prep" | grep -q -i 'not found' || break
       [ $n -ge 50 ] && break
       sleep 0.1
@@ -118,8 +125,16 @@ EOF_POD
       show "$DRA_LOG" 30
       return 1
     fi
+    # The container's devices as kubelet picks them: those answered for its `request: nic`.
+    ids=$(echo "$prep" | jq -c --arg u "$cuid" '.claims[$u].container_cdi_devices')
+    if [ "$(echo "$ids" | jq 'length')" -ge 1 ] 2>/dev/null; then
+      result "$pod-container-gets-claim" PASS "request $req: a container naming \"nic\" gets $ids"
+    else
+      result "$pod-container-gets-claim" FAIL "request $req: a container naming \"nic\" gets none of the claim's devices ($(echo "$prep" | jq -c --arg u "$cuid" '.claims[$u].devices'))"
+      return 1
+    fi
     echo "$puid" > "/run/e2e/$pod.uid"
-    if ! alloc=$(cdi_as_allocation "$cuid" 2>&1) || ! err=$(pod_create "$pod" "$slot" "$alloc" 2>&1); then
+    if ! alloc=$(cdi_as_allocation "$cuid" "$ids" 2>&1) || ! err=$(pod_create "$pod" "$slot" "$alloc" 2>&1); then
       result "$pod-create" FAIL "pod from the CDI spec of claim $cuid: $alloc $err"
       return 1
     fi
@@ -141,6 +156,26 @@ EOF_POD
   pods_reachable
 }
 
+# Steady-state health as kubelet shows it: every device Healthy in kubelet's view (a 30 s
+# staleness timeout, kubelet's default) at a message 60 s after the stream opened, past two
+# timeouts: what turns Unknown when a driver sends health only on changes. The driver's own
+# messages mark the time; the wait is bounded.
+dra_health_steady() {
+  local s pod slot puid cuid req pd out
+  for s in $DRA_PODS; do
+    IFS=: read -r pod slot puid cuid req <<EOF_POD
+$s
+EOF_POD
+    pd=$(slice_device_of "rxe_$slot")
+    if out=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" health --devices 2 --health-timeout 30 \
+               --past 60 --wait-health "${pd% *}/${pd#* }=Healthy" --timeout 120 2>&1); then
+      result "$pod-health-after-60s" PASS "$(echo "$out" | jq -c '.devices')"
+    else
+      result "$pod-health-after-60s" FAIL "$out"
+    fi
+    return 0  # one stream shows every device; the first pod's device is enough to wait on
+  done
+}
 
 dra_down() {
   local s out n left
@@ -148,12 +183,12 @@ dra_down() {
   stack_down rxe exclusive
   if [ "${DRA_UP:-0}" = 1 ]; then
     for s in $DRA_PODS; do
-      local pod slot puid cuid
-      IFS=: read -r pod slot puid cuid <<EOF_POD
+      local pod slot puid cuid req
+      IFS=: read -r pod slot puid cuid req <<EOF_POD
 $s
 EOF_POD
       if out=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" unprepare --claim "default/nic-$pod/$cuid" 2>&1) &&
-         [ ! -e "$CDI_DIR/rdmak8s-dra-$cuid.json" ] && [ ! -e "$DRA_PODS_DIR/$puid" ]; then
+         [ ! -e "$CDI_DIR/$DRIVER-claim_$cuid.json" ] && [ ! -e "$DRA_PODS_DIR/$puid" ]; then
         result "$pod-unprepare" PASS "claim unprepared: its CDI spec and the pod's device record are gone"
       else
         result "$pod-unprepare" FAIL "unprepare: $out; CDI specs left: $(ls "$CDI_DIR" | tr '\n' ' '); records: $(ls "$DRA_PODS_DIR" 2>&1 | tr '\n' ' ')"

@@ -1,6 +1,16 @@
 #include "fakes/fake_dra_kubelet.h"
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
+#include <cerrno>
+#include <ctime>
+#include <filesystem>
 
 #include "dra/v1beta1/api.grpc.pb.h"
 
@@ -8,7 +18,6 @@ namespace rdmak8s::fake {
 
 namespace {
 
-namespace v1 = k8s::io::kubelet::pkg::apis::dra::v1;
 namespace v1beta1 = k8s::io::kubelet::pkg::apis::dra::v1beta1;
 
 constexpr char kV1[] = "v1.DRAPlugin";
@@ -124,6 +133,12 @@ void FakeDraKubelet::HealthLoop() {
   while (reader->Read(&msg)) {
     std::lock_guard<std::mutex> lock(mu_);
     latest_health_ = msg;
+    for (const auto& d : msg.devices()) {
+      health_cache_[d.device().pool_name() + "/" + d.device().device_name()] = {
+          d.health(), d.last_updated_time(), d.health_check_timeout_seconds(), d.message()};
+    }
+    latest_health_at_ = std::chrono::steady_clock::now();
+    if (!first_health_at_) first_health_at_ = latest_health_at_;
     ++health_count_;
     cv_.notify_all();
   }
@@ -139,9 +154,62 @@ std::optional<v1alpha1::NodeWatchResourcesResponse> FakeDraKubelet::WaitForHealt
   return latest_health_;
 }
 
+v1alpha1::HealthStatus FakeDraKubelet::HealthOfLocked(const std::string& key, int64_t now_unix) const {
+  auto it = health_cache_.find(key);
+  if (it == health_cache_.end()) return v1alpha1::UNKNOWN;
+  // kubelet: a timeout of 0 or less means its default.
+  const int64_t timeout = it->second.timeout_seconds > 0 ? it->second.timeout_seconds
+                                                         : health_timeout_.count();
+  if (now_unix == 0) now_unix = static_cast<int64_t>(std::time(nullptr));
+  if (now_unix - it->second.last_updated > timeout) return v1alpha1::UNKNOWN;
+  return it->second.health;
+}
+
+v1alpha1::HealthStatus FakeDraKubelet::HealthOf(const std::string& pool, const std::string& device,
+                                                int64_t now_unix) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return HealthOfLocked(pool + "/" + device, now_unix);
+}
+
+std::string FakeDraKubelet::HealthMessageOf(const std::string& pool, const std::string& device) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = health_cache_.find(pool + "/" + device);
+  return it == health_cache_.end() ? "" : it->second.message;
+}
+
+bool FakeDraKubelet::WaitForHealthPast(std::chrono::seconds after,
+                                       const std::function<bool(const FakeDraKubelet&)>& pred,
+                                       std::chrono::steady_clock::duration timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::unique_lock<std::mutex> lock(mu_);
+  size_t seen = 0;
+  while (true) {
+    if (health_count_ != seen && first_health_at_ && latest_health_at_ - *first_health_at_ >= after) {
+      seen = health_count_;
+      lock.unlock();
+      // pred reads through HealthOf (which locks); a message arriving meanwhile is newer still.
+      if (pred(*this)) return true;
+      lock.lock();
+    }
+    seen = health_count_;
+    if (!cv_.wait_until(lock, deadline, [&] { return health_count_ != seen; })) return false;
+  }
+}
+
 size_t FakeDraKubelet::health_messages() const {
   std::lock_guard<std::mutex> lock(mu_);
   return health_count_;
+}
+
+std::vector<std::string> CdiDevicesForRequest(const v1::NodePrepareResourceResponse& claim,
+                                              const std::string& request) {
+  std::vector<std::string> out;
+  for (const auto& d : claim.devices()) {
+    const auto& names = d.request_names();
+    if (!names.empty() && std::find(names.begin(), names.end(), request) == names.end()) continue;
+    out.insert(out.end(), d.cdi_device_ids().begin(), d.cdi_device_ids().end());
+  }
+  return out;
 }
 
 void FakeDraKubelet::Disconnect() {
@@ -156,6 +224,8 @@ void FakeDraKubelet::Disconnect() {
   health_ctx_.reset();
   channel_.reset();
   chosen_.clear();
+  health_cache_.clear();
+  first_health_at_.reset();
 }
 
 StatusOr<v1::NodePrepareResourcesResponse> FakeDraKubelet::NodePrepareResources(
@@ -210,6 +280,135 @@ StatusOr<v1::NodeUnprepareResourcesResponse> FakeDraKubelet::NodeUnprepareResour
       &ctx, RequestOf<v1beta1::NodeUnprepareResourcesRequest>(claims), &resp);
   if (!s.ok()) return FromGrpcStatus(s, "v1beta1 NodeUnprepareResources");
   return Rewire<v1::NodeUnprepareResourcesResponse>(resp);
+}
+
+FakePluginWatcher::FakePluginWatcher(std::string dir, std::chrono::milliseconds retry,
+                                     std::chrono::seconds health_timeout)
+    : dir_(std::move(dir)), retry_(retry), health_timeout_(health_timeout) {}
+
+FakePluginWatcher::~FakePluginWatcher() { Stop(); }
+
+Status FakePluginWatcher::Start() {
+  inotify_fd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (inotify_fd_ < 0) return ErrnoError(errno, "inotify_init1");
+  if (::inotify_add_watch(inotify_fd_, dir_.c_str(), IN_CREATE | IN_MOVED_TO | IN_DELETE) < 0) {
+    return ErrnoError(errno, "watch " + dir_);
+  }
+  stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop_fd_ < 0) return ErrnoError(errno, "eventfd");
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir_, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.front() != '.') wanted_.emplace(name, 0);
+  }
+  thread_ = std::thread([this] { Loop(); });
+  return Status::Ok();
+}
+
+void FakePluginWatcher::Stop() {
+  if (thread_.joinable()) {
+    uint64_t one = 1;
+    (void)!::write(stop_fd_, &one, sizeof(one));
+    thread_.join();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  published_.clear();
+  registered_.clear();
+  if (inotify_fd_ >= 0) ::close(inotify_fd_);
+  if (stop_fd_ >= 0) ::close(stop_fd_);
+  inotify_fd_ = stop_fd_ = -1;
+}
+
+void FakePluginWatcher::Loop() {
+  std::array<char, 4096> buf{};
+  while (true) {
+    Round();
+    std::array<pollfd, 2> fds{{{stop_fd_, POLLIN, 0}, {inotify_fd_, POLLIN, 0}}};
+    int r = ::poll(fds.data(), fds.size(), static_cast<int>(retry_.count()));
+    if (r < 0 && errno != EINTR) return;
+    if ((fds[0].revents & POLLIN) != 0) return;
+    if ((fds[1].revents & POLLIN) == 0) continue;
+    ssize_t n = 0;
+    while ((n = ::read(inotify_fd_, buf.data(), buf.size())) > 0) {
+      for (ssize_t off = 0; off < n;) {
+        const auto* ev = reinterpret_cast<const inotify_event*>(buf.data() + off);
+        off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+        if (ev->len == 0) continue;
+        const std::string name(ev->name);
+        if (name.front() == '.') continue;  // kubelet: "Ignoring file (starts with '.')"
+        std::unique_ptr<FakeDraKubelet> dropped;
+        std::lock_guard<std::mutex> lock(mu_);
+        if ((ev->mask & IN_DELETE) != 0) {
+          wanted_.erase(name);
+          published_.erase(name);
+          auto it = registered_.find(name);
+          if (it != registered_.end()) {
+            dropped = std::move(it->second);
+            registered_.erase(it);
+          }
+        } else {
+          wanted_.emplace(name, 0);
+        }
+      }
+    }
+  }
+}
+
+void FakePluginWatcher::Round() {
+  std::map<std::string, int> wanted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, fails] : wanted_) {
+      if (registered_.count(name) == 0) wanted.emplace(name, fails);
+    }
+  }
+  std::map<std::string, std::unique_ptr<FakeDraKubelet>> done;
+  std::vector<std::string> drop;
+  for (auto& [name, fails] : wanted) {
+    const std::string path = dir_ + "/" + name;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
+      drop.push_back(name);
+      continue;
+    }
+    auto kubelet = std::make_unique<FakeDraKubelet>(health_timeout_);
+    if (kubelet->Register(path).ok()) {
+      done.emplace(name, std::move(kubelet));
+    } else {
+      ++fails;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& name : drop) wanted_.erase(name);
+  for (const auto& [name, fails] : wanted) {
+    auto it = wanted_.find(name);
+    if (it != wanted_.end() && done.count(name) == 0) it->second = fails;
+  }
+  for (auto& [name, kubelet] : done) {
+    if (wanted_.count(name) == 0) continue;  // deleted meanwhile
+    wanted_[name] = 0;
+    registered_[name] = std::move(kubelet);
+  }
+  published_.clear();
+  for (const auto& [name, kubelet] : registered_) published_[name] = kubelet.get();
+  cv_.notify_all();
+}
+
+FakeDraKubelet* FakePluginWatcher::WaitForRegistered(const std::string& name,
+                                                     std::chrono::steady_clock::duration timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, timeout, [&] { return published_.count(name) != 0; });
+  auto it = published_.find(name);
+  return it == published_.end() ? nullptr : it->second;
+}
+
+std::map<std::string, int> FakePluginWatcher::failing() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, int> out;
+  for (const auto& [name, fails] : wanted_) {
+    if (fails > 0 && registered_.count(name) == 0) out[name] = fails;
+  }
+  return out;
 }
 
 }  // namespace rdmak8s::fake

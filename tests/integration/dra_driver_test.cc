@@ -156,7 +156,7 @@ class DraDriverBinaryTest : public ::testing::Test {
     auto unprep = kubelet_->NodeUnprepareResources({{"ml", "claim-1", "nic"}});
     ASSERT_TRUE(unprep.ok()) << unprep.status().ToString();
     EXPECT_EQ(unprep->claims().at("claim-1").error(), "") << ReadAll(root_ + "/stderr.log");
-    EXPECT_FALSE(fs::exists(root_ + "/cdi/rdmak8s-dra-claim-1.json"));
+    EXPECT_FALSE(fs::exists(root_ + "/cdi/rdma.rdmak8s.io-claim_claim-1.json"));
     EXPECT_EQ(ReadPodClaimRecords(root_ + "/pods", "pod-uid-1").status().code(), StatusCode::kNotFound);
   }
 
@@ -193,6 +193,26 @@ TEST_F(DraDriverBinaryTest, PublishesThisNodesDevicesWithTheirAttributes) {
   EXPECT_GE(server_->CountRequests("POST /apis/resource.k8s.io/v1/resourceslices"), 1);
 }
 
+// A relative --plugin-dir once failed ("gRPC could not listen on plug/dra.sock.staging.N"):
+// every path flag is made absolute against the directory the driver starts in.
+TEST_F(DraDriverBinaryTest, RelativePathFlagsAreTakenFromTheStartDirectory) {
+  StartApiServer();
+  const fs::path before = fs::current_path();
+  fs::current_path(root_);  // the child inherits it
+  Spawn({"--kubeconfig", "kubeconfig", "--node-name", kNode, "--driver-name", kDriver,
+         "--plugins-registry-dir", "reg", "--plugin-dir", "plugin", "--state-dir", "state",
+         "--cdi-dir", "cdi", "--pod-devices-dir", "pods", "--sysfs-root", "sys", "--dev-root", "dev",
+         "--no-verbs", "--rescan-interval", "1"});
+  const std::string root = fs::current_path().string();
+  fs::current_path(before);
+  Register();
+  fake::FakeDraKubelet kubelet;
+  auto info = kubelet.Register(root_ + "/reg/" + std::string(kDriver) + "-reg.sock");
+  ASSERT_TRUE(info.ok()) << info.status().ToString() << ReadAll(root_ + "/stderr.log");
+  EXPECT_EQ(info->endpoint(), root + "/plugin/dra.sock");
+  WaitForTheFixturesSlice();
+}
+
 TEST_F(DraDriverBinaryTest, OnAV1beta1OnlyServerPublishesV1beta1Slices) {
   StartApiServer(/*serve_v1=*/false);
   Spawn(DriverArgs());
@@ -224,7 +244,7 @@ TEST_F(DraDriverBinaryTest, PreparesAnAllocatedClaimForItsPodsAndUnpreparesIt) {
   EXPECT_EQ(answer.devices(0).device_name(), "mlx5-0");
   ASSERT_EQ(answer.devices(0).cdi_device_ids_size(), 1);
   EXPECT_EQ(answer.devices(0).cdi_device_ids(0), "rdma.rdmak8s.io/claim=claim-1-mlx5-0");
-  const std::string spec = root_ + "/cdi/rdmak8s-dra-claim-1.json";
+  const std::string spec = root_ + "/cdi/rdma.rdmak8s.io-claim_claim-1.json";
   ASSERT_TRUE(fs::exists(spec));
   EXPECT_NE(ReadAll(spec).find("/dev/infiniband/uverbs"), std::string::npos);
   auto records = ReadPodClaimRecords(root_ + "/pods", "pod-uid-1");
@@ -312,7 +332,7 @@ TEST_F(DraDriverBinaryTest, WithSharesTwoClaimsOnTwoSharesOfOneDeviceBothPrepare
     ASSERT_EQ(answer.error(), "") << ReadAll(root_ + "/stderr.log");
     ASSERT_EQ(answer.devices_size(), 1);
     EXPECT_EQ(answer.devices(0).device_name(), std::string("mlx5-0-") + k);
-    EXPECT_NE(ReadAll(root_ + "/cdi/rdmak8s-dra-share-claim-" + k + ".json").find("/dev/infiniband/uverbs"),
+    EXPECT_NE(ReadAll(root_ + "/cdi/rdma.rdmak8s.io-claim_share-claim-" + k + ".json").find("/dev/infiniband/uverbs"),
               std::string::npos);
   }
 }

@@ -229,6 +229,19 @@ class ManifestsTest(unittest.TestCase):
                 if rel.startswith("examples/"):
                     self.assertEqual(len({o["metadata"]["namespace"] for o in objs}), 1)
 
+    def test_every_service_account_is_used(self):
+        # A ServiceAccount no workload runs under is an identity nobody needs (the DRA overlay
+        # once kept the device plugin's).
+        for rel, comps in [(r, ()) for r in kustomizations()] + COMPOSITIONS:
+            with self.subTest(f"{rel} {comps}"):
+                objs = render(rel, comps)
+                used = {(o["metadata"].get("namespace"),
+                         o["spec"]["template"]["spec"].get("serviceAccountName", "default"))
+                        for o in objs if o["kind"] in ("DaemonSet", "Deployment", "StatefulSet", "Job")}
+                for sa in find(objs, "ServiceAccount"):
+                    key = (sa["metadata"].get("namespace"), sa["metadata"]["name"])
+                    self.assertIn(key, used, f"ServiceAccount {key[0]}/{key[1]} is used by no workload")
+
     def test_workload_selectors_match_their_template_labels(self):
         for rel, comps in [(r, ()) for r in kustomizations()] + COMPOSITIONS:
             objs = render(rel, comps)

@@ -52,7 +52,9 @@ int main(int argc, char** argv) {
       "  rdmak8s-fake-dra-kubelet --socket /var/lib/kubelet/plugins_registry/rdma.rdmak8s.io-reg.sock "
       "prepare --claim default/nic/0d6c...\n"
       "  rdmak8s-fake-dra-kubelet --socket S unprepare --claim default/nic/0d6c...\n"
-      "  rdmak8s-fake-dra-kubelet --socket S health --devices 2\n\n"
+      "  rdmak8s-fake-dra-kubelet --socket S health --devices 2\n"
+      "  rdmak8s-fake-dra-kubelet --socket S health --past 60 --health-timeout 30 "
+      "--wait-health node1/mlx5-0=Healthy --timeout 120\n\n"
       "Output: one JSON document on one line."};
   std::string socket;
   std::string api_name = "chosen";
@@ -64,8 +66,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.require_subcommand(1);
   std::vector<std::string> claim_texts;
+  std::string container_request;
   auto* prepare = app.add_subcommand("prepare", "NodePrepareResources for the claims");
   prepare->add_option("--claim", claim_texts, "NAMESPACE/NAME/UID (repeatable)")->required();
+  prepare->add_option("--request", container_request,
+                      "also print, per claim, the CDI devices kubelet gives a container whose "
+                      "claim reference names this request (\"container_cdi_devices\")");
   auto* unprepare = app.add_subcommand("unprepare", "NodeUnprepareResources for the claims");
   unprepare->add_option("--claim", claim_texts, "NAMESPACE/NAME/UID (repeatable)")->required();
   size_t want_devices = 1;
@@ -78,6 +84,16 @@ int main(int argc, char** argv) {
   health->add_option("--wait-health", want_health,
                      "POOL/DEVICE=Healthy|Unhealthy|Unknown: wait until that device has it");
   health->add_option("--timeout", timeout_s, "seconds to wait")->capture_default_str();
+  int health_timeout_s = 30;
+  int past_s = 0;
+  health->add_option("--health-timeout", health_timeout_s,
+                     "kubelet's staleness timeout: an entry older than this (or than the one the "
+                     "driver announces) reads Unknown, as kubelet shows it")
+      ->capture_default_str();
+  health->add_option("--past", past_s,
+                     "wait for a message at least this many seconds after the first, and judge "
+                     "--wait-health by kubelet's view then (staleness included)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   std::vector<DraClaim> claims;
@@ -91,7 +107,7 @@ int main(int argc, char** argv) {
   }
   const DraApi api = api_name == "v1" ? DraApi::kV1 : api_name == "v1beta1" ? DraApi::kV1beta1
                                                                              : DraApi::kChosen;
-  FakeDraKubelet kubelet;
+  FakeDraKubelet kubelet{std::chrono::seconds(health_timeout_s)};
   auto info = kubelet.Register(socket);
   if (!info.ok()) {
     std::cout << OneLine({{"error", "register: " + info.status().message()}}) << std::endl;
@@ -122,6 +138,10 @@ int main(int argc, char** argv) {
                              {"cdi_device_ids", d.cdi_device_ids()}});
         }
         per[c.uid] = {{"devices", devices}, {"error", it->second.error()}};
+        if (!container_request.empty()) {
+          per[c.uid]["container_cdi_devices"] =
+              rdmak8s::fake::CdiDevicesForRequest(it->second, container_request);
+        }
         ok = ok && it->second.error().empty();
       }
       out["claims"] = per;
@@ -153,6 +173,24 @@ int main(int argc, char** argv) {
       want_dev = want_health.substr(0, eq);
       want_state = want_health.substr(eq + 1);
     }
+    const auto wait_for = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(timeout_s));
+    if (past_s > 0) {
+      // kubelet's view (staleness included) at a message `past_s` after the first.
+      const bool fresh = kubelet.WaitForHealthPast(
+          std::chrono::seconds(past_s),
+          [&](const FakeDraKubelet& k) {
+            if (want_dev.empty()) return true;
+            const auto slash = want_dev.find('/');
+            return HealthName(k.HealthOf(want_dev.substr(0, slash), want_dev.substr(slash + 1))) == want_state;
+          },
+          wait_for);
+      if (!fresh) {
+        out["error"] = "no health message " + std::to_string(past_s) +
+                       " s after the first showed " + want_health + " as kubelet sees it";
+        ok = false;
+      }
+    }
     auto msg = kubelet.WaitForHealth(
         [&](const v1alpha1::NodeWatchResourcesResponse& m) {
           if (static_cast<size_t>(m.devices_size()) < want_devices) return false;
@@ -164,8 +202,7 @@ int main(int argc, char** argv) {
           }
           return false;
         },
-        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-            std::chrono::duration<double>(timeout_s)));
+        wait_for);
     if (!msg) {
       out["error"] = "no health message as wanted within the timeout";
       ok = false;
@@ -174,7 +211,11 @@ int main(int argc, char** argv) {
       for (const auto& d : msg->devices()) {
         devices.push_back({{"pool", d.device().pool_name()},
                            {"device", d.device().device_name()},
-                           {"health", HealthName(d.health())}});
+                           {"health", HealthName(d.health())},
+                           {"kubelet_view", HealthName(kubelet.HealthOf(d.device().pool_name(),
+                                                                        d.device().device_name()))},
+                           {"message", d.message()},
+                           {"timeout_seconds", d.health_check_timeout_seconds()}});
       }
       out["devices"] = devices;
     }

@@ -35,13 +35,13 @@ if dra_up; then
 
   step "4. NodePrepareResources: the CDI spec each claim got (what the runtime adds to the container)"
   for s in $DRA_PODS; do
-    IFS=: read -r pod slot puid cuid <<EOF_POD
+    IFS=: read -r pod slot puid cuid _ <<EOF_POD
 $s
 EOF_POD
-    say "$pod: $CDI_DIR/rdmak8s-dra-$cuid.json"
+    say "$pod: $CDI_DIR/$DRIVER-claim_$cuid.json"
     jq -r '.devices[] | "  CDI device \(.name):",
       (.containerEdits.deviceNodes[]? | "    node \(.path)"),
-      (.containerEdits.env[]? | "    env  \(.)")' "$CDI_DIR/rdmak8s-dra-$cuid.json" | sayin
+      (.containerEdits.env[]? | "    env  \(.)")' "$CDI_DIR/$DRIVER-claim_$cuid.json" | sayin
     say "  the pod's /dev/infiniband: $(pod_run "$pod" ls /dev/infiniband | tr '\n' ' ')"
   done
   say "(rdma_cm sits in the spec's own containerEdits, shared by its devices; NCCL_IB_HCA's leading"

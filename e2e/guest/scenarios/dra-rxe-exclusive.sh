@@ -7,13 +7,17 @@
 # the (fake) kubelet prepares it through the driver's DRA service; each pod's /dev/infiniband is
 # built from the CDI spec the driver wrote; the CNI, with no deviceID in the netconf, takes the
 # pod's prepared device by K8S_POD_UID and moves it into the pod; raw verbs traffic passes; then
-# CNI DEL, unprepare, and the driver's exit removes its slices.
+# CNI DEL, unprepare, and the driver's exit removes its slices. podB's claim is a firstAvailable
+# one (allocated from subrequest "nic/rxe"): its container, asking for "nic", must get the device
+# as kubelet matches request names. Health stays Healthy in kubelet's view 60 s on (past its 30 s
+# staleness timeout).
 . /e2e/dra.sh
 
 if dra_up; then
   check_devices_moved "podA rxe_slot1" "podB rxe_slot2"
   battery_raw_verbs dra podA rxe_slot1 "$A_IP" podB rxe_slot2 "$B_IP"
   DRA_UP=1
+  dra_health_steady
 fi
 
 dra_down

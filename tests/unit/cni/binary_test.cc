@@ -205,6 +205,17 @@ TEST(BinaryTest, TheNodeConfigurationIsTheFileTheRuntimesEnvironmentNames) {
   EXPECT_EQ(testing::ReadFile(victim), "precious");
 }
 
+TEST(BinaryTest, ARelativeNodeConfigurationPathIsRefused) {
+  testing::TempDir t;
+  auto o = RunBinary({{"CNI_COMMAND", "STATUS"}, {"CNI_PATH", "/opt/cni/bin"}, {"RDMAK8S_CNI_NODE_CONFIG", "node.json"}},
+                     R"({"cniVersion":"1.1.0","name":"n","type":"rdmak8s"})");
+  EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
+  EXPECT_EQ(Parse(o)["code"], 7) << o.out;
+  EXPECT_NE(Parse(o)["msg"].get<std::string>().find("\"node.json\" (RDMAK8S_CNI_NODE_CONFIG): must be an absolute path"),
+            std::string::npos)
+      << o.out;
+}
+
 TEST(BinaryTest, CheckOn031IsCode1) {
   auto o = RunBinary({{"CNI_COMMAND", "CHECK"}, {"CNI_CONTAINERID", "c1"}, {"CNI_IFNAME", "net1"},
                       {"CNI_NETNS", "/proc/self/ns/net"}},

@@ -407,6 +407,53 @@ TEST(DiscoveryTest, RootWithTrailingSlashFindsTheSameDevices) {
   EXPECT_EQ(r->devices[1].parent.pci->vf_index, 0);
 }
 
+// The kernel writes `device` as "../../../0000:5e:00.0", but any link to the same directory
+// must read the same: one ending in ".." once left a trailing '/', and the PF read as an
+// auxiliary device of its own address (function=sf) and each VF lost its PF.
+TEST(DiscoveryTest, DeviceLinksEndingInDotDotReadAsTheirTarget) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const fs::path root = fs::path(tmp.path()) / "sys";
+  fs::copy(Fixture("mlx5_roce_sriov"), root, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  int relinked = 0;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_symlink() || (name != "device" && name != "physfn")) continue;
+    if (e.path().parent_path().parent_path().filename() != "infiniband" && name != "physfn") continue;
+    // "../../../0000:5e:00.0" -> "../../../0000:5e:00.0/infiniband/..": the same directory.
+    const fs::path target = fs::read_symlink(e.path());
+    fs::remove(e.path());
+    fs::create_directory_symlink(target / "infiniband" / "..", e.path());
+    ++relinked;
+  }
+  ASSERT_EQ(relinked, 6);  // four RDMA devices' `device`, two VFs' `physfn`
+  SysfsDiscovery discovery({root.string(), nullptr});
+  StatusOr<DiscoveryResult> r = discovery.DiscoverAll();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->devices.size(), 4u);
+  const RdmaDevice& pf = r->devices[0];
+  EXPECT_EQ(pf.parent.kind, ParentKind::kPci);
+  ASSERT_TRUE(pf.parent.pci.has_value());
+  EXPECT_EQ(pf.parent.pci->address, "0000:5e:00.0");
+  EXPECT_FALSE(pf.parent.pci->is_vf);
+  EXPECT_EQ(pf.parent.pci->pf_address, "");
+  for (int i : {0, 1}) {
+    const RdmaDevice& vf = r->devices[1 + i];
+    SCOPED_TRACE(vf.name);
+    EXPECT_EQ(vf.parent.kind, ParentKind::kPci);
+    ASSERT_TRUE(vf.parent.pci.has_value());
+    EXPECT_TRUE(vf.parent.pci->is_vf);
+    EXPECT_EQ(vf.parent.pci->pf_address, "0000:5e:00.0");
+    EXPECT_EQ(vf.parent.pci->vf_index, i);
+  }
+  const RdmaDevice& sf = r->devices[3];
+  EXPECT_EQ(sf.parent.kind, ParentKind::kAuxiliary);
+  EXPECT_EQ(sf.parent.aux_name, "mlx5_core.sf.2");
+  ASSERT_TRUE(sf.parent.pci.has_value());
+  EXPECT_EQ(sf.parent.pci->address, "0000:5e:00.0");
+  EXPECT_THAT(sf.netdevs, ElementsAre("enp94s0f0s2"));
+}
+
 // --- DiscoverOne ---
 
 TEST(DiscoveryTest, DiscoverOneReturnsTheNamedDevice) {

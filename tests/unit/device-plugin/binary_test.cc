@@ -86,6 +86,40 @@ TEST_F(BinaryTest, SigtermStopsServingRemovesSocketAndExitsZero) {
   EXPECT_TRUE(fs::exists(root_ + "/k/kubelet.sock")) << "kubelet's socket is not ours to remove";
 }
 
+// Path flags are made absolute against the directory the plugin starts in: a relative
+// --dev-root once went as is into the CDI spec's host paths, which the runtime resolves
+// against its own directory.
+TEST_F(BinaryTest, RelativePathFlagsAreTakenFromTheStartDirectory) {
+  std::ofstream(root_ + "/cfg/c.json") << R"({"pools": [{"name": "soft", "capacity": 2, "selectors": {}}]})";
+  const fs::path before = fs::current_path();
+  fs::current_path(root_);  // the child inherits it
+  const std::string root = fs::current_path().string();
+  std::string bin = std::string(RDMAK8S_BINARY_DIR) + "/device-plugin/rdmak8s-device-plugin";
+  pid_ = testing::SpawnDaemon({bin, "--config", "cfg/c.json", "--kubelet-dir", "k", "--sysfs-root", "sys",
+                               "--cdi", "--cdi-dir", "cdi", "--dev-root", "dev", "--metrics-address",
+                               "127.0.0.1:0", "--no-verbs"});
+  fs::current_path(before);
+  ASSERT_GE(pid_, 0);
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/soft", 1, 20s));
+  ASSERT_TRUE(kubelet_->WaitForDevices("rdma/soft", [](const Resp& r) { return r.devices_size() == 2; }, 10s));
+  const std::string spec_path = root_ + "/cdi/rdmak8s-rdma-soft.json";
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!fs::exists(spec_path) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(fs::exists(spec_path)) << "no CDI spec within 20 s";
+  std::ifstream in(spec_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string spec = text.str();
+  int host_paths = 0;
+  const std::regex host_path(R"re("hostPath"\s*:\s*"([^"]*)")re");
+  for (auto it = std::sregex_iterator(spec.begin(), spec.end(), host_path);
+       it != std::sregex_iterator(); ++it) {
+    EXPECT_EQ((*it)[1].str().rfind(root + "/dev/", 0), 0u) << (*it)[1].str();
+    ++host_paths;
+  }
+  EXPECT_GT(host_paths, 0) << spec;
+}
+
 TEST_F(BinaryTest, SighupReloadsAConfigInotifyCannotSee) {
   // The watched directory holds only a symlink to a file elsewhere: editing that file is
   // invisible to the directory watch, so SIGHUP is how the operator says "reload".

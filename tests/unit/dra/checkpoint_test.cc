@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -32,14 +34,14 @@ TEST(Checkpoint, RoundTripsEveryField) {
 
 TEST(Checkpoint, MissingFileIsEmptyAndSaveLoadSurvivesARestart) {
   testing::TempDir tmp;
-  Checkpoint first(tmp.path() + "/state");
+  Checkpoint first(tmp.path() + "/state", "rdma.rdmak8s.io");
   auto empty = first.Load();
   ASSERT_TRUE(empty.ok()) << empty.status().message();
   EXPECT_TRUE(empty->empty());
   ClaimMap claims{{"a", Sample("a", ClaimPhase::kPrepared)}};
   ASSERT_TRUE(first.Save(claims).ok());
 
-  Checkpoint restarted(tmp.path() + "/state");
+  Checkpoint restarted(tmp.path() + "/state", "rdma.rdmak8s.io");
   auto loaded = restarted.Load();
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   EXPECT_EQ(*loaded, claims);
@@ -52,7 +54,7 @@ TEST(Checkpoint, MissingFileIsEmptyAndSaveLoadSurvivesARestart) {
 
 TEST(Checkpoint, CorruptFileIsAnErrorNotAnEmptyCheckpoint) {
   testing::TempDir tmp;
-  Checkpoint cp(tmp.path());
+  Checkpoint cp(tmp.path(), "rdma.rdmak8s.io");
   ASSERT_TRUE(cp.Save({}).ok());
   std::ofstream(cp.path()) << "{\"version\": 1, \"claims\": [{\"uid\": 7}]}";
   auto loaded = cp.Load();
@@ -72,6 +74,43 @@ TEST(Checkpoint, RefusesAnotherVersionAndDuplicateUids) {
   auto parsed = ParseCheckpoint(twice);
   ASSERT_FALSE(parsed.ok());
   EXPECT_NE(parsed.status().message().find("appears twice"), std::string::npos);
+}
+
+TEST(Checkpoint, TwoDriverNamesKeepTwoCheckpointsInOneStateDir) {
+  testing::TempDir tmp;
+  Checkpoint a(tmp.path(), "a.example.com");
+  Checkpoint b(tmp.path(), "b.example.com");
+  EXPECT_NE(a.path(), b.path());
+  ASSERT_TRUE(a.Save({{"x", Sample("x", ClaimPhase::kPrepared)}}).ok());
+  ASSERT_TRUE(b.Save({}).ok());
+  auto loaded = a.Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(loaded->count("x"), 1u);
+}
+
+// Upgrade: the checkpoint.json every driver name wrote before is taken over, each driver name
+// taking the claims of its own CDI kind.
+TEST(Checkpoint, TheSharedCheckpointOfAnOlderDriverIsTakenOverByKind) {
+  testing::TempDir tmp;
+  PreparedClaim other = Sample("o", ClaimPhase::kPrepared);
+  other.devices[0].cdi_device_ids = {"roce.example.com/claim=o-mlx5-0"};
+  ClaimMap legacy{{"a", Sample("a", ClaimPhase::kPrepared)}, {"o", other}};
+  ASSERT_TRUE(Checkpoint(tmp.path(), "").Save(legacy).ok());
+  ASSERT_EQ(Checkpoint(tmp.path(), "").path(), tmp.path() + "/checkpoint.json");
+
+  Checkpoint ours(tmp.path(), "rdma.rdmak8s.io");
+  auto loaded = ours.Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(*loaded, (ClaimMap{{"a", Sample("a", ClaimPhase::kPrepared)}}));
+  auto saved = ParseCheckpoint([&] {
+    std::ifstream in(ours.path());
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }());
+  ASSERT_TRUE(saved.ok()) << saved.status().message();
+  EXPECT_EQ(*saved, *loaded);
+  auto theirs = Checkpoint(tmp.path(), "roce.example.com").Load();
+  ASSERT_TRUE(theirs.ok()) << theirs.status().message();
+  EXPECT_EQ(*theirs, (ClaimMap{{"o", other}}));
 }
 
 }  // namespace

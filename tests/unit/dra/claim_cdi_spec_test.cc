@@ -19,7 +19,9 @@ std::vector<std::string> Paths(const json& device) {
 TEST(ClaimCdiSpec, NamesAreUniquePerClaimAndKindIsTheDriver) {
   EXPECT_EQ(ClaimCdiKind("rdma.rdmak8s.io"), "rdma.rdmak8s.io/claim");
   EXPECT_EQ(ClaimCdiDeviceId("rdma.rdmak8s.io", "u1", "mlx5-0"), "rdma.rdmak8s.io/claim=u1-mlx5-0");
-  EXPECT_EQ(ClaimCdiSpecPath("/var/run/cdi", "u1"), "/var/run/cdi/rdmak8s-dra-u1.json");
+  EXPECT_EQ(ClaimCdiSpecPath("/var/run/cdi", "rdma.rdmak8s.io", "u1"), "/var/run/cdi/rdma.rdmak8s.io-claim_u1.json");
+  // Two driver names never share a spec file, even for one claim.
+  EXPECT_NE(ClaimCdiSpecPath("/var/run/cdi", "a.example.com", "u1"), ClaimCdiSpecPath("/var/run/cdi", "b.example.com", "u1"));
 }
 
 TEST(ClaimCdiSpec, IbGetsUmadButIssmOnlyWhenAskedAndRoceNeitherByDefault) {

@@ -76,7 +76,7 @@ class HealthWatcherTest : public ::testing::Test {
     ASSERT_TRUE(prep.ok());
     preparer_ = std::move(prep).value();
     plugin_ = std::make_unique<DraPlugin>(
-        DraPluginOptions{p.driver_name, tmp_.path() + "/plugin", tmp_.path() + "/reg"}, preparer_.get(), &catalog_);
+        DraPluginOptions{p.driver_name, tmp_.path() + "/plugin", tmp_.path() + "/reg", {}}, preparer_.get(), &catalog_);
     ASSERT_TRUE(plugin_->Start().ok());
     ASSERT_TRUE(kubelet_.Register(plugin_->registration_socket()).ok());
   }

@@ -84,7 +84,7 @@ TEST_F(PreparerTest, PrepareWritesCdiSpecAndPodRecordAndReturnsCdiIds) {
   EXPECT_EQ((*devices)[0].pool, kPool);
   EXPECT_EQ((*devices)[0].request, "nic");
 
-  json spec = json::parse(Read(options_.cdi_dir + "/rdmak8s-dra-uid-1.json"));
+  json spec = json::parse(Read(options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-1.json"));
   EXPECT_EQ(spec["devices"][0]["name"], "uid-1-mlx5-0");
 
   for (const char* pod : {"pod-1", "pod-2"}) {
@@ -121,7 +121,7 @@ TEST_F(PreparerTest, RestartedDriverKeepsPreparedClaimsAndCanUnprepareThem) {
   EXPECT_EQ(*before, *after);
 
   ASSERT_TRUE(preparer_->Unprepare(Ref("uid-1")).ok());
-  EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdmak8s-dra-uid-1.json"));
+  EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-1.json"));
   EXPECT_EQ(ReadPodClaimRecords(options_.pod_devices_dir, "pod-1").status().code(), StatusCode::kNotFound);
   Restart();
   EXPECT_TRUE(preparer_->Claims().empty());
@@ -130,17 +130,17 @@ TEST_F(PreparerTest, RestartedDriverKeepsPreparedClaimsAndCanUnprepareThem) {
 TEST_F(PreparerTest, PrepareCutShortBeforeItsLastStepIsRedoneOrUndoneAfterRestart) {
   // The checkpoint says kPreparing: the driver died between its write-ahead and the end.
   ClaimMap half{{"uid-1", {"uid-1", "team", "nic-claim", ClaimPhase::kPreparing, {}, {"pod-old"},
-                           options_.cdi_dir + "/rdmak8s-dra-uid-1.json"}}};
-  ASSERT_TRUE(Checkpoint(options_.state_dir).Save(half).ok());
+                           options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-1.json"}}};
+  ASSERT_TRUE(Checkpoint(options_.state_dir, kDriver).Save(half).ok());
   ASSERT_TRUE(WritePodClaimRecord(options_.pod_devices_dir, "pod-old", {"team", "nic-claim", "uid-1", {}}).ok());
-  std::ofstream(options_.cdi_dir + "/rdmak8s-dra-uid-1.json") << "{}";
+  std::ofstream(options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-1.json") << "{}";
   Restart();
 
   reader_.Put(Claim("uid-1", {Ours("mlx5-0")}, {"pod-1"}));
   auto devices = preparer_->Prepare(Ref("uid-1"));
   ASSERT_TRUE(devices.ok()) << devices.status().message();
   EXPECT_EQ(preparer_->Claims().at("uid-1").phase, ClaimPhase::kPrepared);
-  json spec = json::parse(Read(options_.cdi_dir + "/rdmak8s-dra-uid-1.json"));
+  json spec = json::parse(Read(options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-1.json"));
   EXPECT_EQ(spec["devices"][0]["name"], "uid-1-mlx5-0");
   // The pod no longer reserved lost its record.
   EXPECT_EQ(ReadPodClaimRecords(options_.pod_devices_dir, "pod-old").status().code(), StatusCode::kNotFound);
@@ -149,8 +149,8 @@ TEST_F(PreparerTest, PrepareCutShortBeforeItsLastStepIsRedoneOrUndoneAfterRestar
 
 TEST_F(PreparerTest, UnprepareOfAHalfPreparedClaimRemovesWhatWasWritten) {
   ClaimMap half{{"uid-1", {"uid-1", "team", "nic-claim", ClaimPhase::kPreparing, {}, {"pod-1"},
-                           options_.cdi_dir + "/rdmak8s-dra-uid-1.json"}}};
-  ASSERT_TRUE(Checkpoint(options_.state_dir).Save(half).ok());
+                           options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-1.json"}}};
+  ASSERT_TRUE(Checkpoint(options_.state_dir, kDriver).Save(half).ok());
   ASSERT_TRUE(WritePodClaimRecord(options_.pod_devices_dir, "pod-1", {"team", "nic-claim", "uid-1", {}}).ok());
   Restart();
   ASSERT_TRUE(preparer_->Unprepare(Ref("uid-1")).ok());
@@ -165,7 +165,7 @@ TEST_F(PreparerTest, WrongUidIsRefusedAndNothingIsWritten) {
   EXPECT_EQ(devices.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(devices.status().message().find("uid-new"), std::string::npos) << devices.status().message();
   EXPECT_TRUE(preparer_->Claims().empty());
-  EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdmak8s-dra-uid-old.json"));
+  EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-old.json"));
 }
 
 TEST_F(PreparerTest, MissingClaimAndUnreachableServerAreErrorsNamingTheClaim) {
@@ -183,7 +183,7 @@ TEST_F(PreparerTest, ResultsOfOtherDriversAreLeftToThem) {
   ASSERT_TRUE(devices.ok()) << devices.status().message();
   ASSERT_EQ(devices->size(), 1u);
   EXPECT_EQ((*devices)[0].device, "mlx5-2");
-  json spec = json::parse(Read(options_.cdi_dir + "/rdmak8s-dra-uid-1.json"));
+  json spec = json::parse(Read(options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-1.json"));
   EXPECT_EQ(spec["devices"].size(), 1u);
 }
 
@@ -192,7 +192,7 @@ TEST_F(PreparerTest, ClaimWithNoDeviceOfOursPreparesToNothingAndWritesNoSpec) {
   auto devices = preparer_->Prepare(Ref("uid-1"));
   ASSERT_TRUE(devices.ok()) << devices.status().message();
   EXPECT_TRUE(devices->empty());
-  EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdmak8s-dra-uid-1.json"));
+  EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-1.json"));
 }
 
 TEST_F(PreparerTest, UnknownOrUnhealthyDeviceOrUnallocatedClaimFails) {
@@ -218,7 +218,7 @@ TEST_F(PreparerTest, OpaqueConfigOfOurDriverSetsEnvAndTheClaimsEntryWins) {
               {"FromClaim", {}, "gpu.nvidia.com", R"({"whatever": 1})"}};
   reader_.Put(c);
   ASSERT_TRUE(preparer_->Prepare(Ref("uid-1")).ok());
-  json spec = json::parse(Read(options_.cdi_dir + "/rdmak8s-dra-uid-1.json"));
+  json spec = json::parse(Read(options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-1.json"));
   EXPECT_EQ(spec["devices"][0]["containerEdits"]["env"], json::array({"UCX_NET_DEVICES=mlx5_0:1"}));
 }
 

@@ -2,6 +2,8 @@
 // method names (what goes on the wire as the HTTP/2 path), field numbers and types, and the
 // bytes of known messages encoded by hand from the protobuf encoding rules.
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <google/protobuf/descriptor.h>
@@ -65,6 +67,15 @@ void ExpectDraPackage(const std::string& pkg) {
   ExpectField(msg("Claim"), "namespace", 1, T::TYPE_STRING, false);
   ExpectField(msg("Claim"), "uid", 2, T::TYPE_STRING, false);
   ExpectField(msg("Claim"), "name", 3, T::TYPE_STRING, false);
+  // Exactly upstream's fields (v1.34-v1.36 publish these and no others; a claim's share ID
+  // lives in the ResourceClaim's allocation result, not in the kubelet API).
+  for (const auto& [m, n] : std::vector<std::pair<std::string, int>>{
+           {"NodePrepareResourcesRequest", 1}, {"NodePrepareResourcesResponse", 1},
+           {"NodePrepareResourceResponse", 2}, {"Device", 4}, {"NodeUnprepareResourcesRequest", 1},
+           {"NodeUnprepareResourcesResponse", 1}, {"NodeUnprepareResourceResponse", 1},
+           {"Claim", 3}}) {
+    EXPECT_EQ(msg(m)->field_count(), n) << pkg << "." << m;
+  }
 }
 
 TEST(DraProtoWire, V1ServiceAndFieldsFollowUpstream) { ExpectDraPackage("k8s.io.kubelet.pkg.apis.dra.v1"); }
@@ -129,7 +140,13 @@ TEST(DraProtoWire, HealthServiceAndFieldsFollowUpstream) {
   ExpectField(msg("DeviceHealth"), "device", 1, T::TYPE_MESSAGE, false);
   ExpectField(msg("DeviceHealth"), "health", 2, T::TYPE_ENUM, false);
   ExpectField(msg("DeviceHealth"), "last_updated_time", 3, T::TYPE_INT64, false);
+  ExpectField(msg("DeviceHealth"), "health_check_timeout_seconds", 4, T::TYPE_INT64, false);
+  ExpectField(msg("DeviceHealth"), "message", 5, T::TYPE_STRING, false);
+  EXPECT_EQ(msg("DeviceHealth")->field_count(), 5);
   ExpectField(msg("NodeWatchResourcesResponse"), "devices", 1, T::TYPE_MESSAGE, true);
+  EXPECT_EQ(msg("NodeWatchResourcesResponse")->field_count(), 1);
+  EXPECT_EQ(msg("DeviceIdentifier")->field_count(), 2);
+  EXPECT_EQ(msg("NodeWatchResourcesRequest")->field_count(), 0);
   const auto* e = Pool()->FindEnumTypeByName("v1alpha1.HealthStatus");
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->FindValueByName("UNKNOWN")->number(), 0);
@@ -141,9 +158,11 @@ TEST(DraProtoWire, HealthServiceAndFieldsFollowUpstream) {
   h.mutable_device()->set_device_name("d");
   h.set_health(v1alpha1::UNHEALTHY);
   h.set_last_updated_time(300);
-  // 1: LEN 6 {1:"p" 2:"d"}, 2: varint 2, 3: varint 300 (0xac 0x02)
-  EXPECT_EQ(h.SerializeAsString(),
-            Bytes({0x0a, 6, 0x0a, 1, 'p', 0x12, 1, 'd', 0x10, 2, 0x18, 0xac, 0x02}));
+  h.set_health_check_timeout_seconds(30);
+  h.set_message("x");
+  // 1: LEN 6 {1:"p" 2:"d"}, 2: varint 2, 3: varint 300 (0xac 0x02), 4: varint 30, 5: LEN 1 "x"
+  EXPECT_EQ(h.SerializeAsString(), Bytes({0x0a, 6, 0x0a, 1, 'p', 0x12, 1, 'd', 0x10, 2, 0x18, 0xac,
+                                          0x02, 0x20, 30, 0x2a, 1, 'x'}));
 }
 
 TEST(DraProtoWire, RegistrationServiceIsPluginregistration) {

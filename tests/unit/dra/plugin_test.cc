@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 
@@ -174,6 +175,15 @@ TEST_F(DraPluginTest, StopEndsHealthStreamsButLeavesTheCatalogToItsOwner) {
                   }, kWait)
                   .has_value());
   again.Disconnect();
+}
+
+TEST_F(DraPluginTest, EveryKubeletRegistrationReachesTheListenerSoSlicesArePublishedAgain) {
+  std::atomic<int> registered{0};
+  plugin_->OnRegistration([&](const RegistrationVerdict& v) { registered += v.registered ? 1 : 0; });
+  ASSERT_TRUE(kubelet_.Register(plugin_->registration_socket()).ok());
+  fake::FakeDraKubelet restarted;  // kubelet restarted: it registers the driver again
+  ASSERT_TRUE(restarted.Register(plugin_->registration_socket()).ok());
+  EXPECT_EQ(registered.load(), 2);
 }
 
 }  // namespace

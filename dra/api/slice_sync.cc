@@ -57,8 +57,7 @@ void SliceSync::SleepUntil(std::chrono::steady_clock::time_point deadline) {
 }
 
 // The catalog wakes its own waiters; this turns each change (and the shutdown) into a kick.
-void SliceSync::ForwardCatalogChanges() {
-  uint64_t seen = catalog_->generation();
+void SliceSync::ForwardCatalogChanges(uint64_t seen) {
   while (!Stopping()) {
     uint64_t now = catalog_->WaitForChange(seen, std::chrono::steady_clock::now() + std::chrono::hours(24));
     if (now != seen) Kick();
@@ -123,7 +122,10 @@ void SliceSync::WatchLoop() {
 void SliceSync::Run() { RunLoop(); }
 
 void SliceSync::RunLoop() {
-  std::thread forward([this] { ForwardCatalogChanges(); });
+  // Read before the first publish does: a change between the two is then either in that
+  // publish or kicked, however late the thread starts.
+  const uint64_t start_generation = catalog_->generation();
+  std::thread forward([this, start_generation] { ForwardCatalogChanges(start_generation); });
   std::thread watcher;
   if (options_.watch && api_ != nullptr) {
     watcher = std::thread([this] {

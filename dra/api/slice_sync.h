@@ -87,7 +87,8 @@ class SliceSync {
  private:
   void RunLoop();
   void WatchLoop();
-  void ForwardCatalogChanges();
+  // Kicks on every change of the catalog's generation after `seen`, and at its shutdown.
+  void ForwardCatalogChanges(uint64_t seen);
   bool Stopping() const { return catalog_->shut_down(); }
   // Waits until `deadline` or Stopping(), whatever else happens meanwhile.
   void SleepUntil(std::chrono::steady_clock::time_point deadline);

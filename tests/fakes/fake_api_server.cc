@@ -401,8 +401,10 @@ int FakeApiServer::DeleteSlices(const std::string& node, const std::string& driv
 void FakeApiServer::CompactWatchHistory() {
   std::lock_guard<std::mutex> lock(mu_);
   events_.clear();
-  // As a restarted server's watch cache: even the latest resourceVersion given out is too old.
-  oldest_rv_ = resource_version_ + 2;
+  // As a restarted server's watch cache: even the latest resourceVersion given out is too old;
+  // a list from now on gives one that can be watched from.
+  ++resource_version_;
+  oldest_rv_ = resource_version_ + 1;
 }
 void FakeApiServer::EndWatches() {
   {

@@ -7,13 +7,18 @@
 # the (fake) kubelet prepares it through the driver's DRA service; each pod's /dev/infiniband is
 # built from the CDI spec the driver wrote; the CNI, with no deviceID in the netconf, takes the
 # pod's prepared device by K8S_POD_UID and moves it into the pod; raw verbs traffic passes; then
-# CNI DEL, unprepare, and the driver's exit removes its slices.
+# a kubelet restart deletes the slices (DeleteCollection, as the real one at its start): the
+# driver publishes them again and a new pod (podC, on podB's freed device) is allocated from
+# them, prepared and gets traffic; then CNI DEL, unprepare, and the driver's exit removes its
+# slices.
 . /e2e/dra.sh
 
 if dra_up; then
   check_devices_moved "podA rxe_slot1" "podB rxe_slot2"
   battery_raw_verbs dra podA rxe_slot1 "$A_IP" podB rxe_slot2 "$B_IP"
   DRA_UP=1
+  # kubelet restarts and deletes the slices: published again, a new pod allocated from them.
+  dra_kubelet_restart_republishes
 fi
 
 dra_down

@@ -282,7 +282,21 @@ int RealMain(int argc, char** argv) {
     SPDLOG_ERROR("start: {}", preparer.status().message());
     return 1;
   }
+  // The slice loop: publishes at start, on catalog changes, on every event of its watch on our
+  // slices (kubelet and the garbage collector delete them), on each kubelet registration and
+  // every minute (slice_sync.h). Made before the plugin, which calls it on a registration.
+  std::unique_ptr<dra::SliceSync> slice_sync;
+  if (publisher) {
+    dra::SliceSyncOptions sync_opts;
+    sync_opts.sysfs_root = sysfs_root;
+    slice_sync = std::make_unique<dra::SliceSync>(publisher.get(), &catalog, sync_opts, api.get());
+  }
   dra::DraPlugin plugin(plugin_opts, preparer->get(), &catalog);
+  if (slice_sync) {
+    plugin.OnRegistration([sync = slice_sync.get()](const dra::RegistrationVerdict& v) {
+      if (v.registered) sync->Trigger("kubelet registered the driver");
+    });
+  }
   if (Status s = plugin.Start(); !s.ok()) {
     SPDLOG_ERROR("start: {}", s.message());
     return 1;
@@ -303,13 +317,7 @@ int RealMain(int argc, char** argv) {
   Status run_status;
   std::thread watch([&] { run_status = watcher.Run(); });
   std::thread sync;
-  std::unique_ptr<dra::SliceSync> slice_sync;
-  if (publisher) {
-    dra::SliceSyncOptions sync_opts;
-    sync_opts.sysfs_root = sysfs_root;
-    slice_sync = std::make_unique<dra::SliceSync>(publisher.get(), &catalog, sync_opts);
-    sync = std::thread([&] { slice_sync->Run(); });
-  }
+  if (slice_sync) sync = std::thread([&] { slice_sync->Run(); });
 
   WaitForSignal(signal_fd, plugin, registration_watch);
   ::close(signal_fd);

@@ -64,6 +64,10 @@ class DraPlugin {
     return options_.registry_dir + "/" + options_.driver_name + "-reg.sock";
   }
   std::optional<RegistrationVerdict> verdict() const { return registration_state_.Get(); }
+  // See RegistrationState::SetListener; before Start.
+  void OnRegistration(std::function<void(const RegistrationVerdict&)> listener) {
+    registration_state_.SetListener(std::move(listener));
+  }
 
  private:
   // One gRPC server on one unix socket path, remembering the inode it bound.

@@ -52,8 +52,18 @@ pluginregistration::PluginInfo DraPluginInfo(const std::string& driver_name,
 }
 
 void RegistrationState::Set(RegistrationVerdict v) {
+  std::function<void(const RegistrationVerdict&)> listener;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    verdict_ = v;
+    listener = listener_;
+  }
+  if (listener) listener(v);
+}
+
+void RegistrationState::SetListener(std::function<void(const RegistrationVerdict&)> listener) {
   std::lock_guard<std::mutex> lock(mu_);
-  verdict_ = std::move(v);
+  listener_ = std::move(listener);
 }
 
 std::optional<RegistrationVerdict> RegistrationState::Get() const {

@@ -36,10 +36,15 @@ class RegistrationState {
  public:
   void Set(RegistrationVerdict v);
   std::optional<RegistrationVerdict> Get() const;
+  // Called (outside the lock, on the gRPC thread) with every verdict kubelet sends: a kubelet
+  // that (re-)registered us may have deleted our ResourceSlices at its start, so the slice loop
+  // publishes again. Set it before serving.
+  void SetListener(std::function<void(const RegistrationVerdict&)> listener);
 
  private:
   mutable std::mutex mu_;
   std::optional<RegistrationVerdict> verdict_;
+  std::function<void(const RegistrationVerdict&)> listener_;
 };
 
 // `state` is not owned and must outlive the service.

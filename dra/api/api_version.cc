@@ -1,9 +1,26 @@
 #include "dra/api/api_version.h"
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "dra/api/api_json.h"
+
 namespace rdmak8s::dra {
+namespace {
+
+// The versions an APIGroup answer lists ($.versions[i].version), through checked reads.
+Status ReadVersions(const nlohmann::json& group, bool* v1, bool* v1beta1) {
+  using namespace apijson;
+  RDMAK8S_ASSIGN_OR_RETURN(const nlohmann::json* versions, ArrayAt(group, "$", "versions"));
+  if (!versions) return Status::Ok();
+  for (size_t i = 0; i < versions->size(); ++i) {
+    RDMAK8S_ASSIGN_OR_RETURN(std::string name, StringAt((*versions)[i], Index("$.versions", i), "version"));
+    *v1 |= name == "v1";
+    *v1beta1 |= name == "v1beta1";
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 StatusOr<ResourceApiVersion> ApiVersionSource::Get() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -17,21 +34,29 @@ StatusOr<ResourceApiVersion> ApiVersionSource::Get() {
   }
   if (resp.status != 200) return ApiError(*api_, req, resp).Prepend("discover resource.k8s.io versions");
   bool v1 = false, v1beta1 = false;
-  try {
-    auto group = nlohmann::json::parse(resp.body);
-    for (const auto& v : group.value("versions", nlohmann::json::array())) {
-      std::string name = v.value("version", std::string());
-      v1 |= name == "v1";
-      v1beta1 |= name == "v1beta1";
-    }
-  } catch (const nlohmann::json::exception& e) {
-    return InvalidArgumentError(req.method + " " + api_->server() + req.path + ": answer is not JSON: " + e.what());
+  const std::string what = req.method + " " + api_->server() + req.path;
+  StatusOr<nlohmann::json> group = apijson::Parse(resp.body, what);
+  if (!group.ok()) return group.status().Prepend("discover resource.k8s.io versions");
+  if (Status s = ReadVersions(*group, &v1, &v1beta1); !s.ok()) {
+    return s.Prepend("discover resource.k8s.io versions: " + what);
   }
   if (v1) version_ = ResourceApiVersion::kV1;
   else if (v1beta1) version_ = ResourceApiVersion::kV1beta1;
   else return UnimplementedError("API server " + api_->server() + ": resource.k8s.io serves neither v1 nor v1beta1");
-  SPDLOG_INFO("API server {}: resource.k8s.io/{}", api_->server(), ResourceApiVersionName(*version_));
+  if (version_ != last_logged_) {
+    SPDLOG_INFO("API server {}: resource.k8s.io/{}", api_->server(), ResourceApiVersionName(*version_));
+    last_logged_ = version_;
+  }
   return *version_;
+}
+
+bool ApiVersionSource::Forget(ResourceApiVersion seen) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (version_ != seen) return false;
+  SPDLOG_WARN("API server {}: resource.k8s.io/{} answered 404: asking which versions it serves again",
+              api_->server(), ResourceApiVersionName(seen));
+  version_.reset();
+  return true;
 }
 
 }  // namespace rdmak8s::dra

@@ -9,6 +9,10 @@
 // kUnimplemented when it serves no resource.k8s.io or neither version (not cached: a cluster
 // upgrade turns it on).
 //
+// Forget(v): a user of version v got 404 for a path of it (the server was upgraded from v1beta1
+// to v1, or downgraded): the next Get discovers again. Each user calls it on a 404 of the
+// collection, never of one named object.
+//
 // Thread safety: Get may be called from any thread; discoveries are serialized.
 #pragma once
 
@@ -26,11 +30,15 @@ class ApiVersionSource {
   // `api` is not owned and must outlive the source.
   explicit ApiVersionSource(KubeApi* api) : api_(api) {}
   StatusOr<ResourceApiVersion> Get();
+  // Drops the cached version when it is still `seen` (true then); false when another user
+  // already did, or the version moved on.
+  bool Forget(ResourceApiVersion seen);
 
  private:
   KubeApi* api_;
   std::mutex mu_;
-  std::optional<ResourceApiVersion> version_;  // guarded by mu_
+  std::optional<ResourceApiVersion> version_;      // guarded by mu_
+  std::optional<ResourceApiVersion> last_logged_;  // guarded by mu_
 };
 
 }  // namespace rdmak8s::dra

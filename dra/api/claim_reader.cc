@@ -159,6 +159,9 @@ StatusOr<ResourceClaim> ApiClaimReader::GetClaim(const std::string& ns, const st
   // Whatever kept the answer from coming (even a token file read's ENOENT) is not the claim's
   // absence: kubelet retries, and so does the preparer.
   if (!resp.ok()) return UnavailableError(what + ": " + resp.status().message());
+  // A 404 is the claim's absence or the version's (the server was upgraded): the next read
+  // asks which version is served (one discovery; the same version stays when it is served).
+  if (resp->status == kHttpNotFound && versions_) versions_->Forget(version);
   if (resp->status != 200) return ApiError(*api_, req, *resp).Prepend(what);
   StatusOr<ResourceClaim> claim = ParseResourceClaim(resp->body);
   if (!claim.ok()) return claim.status().Prepend(what);

@@ -1,6 +1,7 @@
 #include "dra/api/kube_client.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <fstream>
@@ -203,6 +204,140 @@ StatusOr<HttpResponse> CurlKubeClient::Send(const HttpRequest& request) {
     stop.unlock();
     backoff = std::min(backoff * 2, retry_.max_backoff);
   }
+}
+
+
+
+// ---- Streaming answers (watches). Kept apart from Send: a watch runs on a connection of its
+// own for minutes, and must not hold Send's lock.
+
+StatusOr<HttpResponse> KubeApi::Stream(const HttpRequest& request,
+                                       const std::function<bool(std::string_view)>&,
+                                       const std::function<bool()>&) {
+  return UnimplementedError(request.method + " " + server() + request.path + ": streaming not supported");
+}
+
+namespace {
+
+struct StreamState {
+  CURL* curl = nullptr;
+  const std::function<bool(std::string_view)>* on_line = nullptr;
+  const std::function<bool()>* cancelled = nullptr;
+  const std::function<bool()>* stopping = nullptr;
+  long status = 0;  // once the first byte of the body came
+  std::string pending;  // a line not ended yet
+  std::string error_body;  // the body of a non-200 answer
+  bool ended_by_caller = false;
+};
+
+size_t StreamBody(char* data, size_t size, size_t n, void* user) {
+  auto* st = static_cast<StreamState*>(user);
+  const size_t len = size * n;
+  if (st->status == 0) curl_easy_getinfo(st->curl, CURLINFO_RESPONSE_CODE, &st->status);
+  if (st->status != 200) {
+    if (st->error_body.size() < 64 * 1024) st->error_body.append(data, std::min<size_t>(len, 64 * 1024));
+    return len;
+  }
+  st->pending.append(data, len);
+  size_t start = 0;
+  for (size_t nl = st->pending.find('\n'); nl != std::string::npos; nl = st->pending.find('\n', start)) {
+    std::string_view line(st->pending.data() + start, nl - start);
+    start = nl + 1;
+    if (!line.empty() && !(*st->on_line)(line)) {
+      st->ended_by_caller = true;
+      return 0;  // curl ends the transfer (CURLE_WRITE_ERROR)
+    }
+  }
+  st->pending.erase(0, start);
+  // One event is at most an object: a line that never ends is not a watch.
+  if (st->pending.size() > 16 * 1024 * 1024) return 0;
+  return len;
+}
+
+int StreamProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* st = static_cast<StreamState*>(user);
+  if ((*st->cancelled)() || (*st->stopping)()) {
+    st->ended_by_caller = true;
+    return 1;  // abort
+  }
+  return 0;
+}
+
+}  // namespace
+
+StatusOr<HttpResponse> CurlKubeClient::Stream(const HttpRequest& request,
+                                              const std::function<bool(std::string_view)>& on_line,
+                                              const std::function<bool()>& cancelled) {
+  const std::string url = Url(config_.server, request);
+  const std::string what = request.method + " " + url;
+  std::string token = config_.token;
+  if (!config_.token_file.empty()) {
+    RDMAK8S_ASSIGN_OR_RETURN(token, ReadToken(config_.token_file));
+  }
+  std::unique_ptr<CURL, void (*)(CURL*)> handle(curl_easy_init(), curl_easy_cleanup);
+  if (!handle) return InternalError(what + ": curl_easy_init failed");
+  CURL* curl = handle.get();
+  std::function<bool()> stopping = [this] {
+    std::lock_guard<std::mutex> stop(stop_mu_);
+    return stopping_;
+  };
+  StreamState st;
+  st.curl = curl;
+  st.on_line = &on_line;
+  st.cancelled = &cancelled;
+  st.stopping = &stopping;
+  std::array<char, CURL_ERROR_SIZE> errbuf{};
+  curl_slist* headers = curl_slist_append(nullptr, "Accept: application/json");
+  std::string auth;
+  if (!token.empty()) {
+    auth = "Authorization: Bearer " + token;
+    headers = curl_slist_append(headers, auth.c_str());
+  }
+  std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_list(headers, curl_slist_free_all);
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf.data());
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
+  // No overall timeout: the request's timeoutSeconds ends a watch; keepalive finds a dead peer.
+  curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, "rdmak8s-dra-driver/" RDMAK8S_VERSION);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, StreamBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &st);
+  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, StreamProgress);
+  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &st);
+  // The same transport and TLS settings as SendOnce.
+  if (!config_.unix_socket.empty()) curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, config_.unix_socket.c_str());
+  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, config_.insecure_skip_tls_verify ? 0L : 1L);
+  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, config_.insecure_skip_tls_verify ? 0L : 2L);
+  if (!config_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, config_.ca_file.c_str());
+  curl_blob ca_blob{const_cast<char*>(config_.ca_pem.data()), config_.ca_pem.size(), CURL_BLOB_COPY};
+  if (!config_.ca_pem.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &ca_blob);
+  if (!config_.client_cert_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLCERT, config_.client_cert_file.c_str());
+  if (!config_.client_key_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLKEY, config_.client_key_file.c_str());
+  curl_blob cert_blob{const_cast<char*>(config_.client_cert_pem.data()), config_.client_cert_pem.size(), CURL_BLOB_COPY};
+  curl_blob key_blob{const_cast<char*>(config_.client_key_pem.data()), config_.client_key_pem.size(), CURL_BLOB_COPY};
+  if (!config_.client_cert_pem.empty()) {
+    curl_easy_setopt(curl, CURLOPT_SSLCERT_BLOB, &cert_blob);
+    curl_easy_setopt(curl, CURLOPT_SSLCERTTYPE, "PEM");
+  }
+  if (!config_.client_key_pem.empty()) {
+    curl_easy_setopt(curl, CURLOPT_SSLKEY_BLOB, &key_blob);
+    curl_easy_setopt(curl, CURLOPT_SSLKEYTYPE, "PEM");
+  }
+
+  CURLcode rc = curl_easy_perform(curl);
+  HttpResponse response;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+  if (rc != CURLE_OK && !st.ended_by_caller) {
+    std::string detail = errbuf[0] != '\0' ? errbuf.data() : curl_easy_strerror(rc);
+    while (!detail.empty() && detail.back() == '\n') detail.pop_back();
+    return UnavailableError(what + ": " + curl_easy_strerror(rc) + ": " + detail);
+  }
+  if (response.status != 200) response.body = std::move(st.error_body);
+  return response;
 }
 
 }  // namespace rdmak8s::dra

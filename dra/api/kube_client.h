@@ -29,6 +29,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "dra/api/kube_config.h"
 #include "rdmak8s/status.h"
@@ -61,6 +62,15 @@ class KubeApi {
   virtual StatusOr<HttpResponse> Send(const HttpRequest& request) = 0;
   // "https://host:port" (for messages).
   virtual const std::string& server() const = 0;
+  // A long answer read as it arrives (a watch: one JSON event per line). Each line of a 200
+  // answer's body goes to `on_line` as it arrives; the call ends when the server ends the
+  // answer, `on_line` returns false, or `cancelled()` turns true (asked about once a second
+  // and on every piece of data). Returns the status (for one other than 200, with its body),
+  // or an error when no answer came. Not retried; not serialized with Send. Default:
+  // Unimplemented (test doubles that serve no watch).
+  virtual StatusOr<HttpResponse> Stream(const HttpRequest& request,
+                                        const std::function<bool(std::string_view line)>& on_line,
+                                        const std::function<bool()>& cancelled);
 };
 
 // The error for an answer the caller did not expect: "<METHOD> <url>: HTTP <status>: <message>"
@@ -84,6 +94,10 @@ class CurlKubeClient : public KubeApi {
 
   StatusOr<HttpResponse> Send(const HttpRequest& request) override;
   const std::string& server() const override { return config_.server; }
+  // On a connection of its own (a watch does not hold up Send). Ends also at StopRetries.
+  StatusOr<HttpResponse> Stream(const HttpRequest& request,
+                                const std::function<bool(std::string_view line)>& on_line,
+                                const std::function<bool()>& cancelled) override;
 
   // Shutdown: wakes a Send waiting out a 429/5xx backoff, which then returns that answer as an
   // error (kUnavailable, "retries stopped: shutting down"); from now on no answer is retried

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dra/api/api_json.h"
+
 namespace rdmak8s::dra {
 namespace {
 
@@ -66,34 +68,59 @@ json EncodeDeviceBody(const SliceDevice& d) {
   return body;
 }
 
-// Throws nlohmann::json exceptions on wrong types; DecodeResourceSlice catches them.
-SliceDevice DecodeDevice(const json& device, ResourceApiVersion version) {
+// One device of a slice at `path` ("$.spec.devices[3]"), through checked reads: a field of
+// the wrong type is an error naming its path, never an exception.
+StatusOr<SliceDevice> DecodeDevice(const json& device, const std::string& path, ResourceApiVersion version) {
+  using namespace apijson;
   SliceDevice d;
-  d.name = device.at("name").get<std::string>();
-  const json& body = version == ResourceApiVersion::kV1beta1 ? device.value("basic", json::object()) : device;
-  if (auto it = body.find("attributes"); it != body.end()) {
-    for (const auto& [name, v] : it->items()) {
-      if (v.contains("int")) d.attributes[name] = v.at("int").get<int64_t>();
-      else if (v.contains("bool")) d.attributes[name] = v.at("bool").get<bool>();
-      else if (v.contains("string")) d.attributes[name] = v.at("string").get<std::string>();
-      else if (v.contains("version")) d.attributes[name] = v.at("version").get<std::string>();
+  RDMAK8S_ASSIGN_OR_RETURN(d.name, StringAt(device, path, "name", /*required=*/true));
+  const json* body = &device;
+  std::string body_path = path;
+  if (version == ResourceApiVersion::kV1beta1) {
+    RDMAK8S_ASSIGN_OR_RETURN(const json* basic, ObjectAt(device, path, "basic"));
+    static const json kEmpty = json::object();
+    body = basic ? basic : &kEmpty;
+    body_path = Field(path, "basic");
+  }
+  RDMAK8S_ASSIGN_OR_RETURN(const json* attrs, ObjectAt(*body, body_path, "attributes"));
+  if (attrs) {
+    for (const auto& [name, v] : attrs->items()) {
+      const std::string at = Field(Field(body_path, "attributes"), name);
+      RDMAK8S_RETURN_IF_ERROR(RequireObject(v, at));
+      if (v.contains("int")) {
+        RDMAK8S_ASSIGN_OR_RETURN(d.attributes[name], IntAt(v, at, "int", 0));
+      } else if (v.contains("bool")) {
+        RDMAK8S_ASSIGN_OR_RETURN(d.attributes[name], BoolAt(v, at, "bool", false));
+      } else if (v.contains("string")) {
+        RDMAK8S_ASSIGN_OR_RETURN(d.attributes[name], StringAt(v, at, "string"));
+      } else if (v.contains("version")) {
+        RDMAK8S_ASSIGN_OR_RETURN(d.attributes[name], StringAt(v, at, "version"));
+      }
     }
   }
-  if (auto it = body.find("capacity"); it != body.end()) {
-    for (const auto& [name, c] : it->items()) {
+  RDMAK8S_ASSIGN_OR_RETURN(const json* caps, ObjectAt(*body, body_path, "capacity"));
+  if (caps) {
+    for (const auto& [name, c] : caps->items()) {
+      const std::string at = Field(Field(body_path, "capacity"), name);
       DeviceCapacity cap;
-      cap.value = c.at("value").get<std::string>();
-      if (auto p = c.find("requestPolicy"); p != c.end() && p->contains("default")) {
-        cap.request_default = p->at("default").get<std::string>();
+      RDMAK8S_ASSIGN_OR_RETURN(cap.value, StringAt(c, at, "value", /*required=*/true));
+      RDMAK8S_ASSIGN_OR_RETURN(const json* policy, ObjectAt(c, at, "requestPolicy"));
+      if (policy && policy->contains("default")) {
+        RDMAK8S_ASSIGN_OR_RETURN(cap.request_default, StringAt(*policy, Field(at, "requestPolicy"), "default"));
       }
       d.capacity[name] = std::move(cap);
     }
   }
-  d.allow_multiple_allocations = body.value("allowMultipleAllocations", false);
-  if (auto it = body.find("taints"); it != body.end()) {
-    for (const auto& t : *it) {
-      d.taints.push_back({t.at("key").get<std::string>(), t.value("value", std::string()),
-                          t.at("effect").get<std::string>()});
+  RDMAK8S_ASSIGN_OR_RETURN(d.allow_multiple_allocations, BoolAt(*body, body_path, "allowMultipleAllocations", false));
+  RDMAK8S_ASSIGN_OR_RETURN(const json* taints, ArrayAt(*body, body_path, "taints"));
+  if (taints) {
+    for (size_t i = 0; i < taints->size(); ++i) {
+      const std::string at = Index(Field(body_path, "taints"), i);
+      DeviceTaint t;
+      RDMAK8S_ASSIGN_OR_RETURN(t.key, StringAt((*taints)[i], at, "key", /*required=*/true));
+      RDMAK8S_ASSIGN_OR_RETURN(t.value, StringAt((*taints)[i], at, "value"));
+      RDMAK8S_ASSIGN_OR_RETURN(t.effect, StringAt((*taints)[i], at, "effect", /*required=*/true));
+      d.taints.push_back(std::move(t));
     }
   }
   return d;
@@ -180,28 +207,52 @@ nlohmann::json EncodeResourceSlice(const ResourceSlice& slice, ResourceApiVersio
 }
 
 StatusOr<ResourceSlice> DecodeResourceSlice(const nlohmann::json& object, ResourceApiVersion version) {
-  try {
-    ResourceSlice s;
-    const json& meta = object.at("metadata");
-    s.name = meta.at("name").get<std::string>();
-    s.resource_version = meta.value("resourceVersion", std::string());
-    for (const auto& ref : meta.value("ownerReferences", json::array())) {
-      if (ref.value("kind", std::string()) == "Node") s.owner_node_uid = ref.value("uid", std::string());
+  return DecodeResourceSliceAt(object, "$", version);
+}
+
+StatusOr<ResourceSlice> DecodeResourceSliceAt(const nlohmann::json& object, const std::string& path,
+                                              ResourceApiVersion version) {
+  using namespace apijson;
+  ResourceSlice s;
+  auto decode = [&]() -> Status {
+    RDMAK8S_ASSIGN_OR_RETURN(const json* meta, ObjectAt(object, path, "metadata"));
+    if (!meta) return InvalidArgumentError(Field(path, "metadata") + ": missing");
+    const std::string meta_path = Field(path, "metadata");
+    RDMAK8S_ASSIGN_OR_RETURN(s.name, StringAt(*meta, meta_path, "name", /*required=*/true));
+    RDMAK8S_ASSIGN_OR_RETURN(s.resource_version, StringAt(*meta, meta_path, "resourceVersion"));
+    RDMAK8S_ASSIGN_OR_RETURN(const json* refs, ArrayAt(*meta, meta_path, "ownerReferences"));
+    if (refs) {
+      for (size_t i = 0; i < refs->size(); ++i) {
+        const std::string at = Index(Field(meta_path, "ownerReferences"), i);
+        RDMAK8S_ASSIGN_OR_RETURN(std::string kind, StringAt((*refs)[i], at, "kind"));
+        if (kind == "Node") {
+          RDMAK8S_ASSIGN_OR_RETURN(s.owner_node_uid, StringAt((*refs)[i], at, "uid"));
+        }
+      }
     }
-    const json& spec = object.at("spec");
-    s.driver = spec.at("driver").get<std::string>();
-    s.node_name = spec.value("nodeName", std::string());
-    const json& pool = spec.at("pool");
-    s.pool_name = pool.at("name").get<std::string>();
-    s.pool_generation = pool.value("generation", int64_t{0});
-    s.pool_slice_count = pool.value("resourceSliceCount", int64_t{1});
-    if (auto it = spec.find("devices"); it != spec.end() && it->is_array()) {
-      for (const auto& d : *it) s.devices.push_back(DecodeDevice(d, version));
+    RDMAK8S_ASSIGN_OR_RETURN(const json* spec, ObjectAt(object, path, "spec"));
+    if (!spec) return InvalidArgumentError(Field(path, "spec") + ": missing");
+    const std::string spec_path = Field(path, "spec");
+    RDMAK8S_ASSIGN_OR_RETURN(s.driver, StringAt(*spec, spec_path, "driver", /*required=*/true));
+    RDMAK8S_ASSIGN_OR_RETURN(s.node_name, StringAt(*spec, spec_path, "nodeName"));
+    RDMAK8S_ASSIGN_OR_RETURN(const json* pool, ObjectAt(*spec, spec_path, "pool"));
+    if (!pool) return InvalidArgumentError(Field(spec_path, "pool") + ": missing");
+    const std::string pool_path = Field(spec_path, "pool");
+    RDMAK8S_ASSIGN_OR_RETURN(s.pool_name, StringAt(*pool, pool_path, "name", /*required=*/true));
+    RDMAK8S_ASSIGN_OR_RETURN(s.pool_generation, IntAt(*pool, pool_path, "generation", 0));
+    RDMAK8S_ASSIGN_OR_RETURN(s.pool_slice_count, IntAt(*pool, pool_path, "resourceSliceCount", 1));
+    RDMAK8S_ASSIGN_OR_RETURN(const json* devices, ArrayAt(*spec, spec_path, "devices"));
+    if (devices) {
+      for (size_t i = 0; i < devices->size(); ++i) {
+        RDMAK8S_ASSIGN_OR_RETURN(SliceDevice d,
+                                 DecodeDevice((*devices)[i], Index(Field(spec_path, "devices"), i), version));
+        s.devices.push_back(std::move(d));
+      }
     }
-    return s;
-  } catch (const json::exception& e) {
-    return InvalidArgumentError(std::string("decode ResourceSlice: ") + e.what());
-  }
+    return Status::Ok();
+  };
+  RDMAK8S_RETURN_IF_ERROR_CTX(decode(), "decode ResourceSlice");
+  return s;
 }
 
 }  // namespace rdmak8s::dra

@@ -105,9 +105,13 @@ std::vector<ResourceSlice> SplitPool(const std::vector<SliceDevice>& devices,
 // The object JSON for a create or update in `version` (apiVersion, kind, metadata, spec).
 nlohmann::json EncodeResourceSlice(const ResourceSlice& slice, ResourceApiVersion version);
 
-// Reads a slice the server returned (an item of a list, a get, a create's answer).
-// InvalidArgument naming the field when the JSON is not a ResourceSlice of `version`'s shape.
+// Reads a slice the server returned (an item of a list, a get, a create's answer, a watch
+// event's object). InvalidArgument naming the field's path from `path` ("$" for a whole answer:
+// "decode ResourceSlice: $.spec.devices[2].name: not a string (number)") when the JSON is not a
+// ResourceSlice of `version`'s shape; never throws.
 StatusOr<ResourceSlice> DecodeResourceSlice(const nlohmann::json& object,
                                             ResourceApiVersion version);
+StatusOr<ResourceSlice> DecodeResourceSliceAt(const nlohmann::json& object, const std::string& path,
+                                              ResourceApiVersion version);
 
 }  // namespace rdmak8s::dra

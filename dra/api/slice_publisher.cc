@@ -4,6 +4,9 @@
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "dra/api/api_json.h"
 
 namespace rdmak8s::dra {
 namespace {
@@ -25,11 +28,27 @@ std::string QueryEscape(std::string_view s) {
 }
 
 StatusOr<json> ParseBody(const KubeApi& api, const HttpRequest& req, const HttpResponse& resp) {
-  try {
-    return json::parse(resp.body);
-  } catch (const json::exception& e) {
-    return InvalidArgumentError(req.method + " " + api.server() + req.path + ": answer is not JSON: " + e.what());
+  return apijson::Parse(resp.body, req.method + " " + api.server() + req.path);
+}
+
+// One page of a ResourceSliceList: its items (ours only: the field selector already filters;
+// this guards against a server that ignores it) and its continue token, through checked reads.
+Status DecodeListPage(const json& list, ResourceApiVersion version, const std::string& node,
+                      const std::string& driver, std::vector<ResourceSlice>* out, std::string* cont,
+                      std::string* resource_version) {
+  RDMAK8S_ASSIGN_OR_RETURN(const json* items, apijson::ArrayAt(list, "$", "items"));
+  for (size_t i = 0; items && i < items->size(); ++i) {
+    RDMAK8S_ASSIGN_OR_RETURN(ResourceSlice s, DecodeResourceSliceAt((*items)[i], apijson::Index("$.items", i), version));
+    if (s.node_name == node && s.driver == driver) out->push_back(std::move(s));
   }
+  RDMAK8S_ASSIGN_OR_RETURN(const json* meta, apijson::ObjectAt(list, "$", "metadata"));
+  cont->clear();
+  resource_version->clear();
+  if (meta) {
+    RDMAK8S_ASSIGN_OR_RETURN(*cont, apijson::StringAt(*meta, "$.metadata", "continue"));
+    RDMAK8S_ASSIGN_OR_RETURN(*resource_version, apijson::StringAt(*meta, "$.metadata", "resourceVersion"));
+  }
+  return Status::Ok();
 }
 
 bool SameContent(const ResourceSlice& a, const ResourceSlice& b) {
@@ -80,6 +99,7 @@ StatusOr<std::vector<ResourceSlice>> SlicePublisher::ListOurs() {
     std::vector<ResourceSlice> out;
     std::string cont;
     bool gone = false;
+    bool first_page = true;
     do {
       HttpRequest req;
       req.path = CollectionPath() + "?fieldSelector=" + QueryEscape(selector) +
@@ -91,14 +111,17 @@ StatusOr<std::vector<ResourceSlice>> SlicePublisher::ListOurs() {
         if (attempt >= options_.max_relists) return ApiError(*api_, req, resp).Prepend("list ResourceSlices");
         break;
       }
+      if (resp.status == kHttpNotFound) return VersionGone(req, resp, "list ResourceSlices");
       if (resp.status != 200) return ApiError(*api_, req, resp).Prepend("list ResourceSlices");
-      RDMAK8S_ASSIGN_OR_RETURN(json list, ParseBody(*api_, req, resp));
-      for (const auto& item : list.value("items", json::array())) {
-        RDMAK8S_ASSIGN_OR_RETURN(ResourceSlice s, DecodeResourceSlice(item, version()));
-        // The field selector already filters; this guards against a server that ignores it.
-        if (s.node_name == options_.node_name && s.driver == options_.driver) out.push_back(std::move(s));
-      }
-      cont = list.value("metadata", json::object()).value("continue", std::string());
+      StatusOr<json> parsed = ParseBody(*api_, req, resp);
+      if (!parsed.ok()) return parsed.status().Prepend("list ResourceSlices");
+      const json& list = *parsed;
+      std::string list_rv;
+      RDMAK8S_RETURN_IF_ERROR_CTX(
+          DecodeListPage(list, version(), options_.node_name, options_.driver, &out, &cont, &list_rv),
+          "list ResourceSlices: " + req.method + " " + api_->server() + req.path);
+      if (first_page) list_rv_ = list_rv;  // the list is consistent at its first page's version
+      first_page = false;
     } while (!cont.empty());
     if (!gone) return out;
     ++stats_.relists;  // the continue token expired: the list is only consistent from the start
@@ -111,8 +134,34 @@ Status SlicePublisher::EnsureOwner() {
   RDMAK8S_ASSIGN_OR_RETURN(HttpResponse resp, api_->Send(req));
   if (resp.status != 200) return ApiError(*api_, req, resp).Prepend("owner of ResourceSlices");
   RDMAK8S_ASSIGN_OR_RETURN(json node, ParseBody(*api_, req, resp));
-  node_uid_ = node.value("metadata", json::object()).value("uid", std::string());
+  auto uid = [&]() -> StatusOr<std::string> {
+    RDMAK8S_ASSIGN_OR_RETURN(const json* meta, apijson::ObjectAt(node, "$", "metadata"));
+    if (!meta) return InvalidArgumentError("$.metadata: missing");
+    return apijson::StringAt(*meta, "$.metadata", "uid", /*required=*/true);
+  }();
+  if (!uid.ok()) {
+    return uid.status().Prepend("owner of ResourceSlices: " + req.method + " " + api_->server() + req.path);
+  }
+  if (uid->empty()) {
+    return InvalidArgumentError("owner of ResourceSlices: " + req.method + " " + api_->server() + req.path +
+                                ": $.metadata.uid: empty");
+  }
+  if (last_node_uid_ && *last_node_uid_ != *uid) {
+    SPDLOG_WARN("Node {} has a new UID ({} -> {}): it was re-created; the ResourceSlices are "
+                "owned by the new one", options_.node_name, *last_node_uid_, *uid);
+  }
+  node_uid_ = *uid;
+  last_node_uid_ = *uid;
   return Status::Ok();
+}
+
+Status SlicePublisher::VersionGone(const HttpRequest& req, const HttpResponse& resp, const std::string& action) {
+  // 404 for the collection itself: the server no longer serves this resource.k8s.io version
+  // (upgraded or downgraded while we run). Discover again; Publish retries at once.
+  if (version_) versions_->Forget(*version_);
+  version_.reset();
+  version_gone_ = true;
+  return ApiError(*api_, req, resp).Prepend(action + " (resource.k8s.io version gone: discovering again)");
 }
 
 Status SlicePublisher::Write(ResourceSlice slice, bool exists, ResourceSlice* stored) {
@@ -125,11 +174,16 @@ Status SlicePublisher::Write(ResourceSlice slice, bool exists, ResourceSlice* st
     if (resp.status == 200 || resp.status == 201) {
       RDMAK8S_ASSIGN_OR_RETURN(json obj, ParseBody(*api_, req, resp));
       RDMAK8S_ASSIGN_OR_RETURN(*stored, DecodeResourceSlice(obj, version()));
+      if (stored->owner_node_uid != slice.owner_node_uid) node_uid_.reset();
       ++(exists ? stats_.updates : stats_.creates);
       return Status::Ok();
     }
     const bool retry = resp.status == kHttpConflict || (exists && resp.status == kHttpNotFound);
+    if (!exists && resp.status == kHttpNotFound) return VersionGone(req, resp, "write ResourceSlice " + slice.name);
     if (!retry || attempt >= options_.max_conflict_retries) {
+      // 404/409/422 can mean the owner changed under us (the Node re-created): read it again
+      // before the next write.
+      if (resp.status == kHttpConflict || resp.status == 422) node_uid_.reset();
       return ApiError(*api_, req, resp).Prepend("write ResourceSlice " + slice.name);
     }
     if (resp.status == kHttpNotFound) {  // deleted under us: create it
@@ -148,7 +202,8 @@ Status SlicePublisher::Write(ResourceSlice slice, bool exists, ResourceSlice* st
     }
     if (current.status != 200) return ApiError(*api_, get, current).Prepend("write ResourceSlice " + slice.name);
     RDMAK8S_ASSIGN_OR_RETURN(json obj, ParseBody(*api_, get, current));
-    slice.resource_version = obj.value("metadata", json::object()).value("resourceVersion", std::string());
+    RDMAK8S_ASSIGN_OR_RETURN(ResourceSlice now, DecodeResourceSlice(obj, version()));
+    slice.resource_version = now.resource_version;
     exists = true;
   }
 }
@@ -159,6 +214,8 @@ Status SlicePublisher::PublishOnce(const std::vector<DeviceInput>& devices, bool
   std::vector<ResourceSlice> desired = DesiredSlices(devices, options_, features_, &built);
   notes_ = built.notes;
   RDMAK8S_ASSIGN_OR_RETURN(std::vector<ResourceSlice> current, ListOurs());
+  const bool owner_fresh = !node_uid_;
+  RDMAK8S_RETURN_IF_ERROR(EnsureOwner());
   for (auto& s : desired) s.owner_node_uid = *node_uid_;
 
   int64_t server_gen = 0;
@@ -178,6 +235,13 @@ Status SlicePublisher::PublishOnce(const std::vector<DeviceInput>& devices, bool
     return Status::Ok();
   }
 
+  // About to write: the owner is read again first, so no write carries the UID of a Node that
+  // was deleted and re-created since (the garbage collector would delete the slice at once).
+  if (!owner_fresh) {
+    node_uid_.reset();
+    RDMAK8S_RETURN_IF_ERROR(EnsureOwner());
+    for (auto& s : desired) s.owner_node_uid = *node_uid_;
+  }
   const int64_t generation = std::max(server_gen, last_generation_) + 1;
   for (ResourceSlice& d : desired) {
     d.pool_generation = generation;
@@ -213,8 +277,18 @@ Status SlicePublisher::PublishOnce(const std::vector<DeviceInput>& devices, bool
 }
 
 Status SlicePublisher::Publish(const std::vector<DeviceInput>& devices) {
+  version_gone_ = false;
+  Status s = PublishWithVersion(devices);
+  if (!s.ok() && version_gone_) {
+    // The version was found gone (404 for the collection): once more with the one the server
+    // serves now.
+    s = PublishWithVersion(devices);
+  }
+  return s;
+}
+
+Status SlicePublisher::PublishWithVersion(const std::vector<DeviceInput>& devices) {
   if (!version_) RDMAK8S_RETURN_IF_ERROR(DiscoverVersion());
-  RDMAK8S_RETURN_IF_ERROR(EnsureOwner());
   bool features_changed = false;
   RDMAK8S_RETURN_IF_ERROR(PublishOnce(devices, &features_changed));
   // At most twice more: each pass can only turn a feature off.
@@ -226,7 +300,13 @@ Status SlicePublisher::Publish(const std::vector<DeviceInput>& devices) {
 
 Status SlicePublisher::DeleteAll() {
   if (!version_) RDMAK8S_RETURN_IF_ERROR(DiscoverVersion());
-  RDMAK8S_ASSIGN_OR_RETURN(std::vector<ResourceSlice> current, ListOurs());
+  version_gone_ = false;
+  StatusOr<std::vector<ResourceSlice>> listed = ListOurs();
+  if (!listed.ok() && version_gone_) {
+    RDMAK8S_RETURN_IF_ERROR(DiscoverVersion());
+    listed = ListOurs();
+  }
+  RDMAK8S_ASSIGN_OR_RETURN(std::vector<ResourceSlice> current, std::move(listed));
   for (const auto& c : current) {
     HttpRequest del{"DELETE", CollectionPath() + "/" + c.name, ""};
     RDMAK8S_ASSIGN_OR_RETURN(HttpResponse resp, api_->Send(del));

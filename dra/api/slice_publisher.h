@@ -15,6 +15,20 @@
 // it stores, so when the returned object lacks what we sent, the feature is off and the pool is
 // rebuilt without it (unhealthy devices withdrawn; N named shares per device).
 //
+// Owner: the Node's UID is read before every pass that writes (and again after a 409 or 422
+// answer, or an answer that kept another owner), so no write carries the UID of a Node that was
+// deleted and re-created: the garbage collector deletes a slice whose owner UID is stale. A
+// pass that finds the server's slices matching with a cached owner writes nothing; ForgetOwner
+// (the slice loop's resync, a deletion seen by its watch) makes the next pass compare against
+// the Node's current UID.
+//
+// A 404 for the collection (list or create) means the server no longer serves the version
+// (upgraded from v1beta1 to v1 while the driver runs): the version is forgotten in the shared
+// ApiVersionSource and Publish discovers it again and retries once, at once.
+//
+// Every answer is decoded through checked reads (api_json.h): a malformed one is an error naming
+// the field's path, never an exception.
+//
 // Errors and retries: 409 on update -> re-get the object and retry with its resourceVersion
 // (up to options.max_conflict_retries); 409 on create -> the object exists, update it; 410 Gone
 // on a paged list -> relist from the start; 429/5xx are retried by the client. Any error leaves
@@ -72,6 +86,14 @@ class SlicePublisher {
   // Valid after a successful Publish (or DiscoverVersion). DiscoverVersion asks the
   // ApiVersionSource (api_version.h): errors as its Get.
   Status DiscoverVersion();
+  // The next pass reads the Node's UID before comparing (see Owner above).
+  void ForgetOwner() { node_uid_.reset(); }
+  ApiVersionSource* versions() const { return versions_; }
+  // The list's resourceVersion of the last Publish (where a watch of the changes since starts);
+  // "" before one, or when the server sent none.
+  const std::string& list_resource_version() const { return list_rv_; }
+  const std::string& driver() const { return options_.driver; }
+  const std::string& node_name() const { return options_.node_name; }
   ResourceApiVersion version() const { return version_.value_or(ResourceApiVersion::kV1); }
   const ServerFeatures& features() const { return features_; }
   const PublisherStats& stats() const { return stats_; }
@@ -83,6 +105,9 @@ class SlicePublisher {
   std::string CollectionPath() const;
   StatusOr<std::vector<ResourceSlice>> ListOurs();
   Status EnsureOwner();
+  Status PublishWithVersion(const std::vector<DeviceInput>& devices);
+  // The error for a 404 of the collection; forgets the version.
+  Status VersionGone(const HttpRequest& req, const HttpResponse& resp, const std::string& action);
   // Writes `slice`; sets *stored to what the server kept.
   Status Write(ResourceSlice slice, bool exists, ResourceSlice* stored);
   Status PublishOnce(const std::vector<DeviceInput>& devices, bool* features_changed);
@@ -92,9 +117,12 @@ class SlicePublisher {
   const std::unique_ptr<ApiVersionSource> own_versions_;
   ApiVersionSource* const versions_;
   std::optional<ResourceApiVersion> version_;
+  bool version_gone_ = false;  // VersionGone during this Publish / DeleteAll
   ServerFeatures features_;
   std::optional<std::string> node_uid_;
+  std::optional<std::string> last_node_uid_;  // for the log line when it changes
   int64_t last_generation_ = 0;
+  std::string list_rv_;
   PublisherStats stats_;
   std::vector<std::string> notes_;
   std::vector<std::pair<std::string, std::string>> rdma_dev_of_;

@@ -210,3 +210,77 @@ EOF_POD
   fi
   [ -f /run/e2e/fake-api-server.pid ] && kill "$(cat /run/e2e/fake-api-server.pid)" 2>/dev/null
 }
+
+# dra_kubelet_restart_republishes: kubelet restarts as the real one does (issue 23): at its start
+# it deletes every ResourceSlice of its node (DeleteCollection, fieldSelector spec.nodeName), then
+# registers the driver again. The driver must publish them again (its watch on its slices sees
+# the deletions) and a new pod must then be allocated from them, prepared and get traffic. podB
+# goes first (as a finished job would), freeing rxe_slot2 for the new pod podC; podC is torn down
+# here too, so dra_down finds what it expects.
+dra_kubelet_restart_republishes() {
+  local server left t0 t1 n pd prep alloc c_ip
+  local puid=33333333-cccc-4ccc-8ccc-000000000003 cuid=c3c3c3c3-0000-4000-8000-00000000000c
+  # podB's end: CNI DEL, unprepare, its pause process gone.
+  cni podB DEL
+  rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" unprepare --claim "default/nic-podB/c2b2b2b2-0000-4000-8000-00000000000b" > /dev/null 2>&1
+  pod_delete podB
+  server=$(jq -r '.clusters[0].cluster.server' "$DRA_DIR/tls/kubeconfig")
+  # What the DeleteCollection answered is what it deleted: the driver may have published
+  # again by the time anyone lists.
+  t0=$(now_ms)
+  left=$(curl -sS -X DELETE --cacert "$DRA_DIR/tls/ca.crt" -H "Authorization: Bearer $(cat "$DRA_DIR/tls/token")" \
+    "$server/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D$NODE" |
+    jq --arg drv "$DRIVER" '[.items[] | select(.spec.driver == $drv)] | length')
+  if [ "${left:-0}" -ge 1 ]; then
+    result kubelet-restart-deletes-slices PASS "kubelet's start-up DeleteCollection deleted $left slice(s) of $DRIVER"
+  else
+    result kubelet-restart-deletes-slices FAIL "kubelet's start-up DeleteCollection deleted no slice of $DRIVER ('$left')"
+  fi
+  # Back through the driver's watch alone (kubelet registers it again at the prepare below).
+  n=0
+  while [ -z "$(slice_device_of rxe_slot2)" ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+  pd=$(slice_device_of rxe_slot2)
+  if [ -z "$pd" ]; then
+    result slices-republished FAIL "no ResourceSlice device for rxe_slot2 within 30 s after kubelet deleted the slices"
+    show "$DRA_LOG" 20
+    return 1
+  fi
+  t1=$(now_ms)
+  figure dra-slices-republished $((t1 - t0)) ms
+  result slices-republished PASS "after kubelet's restart the driver published $pd again"
+  claim_write nic-podC "$cuid" podC "$puid" ${pd% *} ${pd#* }
+  n=0
+  while :; do
+    prep=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" prepare --claim "default/nic-podC/$cuid" 2>&1) && break
+    echo "$prep" | grep -q -i 'not found' || break
+    [ $n -ge 50 ] && break
+    sleep 0.1
+    n=$((n + 1))
+  done
+  if ! echo "$prep" | jq -e --arg u "$cuid" '.claims[$u].error == "" and (.claims[$u].devices | length) == 1' >/dev/null 2>&1; then
+    result podC-prepare FAIL "NodePrepareResources of default/nic-podC after the kubelet restart: $prep"
+    show "$DRA_LOG" 30
+    return 1
+  fi
+  result podC-prepare PASS "a claim allocated from the republished slice prepares"
+  echo "$puid" > /run/e2e/podC.uid
+  if ! alloc=$(cdi_as_allocation "$cuid" 2>&1) || ! err=$(pod_create podC slot2 "$alloc" 2>&1); then
+    result podC-create FAIL "pod from the CDI spec of claim $cuid: $alloc $err"
+    return 1
+  fi
+  pod_conflist podC "" exclusive
+  jq 'del(.plugins[1].deviceID)' "$POD_DIR/podC/net.conflist" > "$POD_DIR/podC/net.tmp" &&
+    mv "$POD_DIR/podC/net.tmp" "$POD_DIR/podC/net.conflist"
+  echo "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=podC;K8S_POD_INFRA_CONTAINER_ID=e2e-podC;K8S_POD_UID=$puid" > "$POD_DIR/podC/cni_args"
+  pod_network_up podC podC-cni-add-by-pod-uid || return 1
+  c_ip=$(pod_ip podC)
+  battery_raw_verbs dra-after-kubelet-restart podA rxe_slot1 "$A_IP" podC rxe_slot2 "$c_ip"
+  # podC's end, as kubelet does it.
+  cni podC DEL
+  if rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" unprepare --claim "default/nic-podC/$cuid" > /dev/null 2>&1; then
+    result podC-unprepare PASS "claim of the pod made after the kubelet restart unprepared"
+  else
+    result podC-unprepare FAIL "unprepare of default/nic-podC failed"
+  fi
+  pod_delete podC
+}

@@ -7,7 +7,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <set>
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -86,6 +91,102 @@ json SliceInVersion(json slice, const std::string& version) {
   return slice;
 }
 
+bool IsDnsLabelName(const std::string& s, size_t max = 63) {
+  if (s.empty() || s.size() > max) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (!alnum(s.front()) || !alnum(s.back())) return false;
+  return std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-'; });
+}
+bool IsDnsSubdomainName(const std::string& s, size_t max) {
+  if (s.empty() || s.size() > max) return false;
+  for (const auto& label : Split(s, '.')) {
+    if (!IsDnsLabelName(label)) return false;
+  }
+  return true;
+}
+bool IsCIdentifierName(const std::string& s) {
+  if (s.empty() || s.size() > 32) return false;
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (!alpha(s[0])) return false;
+  return std::all_of(s.begin(), s.end(), [&](char c) { return alpha(c) || (c >= '0' && c <= '9'); });
+}
+// k8s.io/dynamic-resource-allocation's rule for attribute and capacity names.
+bool IsQualifiedAttributeName(const std::string& s) {
+  size_t slash = s.find('/');
+  if (slash == std::string::npos) return IsCIdentifierName(s);
+  return IsDnsSubdomainName(s.substr(0, slash), 63) && IsCIdentifierName(s.substr(slash + 1));
+}
+// A label key ("prefix/name", name at most 63 of [A-Za-z0-9_.-] starting and ending alnum).
+bool IsLabelKey(const std::string& s) {
+  size_t slash = s.find('/');
+  std::string name = slash == std::string::npos ? s : s.substr(slash + 1);
+  if (slash != std::string::npos && !IsDnsSubdomainName(s.substr(0, slash), 253)) return false;
+  if (name.empty() || name.size() > 63) return false;
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (!alnum(name.front()) || !alnum(name.back())) return false;
+  return std::all_of(name.begin(), name.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+bool IsLabelValue(const std::string& s) { return s.empty() || (s.size() <= 63 && IsLabelKey(s) && s.find('/') == std::string::npos); }
+
+// What the v1 API server's validation says of a slice in v1 shape; "" when valid.
+std::string ValidateSlice(const json& obj) {
+  const json& meta = obj.value("metadata", json::object());
+  if (!meta.is_object() || !IsDnsSubdomainName(meta.value("name", ""), 253)) {
+    return "metadata.name: Invalid value: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters";
+  }
+  const json& spec = obj["spec"];
+  if (!spec.is_object()) return "spec: Required value";
+  const std::string driver = spec.value("driver", "");
+  if (!IsDnsSubdomainName(driver, 63)) return "spec.driver: Invalid value: \"" + driver + "\": must be a DNS subdomain of at most 63 characters";
+  const json& pool = spec.value("pool", json::object());
+  if (!pool.is_object() || pool.value("name", "").empty()) return "spec.pool.name: Required value";
+  if (!pool.value("generation", json(0)).is_number_integer() || pool.value("generation", 0) < 0) return "spec.pool.generation: Invalid value";
+  if (pool.value("resourceSliceCount", 0) < 1) return "spec.pool.resourceSliceCount: Invalid value: must be greater than zero";
+  const json& devices = spec["devices"];
+  std::set<std::string> names;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const json& d = devices[i];
+    const std::string at = "spec.devices[" + std::to_string(i) + "]";
+    const std::string name = d.value("name", "");
+    if (!IsDnsLabelName(name)) {
+      return at + ".name: Invalid value: \"" + name + "\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
+    }
+    if (!names.insert(name).second) return at + ".name: Duplicate value: \"" + name + "\"";
+    const json attributes = d.value("attributes", json::object());
+    const json capacity = d.value("capacity", json::object());
+    if (attributes.size() + capacity.size() > 32) {
+      return at + ": Too many: " + std::to_string(attributes.size() + capacity.size()) + ": must have at most 32 attributes and capacities";
+    }
+    for (const auto& [k, v] : attributes.items()) {
+      if (!IsQualifiedAttributeName(k)) return at + ".attributes[" + k + "]: Invalid value: not a C identifier of at most 32 after an optional domain";
+      if (!v.is_object() || v.size() != 1) return at + ".attributes[" + k + "]: Required value: exactly one value must be specified";
+      for (const char* kind : {"string", "version"}) {
+        if (v.contains(kind) && (!v[kind].is_string() || v[kind].get<std::string>().size() > 64)) {
+          return at + ".attributes[" + k + "]." + kind + ": Too long: may not be more than 64 bytes";
+        }
+      }
+    }
+    for (const auto& [k, v] : capacity.items()) {
+      if (!IsQualifiedAttributeName(k)) return at + ".capacity[" + k + "]: Invalid value: not a C identifier of at most 32 after an optional domain";
+      if (!v.is_object() || !v.contains("value")) return at + ".capacity[" + k + "].value: Required value";
+    }
+    if (d.contains("taints")) {
+      const json& taints = d["taints"];
+      if (!taints.is_array() || taints.size() > 4) return at + ".taints: Too many: must have at most 4";
+      for (size_t t = 0; t < taints.size(); ++t) {
+        const std::string tat = at + ".taints[" + std::to_string(t) + "]";
+        if (!IsLabelKey(taints[t].value("key", ""))) return tat + ".key: Invalid value: must be a qualified name";
+        if (!IsLabelValue(taints[t].value("value", ""))) return tat + ".value: Invalid value: must be a valid label value";
+        const std::string effect = taints[t].value("effect", "");
+        if (effect != "NoSchedule" && effect != "NoExecute") {
+          return tat + ".effect: Unsupported value: \"" + effect + "\": supported values: \"NoExecute\", \"NoSchedule\"";
+        }
+      }
+    }
+  }
+  return "";
+}
+
 struct Conn {
   int fd;
   SSL* ssl;
@@ -94,7 +195,7 @@ struct Conn {
     size_t off = 0;
     while (off < s.size()) {
       ssize_t w = ssl ? SSL_write(ssl, s.data() + off, static_cast<int>(s.size() - off))
-                      : ::write(fd, s.data() + off, s.size() - off);
+                      : ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);  // a client gone: an error
       if (w <= 0) return false;
       off += static_cast<size_t>(w);
     }
@@ -104,7 +205,11 @@ struct Conn {
 
 }  // namespace
 
-FakeApiServer::FakeApiServer(FakeApiServerOptions options) : options_(std::move(options)), token_(options_.token) {}
+FakeApiServer::FakeApiServer(FakeApiServerOptions options)
+    : options_(std::move(options)),
+      token_(options_.token),
+      serve_v1_(options_.serve_v1),
+      serve_v1beta1_(options_.serve_v1beta1) {}
 
 FakeApiServer::~FakeApiServer() { Stop(); }
 
@@ -151,6 +256,10 @@ bool FakeApiServer::Start(const std::string& unix_socket) {
 
 void FakeApiServer::Stop() {
   if (stopping_.exchange(true)) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // a watch between its check and its wait sees it
+  }
+  events_cv_.notify_all();
   if (listen_fd_ >= 0) ::shutdown(listen_fd_, SHUT_RDWR);
   if (accept_thread_.joinable()) accept_thread_.join();
   std::vector<std::thread> threads;
@@ -233,6 +342,10 @@ void FakeApiServer::Serve(int fd) {
       std::string body = buf.substr(0, length);
       buf.erase(0, length);
       Response r = Handle(request_line[0], request_line[1], headers, body);
+      if (r.watch) {
+        if (!ServeWatch(&conn, *r.watch)) goto done;
+        continue;
+      }
       std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + Reason(r.status) +
                         "\r\nContent-Type: application/json\r\nContent-Length: " +
                         std::to_string(r.body.size()) + "\r\n";
@@ -255,6 +368,146 @@ void FakeApiServer::SetToken(std::string token) {
 void FakeApiServer::AddNode(const std::string& name, const std::string& uid) {
   std::lock_guard<std::mutex> lock(mu_);
   nodes_[name] = uid;
+  CollectGarbageLocked();
+}
+void FakeApiServer::DeleteNode(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  nodes_.erase(name);
+  CollectGarbageLocked();
+}
+void FakeApiServer::SetServedVersions(bool v1, bool v1beta1) {
+  std::lock_guard<std::mutex> lock(mu_);
+  serve_v1_ = v1;
+  serve_v1beta1_ = v1beta1;
+}
+bool FakeApiServer::ServedLocked(const std::string& version) const {
+  return (version == "v1" && serve_v1_) || (version == "v1beta1" && serve_v1beta1_);
+}
+int FakeApiServer::DeleteSlices(const std::string& node, const std::string& driver) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int n = 0;
+  for (auto it = slices_.begin(); it != slices_.end();) {
+    const json& sp = it->second["spec"];
+    if ((!node.empty() && sp.value("nodeName", "") != node) || (!driver.empty() && sp.value("driver", "") != driver)) {
+      ++it;
+      continue;
+    }
+    RecordLocked("DELETED", it->second);
+    it = slices_.erase(it);
+    ++n;
+  }
+  return n;
+}
+void FakeApiServer::CompactWatchHistory() {
+  std::lock_guard<std::mutex> lock(mu_);
+  events_.clear();
+  // As a restarted server's watch cache: even the latest resourceVersion given out is too old;
+  // a list from now on gives one that can be watched from.
+  ++resource_version_;
+  oldest_rv_ = resource_version_ + 1;
+}
+void FakeApiServer::EndWatches() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++watch_epoch_;
+  }
+  events_cv_.notify_all();
+}
+int FakeApiServer::open_watches() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return open_watches_;
+}
+void FakeApiServer::AnswerNext(const std::string& prefix, int status, std::string body, int count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  canned_.push_back({prefix, status, std::move(body), count});
+}
+void FakeApiServer::RecordLocked(const std::string& type, const json& object) {
+  json o = object;
+  if (type == "DELETED") o["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
+  events_.push_back({std::stoll(o["metadata"].value("resourceVersion", "0")), type, std::move(o)});
+  events_cv_.notify_all();
+}
+void FakeApiServer::CollectGarbageLocked() {
+  for (auto it = slices_.begin(); it != slices_.end();) {
+    bool orphan = false;
+    for (const auto& ref : it->second["metadata"].value("ownerReferences", json::array())) {
+      if (ref.value("kind", "") != "Node") continue;
+      auto node = nodes_.find(ref.value("name", ""));
+      orphan |= node == nodes_.end() || node->second != ref.value("uid", "");
+    }
+    if (!orphan) {
+      ++it;
+      continue;
+    }
+    RecordLocked("DELETED", it->second);
+    it = slices_.erase(it);
+  }
+}
+
+bool FakeApiServer::ServeWatch(void* conn_ptr, const WatchSpec& spec) {
+  Conn& conn = *static_cast<Conn*>(conn_ptr);
+  auto chunk = [](const std::string& data) {
+    std::array<char, 32> size{};
+    std::snprintf(size.data(), size.size(), "%zx\r\n", data.size());
+    return std::string(size.data()) + data + "\r\n";
+  };
+  auto matches = [&](const json& o) {
+    const json& sp = o["spec"];
+    return (spec.node.empty() || sp.value("nodeName", "") == spec.node) &&
+           (spec.driver.empty() || sp.value("driver", "") == spec.driver);
+  };
+  auto line = [&](const std::string& type, const json& object) {
+    return json{{"type", type}, {"object", SliceInVersion(object, spec.version)}}.dump() + "\n";
+  };
+  if (!conn.Write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")) {
+    return false;
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  ++open_watches_;
+  events_cv_.notify_all();
+  const uint64_t epoch = watch_epoch_;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(spec.timeout_s);
+  std::vector<std::string> out;
+  int64_t pos = spec.from;
+  bool ended = false;
+  if (spec.from < 0) {
+    for (const auto& [n, obj] : slices_) {
+      if (matches(obj)) out.push_back(line("ADDED", obj));
+    }
+    pos = resource_version_;
+  } else if (spec.from + 1 < oldest_rv_) {
+    out.push_back(json{{"type", "ERROR"},
+                       {"object", json::parse(StatusBody(410, "Expired", "too old resource version: " +
+                                                                     std::to_string(spec.from) + " (" +
+                                                                     std::to_string(oldest_rv_) + ")"))}}
+                      .dump() + "\n");
+    ended = true;
+  }
+  bool ok = true;
+  while (ok) {
+    if (!ended) {
+      for (const auto& e : events_) {
+        if (e.rv > pos && matches(e.object)) out.push_back(line(e.type, e.object));
+        pos = std::max(pos, e.rv);
+      }
+    }
+    if (!out.empty()) {
+      std::vector<std::string> batch;
+      batch.swap(out);
+      lock.unlock();
+      for (const auto& l : batch) ok = ok && conn.Write(chunk(l));
+      lock.lock();
+      continue;
+    }
+    if (ended || stopping_ || watch_epoch_ != epoch) break;
+    const bool more = events_cv_.wait_until(lock, deadline, [&] {
+      return stopping_ || watch_epoch_ != epoch || (!events_.empty() && events_.back().rv > pos);
+    });
+    if (!more) break;  // timeoutSeconds: the server ends the watch
+  }
+  --open_watches_;
+  lock.unlock();
+  return ok && conn.Write("0\r\n\r\n");
 }
 void FakeApiServer::AddClaim(json claim) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -280,6 +533,7 @@ void FakeApiServer::PutSliceV1(json slice) {
   std::lock_guard<std::mutex> lock(mu_);
   slice["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
   const std::string name = slice["metadata"]["name"].get<std::string>();
+  RecordLocked(slices_.count(name) != 0u ? "MODIFIED" : "ADDED", slice);
   slices_[name] = std::move(slice);
 }
 
@@ -314,6 +568,12 @@ FakeApiServer::Response FakeApiServer::Handle(const std::string& method, const s
     --fail_count_;
     return {fail_status_, StatusBody(fail_status_, "TooManyRequests", "injected failure"), fail_retry_after_};
   }
+  for (auto it = canned_.begin(); it != canned_.end(); ++it) {
+    if ((method + " " + target).rfind(it->prefix, 0) != 0) continue;
+    Response r{it->status, it->body, ""};
+    if (--it->count <= 0) canned_.erase(it);
+    return r;
+  }
   std::string path = target.substr(0, target.find('?'));
   std::map<std::string, std::string> query;
   if (size_t q = target.find('?'); q != std::string::npos) {
@@ -325,8 +585,8 @@ FakeApiServer::Response FakeApiServer::Handle(const std::string& method, const s
   std::vector<std::string> parts = Split(path, '/');  // "", "apis", "resource.k8s.io", ...
   if (path == "/apis/resource.k8s.io" && method == "GET") {
     json versions = json::array();
-    if (options_.serve_v1) versions.push_back({{"groupVersion", "resource.k8s.io/v1"}, {"version", "v1"}});
-    if (options_.serve_v1beta1) versions.push_back({{"groupVersion", "resource.k8s.io/v1beta1"}, {"version", "v1beta1"}});
+    if (serve_v1_) versions.push_back({{"groupVersion", "resource.k8s.io/v1"}, {"version", "v1"}});
+    if (serve_v1beta1_) versions.push_back({{"groupVersion", "resource.k8s.io/v1beta1"}, {"version", "v1beta1"}});
     if (versions.empty()) return {404, StatusBody(404, "NotFound", "the server could not find the requested resource"), ""};
     return {200, json{{"kind", "APIGroup"}, {"apiVersion", "v1"}, {"name", "resource.k8s.io"},
                       {"versions", versions}, {"preferredVersion", versions[0]}}.dump(), ""};
@@ -338,7 +598,7 @@ FakeApiServer::Response FakeApiServer::Handle(const std::string& method, const s
   }
   if (parts.size() >= 5 && parts[1] == "apis" && parts[2] == "resource.k8s.io") {
     const std::string& version = parts[3];
-    bool served = (version == "v1" && options_.serve_v1) || (version == "v1beta1" && options_.serve_v1beta1);
+    bool served = ServedLocked(version);
     if (!served) return {404, StatusBody(404, "NotFound", "the server could not find the requested resource"), ""};
     if (parts[4] == "resourceslices") {
       return HandleSlices(method, version, parts.size() > 5 ? parts[5] : "", query, body);
@@ -363,17 +623,47 @@ FakeApiServer::Response FakeApiServer::HandleSlices(const std::string& method, c
   auto not_found = [&] {
     return Response{404, StatusBody(404, "NotFound", "resourceslices.resource.k8s.io \"" + name + "\" not found"), ""};
   };
-  if (method == "GET" && name.empty()) {
-    std::string node, driver;
-    if (auto it = query.find("fieldSelector"); it != query.end()) {
-      for (const auto& term : Split(it->second, ',')) {
-        size_t eq = term.find('=');
-        if (eq == std::string::npos) continue;
-        if (term.substr(0, eq) == "spec.nodeName") node = term.substr(eq + 1);
-        else if (term.substr(0, eq) == "spec.driver") driver = term.substr(eq + 1);
-        else return {400, StatusBody(400, "BadRequest", "field label not supported: " + term.substr(0, eq)), ""};
+  std::string node, driver;
+  if (auto it = query.find("fieldSelector"); it != query.end() && name.empty()) {
+    for (const auto& term : Split(it->second, ',')) {
+      size_t eq = term.find('=');
+      if (eq == std::string::npos) continue;
+      if (term.substr(0, eq) == "spec.nodeName") node = term.substr(eq + 1);
+      else if (term.substr(0, eq) == "spec.driver") driver = term.substr(eq + 1);
+      else return {400, StatusBody(400, "BadRequest", "field label not supported: " + term.substr(0, eq)), ""};
+    }
+  }
+  if (method == "GET" && name.empty() && (query.count("watch") != 0u) &&
+      (query.at("watch") == "true" || query.at("watch") == "1")) {
+    WatchSpec w{version, node, driver};
+    if (auto it = query.find("resourceVersion"); it != query.end() && !it->second.empty() && it->second != "0") {
+      try {
+        w.from = std::stoll(it->second);
+      } catch (const std::exception&) {
+        return {400, StatusBody(400, "BadRequest", "invalid resourceVersion " + it->second), ""};
       }
     }
+    if (auto it = query.find("timeoutSeconds"); it != query.end()) w.timeout_s = std::stoi(it->second);
+    Response r;
+    r.watch = w;
+    return r;
+  }
+  if (method == "DELETE" && name.empty()) {  // DeleteCollection, as kubelet's cleanup
+    json items = json::array();
+    for (auto it = slices_.begin(); it != slices_.end();) {
+      const json& sp = it->second["spec"];
+      if ((!node.empty() && sp.value("nodeName", "") != node) || (!driver.empty() && sp.value("driver", "") != driver)) {
+        ++it;
+        continue;
+      }
+      items.push_back(SliceInVersion(it->second, version));
+      RecordLocked("DELETED", it->second);
+      it = slices_.erase(it);
+    }
+    return {200, json{{"kind", "ResourceSliceList"}, {"apiVersion", "resource.k8s.io/" + version},
+                      {"metadata", json::object()}, {"items", items}}.dump(), ""};
+  }
+  if (method == "GET" && name.empty()) {
     size_t offset = 0;
     if (auto it = query.find("continue"); it != query.end() && !it->second.empty()) {
       if (expire_continues_ > 0) {
@@ -407,6 +697,7 @@ FakeApiServer::Response FakeApiServer::HandleSlices(const std::string& method, c
     auto it = slices_.find(name);
     if (it == slices_.end()) return not_found();
     json gone = SliceInVersion(it->second, version);
+    RecordLocked("DELETED", it->second);
     slices_.erase(it);
     return {200, gone.dump(), ""};
   }
@@ -450,6 +741,10 @@ FakeApiServer::Response FakeApiServer::HandleSlices(const std::string& method, c
   if (devices.size() > (tainted ? 64u : 128u)) {
     return {422, StatusBody(422, "Invalid", "spec.devices: too many devices"), ""};
   }
+  if (std::string invalid = ValidateSlice(obj); !invalid.empty()) {
+    return {422, StatusBody(422, "Invalid", "ResourceSlice.resource.k8s.io \"" + obj["metadata"].value("name", "") +
+                                                "\" is invalid: " + invalid), ""};
+  }
   obj["apiVersion"] = "resource.k8s.io/v1";
   const std::string obj_name = obj["metadata"].value("name", "");
   if (method == "POST") {
@@ -459,6 +754,8 @@ FakeApiServer::Response FakeApiServer::HandleSlices(const std::string& method, c
     obj["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
     obj["metadata"]["uid"] = "uid-" + obj_name;
     slices_[obj_name] = obj;
+    RecordLocked("ADDED", obj);
+    CollectGarbageLocked();
     return {201, SliceInVersion(obj, version).dump(), ""};
   }
   auto it = slices_.find(name);
@@ -466,6 +763,7 @@ FakeApiServer::Response FakeApiServer::HandleSlices(const std::string& method, c
   if (conflicts_ > 0) {  // another writer got there first
     --conflicts_;
     it->second["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
+    RecordLocked("MODIFIED", it->second);
   }
   if (obj["metadata"].value("resourceVersion", "") != it->second["metadata"].value("resourceVersion", "")) {
     return {409, StatusBody(409, "Conflict", "Operation cannot be fulfilled on resourceslices.resource.k8s.io \"" +
@@ -475,6 +773,8 @@ FakeApiServer::Response FakeApiServer::HandleSlices(const std::string& method, c
   obj["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
   obj["metadata"]["uid"] = it->second["metadata"].value("uid", "");
   it->second = obj;
+  RecordLocked("MODIFIED", obj);
+  CollectGarbageLocked();
   return {200, SliceInVersion(obj, version).dump(), ""};
 }
 

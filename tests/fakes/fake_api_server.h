@@ -8,13 +8,31 @@
 // paged lists (limit/continue) with fieldSelector spec.nodeName / spec.driver, the API's slice
 // limits (422), a bearer token checked per request (401), fields of disabled feature gates
 // (device taints, allowMultipleAllocations) dropped from what is stored.
+// Watches on resourceslices (watch=true, with the fieldSelector, resourceVersion,
+// timeoutSeconds, BOOKMARK-less): without a resourceVersion the current objects come first as
+// ADDED, then every change as a chunked stream of one JSON event per line, as the real server
+// sends; a resourceVersion older than the kept history gets an ERROR event with a 410 Status
+// (Expired), as the real one does after compaction.
+// Ownership as the real garbage collector does it: a slice whose ownerReference names a Node
+// that is gone or has another UID is deleted at once after the write that stored it, or when
+// the Node is deleted or re-created (the real GC takes ~50 ms; "at once" is the strictest).
+// Validation as the v1 server's (answers 422 Invalid naming the field): metadata.name a DNS
+// subdomain, driver a DNS subdomain of at most 63, device names DNS labels, attribute and
+// capacity names qualified names (a C identifier of at most 32 after an optional DNS-subdomain
+// domain of at most 63 and "/"), string and version values at most 64, at most 32 attributes
+// and capacities per device, at most 128 devices per slice (64 when any has taints), at most 4
+// taints per device with a qualified-name key, a label value and effect NoSchedule or NoExecute.
+// DELETE of the collection with a fieldSelector (kubelet's DeleteCollection at its start).
+// The resource.k8s.io versions it serves can change while it runs (an upgrade).
 // Injected faults: the next N answers of a given status (429 with Retry-After, 503), N
-// conflicting writers, N expired continue tokens (410).
+// conflicting writers, N expired continue tokens (410), raw answers of any body.
 //
 // Thread safety: all methods may be called from the test while the server serves.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <optional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -47,12 +65,31 @@ class FakeApiServer {
   std::string url() const;
 
   void SetToken(std::string token);
+  // Creates the Node, or re-creates it with `uid` (the garbage collector then deletes slices
+  // owned by the old one).
   void AddNode(const std::string& name, const std::string& uid);
+  // Deletes the Node; the garbage collector deletes the slices it owns.
+  void DeleteNode(const std::string& name);
+  // Which resource.k8s.io versions are served from now on (discovery and paths).
+  void SetServedVersions(bool v1, bool v1beta1);
+  // Deletes the slices matching (empty: any) node and driver, as kubelet's DeleteCollection
+  // with a fieldSelector does; returns how many.
+  int DeleteSlices(const std::string& node, const std::string& driver = "");
+  // Forgets the watch history, as a restarted server's watch cache does: a watch from any
+  // resourceVersion given out so far gets 410 Expired.
+  void CompactWatchHistory();
+  // Ends every open watch now (as an API server restart does).
+  void EndWatches();
+  // Watches being served now.
+  int open_watches() const;
   // `claim` is a ResourceClaim object (metadata.namespace / name).
   void AddClaim(nlohmann::json claim);
 
   // The next `count` requests (of any kind) are answered `status` with a Status body.
   void FailNext(int status, int count = 1, std::string retry_after = "");
+  // The next `count` requests whose "METHOD path" starts with `prefix` are answered `status`
+  // with `body` as it is (hostile or malformed answers).
+  void AnswerNext(const std::string& prefix, int status, std::string body, int count = 1);
   // The next `count` PUTs of a slice meet another writer first: its resourceVersion moves on
   // and the PUT gets 409.
   void ConflictNextUpdates(int count);
@@ -68,11 +105,29 @@ class FakeApiServer {
   int CountRequests(const std::string& method_prefix) const;
 
  private:
+  struct WatchSpec {
+    std::string version, node, driver;
+    int64_t from = -1;  // resourceVersion; -1: from now, current objects first
+    int timeout_s = 1800;
+  };
   struct Response {
+    Response() = default;
+    Response(int s, std::string b, std::string r) : status(s), body(std::move(b)), retry_after(std::move(r)) {}
     int status = 200;
     std::string body;
     std::string retry_after;
+    std::optional<WatchSpec> watch;  // stream a watch instead of `body`
   };
+  struct Event {
+    int64_t rv;
+    std::string type;
+    nlohmann::json object;  // v1 shape
+  };
+  // Under mu_: a change of slices_ for the watches.
+  void RecordLocked(const std::string& type, const nlohmann::json& object);
+  void CollectGarbageLocked();
+  bool ServedLocked(const std::string& version) const;
+  bool ServeWatch(void* conn, const WatchSpec& spec);
   void AcceptLoop();
   void Serve(int fd);
   Response Handle(const std::string& method, const std::string& target,
@@ -101,6 +156,19 @@ class FakeApiServer {
   std::string fail_retry_after_;
   int conflicts_ = 0, expire_continues_ = 0;
   std::vector<std::string> requests_;
+  bool serve_v1_ = true, serve_v1beta1_ = true;
+  struct Canned {
+    std::string prefix;
+    int status;
+    std::string body;
+    int count;
+  };
+  std::vector<Canned> canned_;
+  std::vector<Event> events_;  // the watch history
+  int64_t oldest_rv_ = 0;      // a watch from before this is too old
+  uint64_t watch_epoch_ = 0;   // EndWatches moves it on
+  int open_watches_ = 0;
+  std::condition_variable events_cv_;
 };
 
 // A self-signed certificate (EC P-256, SAN IP:127.0.0.1 and DNS:localhost) and its key, PEM.

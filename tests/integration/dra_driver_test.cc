@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
@@ -17,6 +18,7 @@
 
 #include "fakes/fake_api_server.h"
 #include "fakes/fake_dra_kubelet.h"
+#include "fakes/fake_kubelet_slice_cleanup.h"
 #include "rdmak8s/pod_devices.h"
 #include "support/spawn.h"
 #include "support/temp_dir.h"
@@ -166,6 +168,28 @@ class DraDriverBinaryTest : public ::testing::Test {
     kubelet_ = std::make_unique<fake::FakeDraKubelet>();
     auto info = kubelet_->Register(reg);
     ASSERT_TRUE(info.ok()) << info.status().ToString();
+  }
+
+  // claim-1 of namespace ml, allocated mlx5-0 for pod pod-uid-1, as a scheduler leaves it.
+  void AddClaim1() {
+    server_->AddClaim(json::parse(R"({
+      "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+      "metadata": {"namespace": "ml", "name": "nic", "uid": "claim-1"},
+      "status": {
+        "allocation": {"devices": {"results": [
+          {"request": "nic", "driver": "rdma.rdmak8s.io", "pool": "node1", "device": "mlx5-0"}]}},
+        "reservedFor": [{"resource": "pods", "name": "trainer", "uid": "pod-uid-1"}]}})"));
+  }
+  void PrepareClaim1() {
+    auto prep = kubelet_->NodePrepareResources({{"ml", "claim-1", "nic"}});
+    ASSERT_TRUE(prep.ok()) << prep.status().ToString();
+    ASSERT_EQ(prep->claims().at("claim-1").error(), "") << ReadAll(root_ + "/stderr.log");
+    EXPECT_EQ(prep->claims().at("claim-1").devices_size(), 1);
+  }
+  // A kubelet's cleanup of this node's slices, as the real one does them, on the fake server.
+  std::unique_ptr<fake::FakeKubeletSliceCleanup> KubeletCleanup(std::chrono::milliseconds delay) {
+    return std::make_unique<fake::FakeKubeletSliceCleanup>(fake::KubeletSliceCleanupOptions{
+        kNode, delay, [this](const std::string& node, const std::string& driver) { server_->DeleteSlices(node, driver); }});
   }
 
   std::string root_;
@@ -411,6 +435,69 @@ TEST_F(DraDriverBinaryTest, WithoutAnyApiServerConfigurationItRefusesToStartNami
   EXPECT_NE(log.find("--kubeconfig"), std::string::npos) << log;
   EXPECT_NE(log.find("--no-api-server"), std::string::npos) << log;
   EXPECT_FALSE(fs::exists(root_ + "/reg/" + std::string(kDriver) + "-reg.sock"));
+}
+
+TEST_F(DraDriverBinaryTest, AKubeletRestartDeletesTheSlicesAndTheyAreBackForTheNextClaim) {
+  StartApiServer();
+  Spawn(DriverArgs());
+  ASSERT_NO_FATAL_FAILURE(WaitForTheFixturesSlice());
+  Register();
+  // kubelet restarts: at its start it deletes every slice of the node, then registers the
+  // driver again.
+  auto kubelet = KubeletCleanup(std::chrono::seconds(30));
+  const auto deleted = std::chrono::steady_clock::now();
+  kubelet->Start();
+  ASSERT_TRUE(server_->Slices().empty());
+  Register();
+  ASSERT_TRUE(WaitUntil([&] { return !Device("mlx5-0").is_null(); }))
+      << "the slices kubelet deleted were never published again: " << ReadAll(root_ + "/stderr.log");
+  std::cout << "[ figure ] slices present again "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - deleted).count()
+            << " ms after kubelet deleted them at its start\n";
+  AddClaim1();
+  ASSERT_NO_FATAL_FAILURE(PrepareClaim1());
+}
+
+TEST_F(DraDriverBinaryTest, SlicesKubeletDeletesAfterTheRegistrationSocketWentAreRepublished) {
+  StartApiServer();
+  Spawn(DriverArgs());
+  ASSERT_NO_FATAL_FAILURE(WaitForTheFixturesSlice());
+  Register();
+  const std::string reg = root_ + "/reg/" + std::string(kDriver) + "-reg.sock";
+  auto kubelet = KubeletCleanup(std::chrono::milliseconds(0));  // the driver-cleanup, without its 30 s
+  ASSERT_TRUE(kubelet->WatchDriver(reg, kDriver));
+  ASSERT_TRUE(fs::remove(reg));
+  ASSERT_TRUE(WaitUntil([&] { return kubelet->driver_cleanups() >= 1; }));
+  EXPECT_TRUE(WaitUntil([&] { return !Device("mlx5-0").is_null() && fs::exists(reg); }))
+      << ReadAll(root_ + "/stderr.log");
+}
+
+TEST_F(DraDriverBinaryTest, ANodeRecreatedWithANewUidOwnsTheRepublishedSlices) {
+  StartApiServer();
+  Spawn(DriverArgs());
+  ASSERT_NO_FATAL_FAILURE(WaitForTheFixturesSlice());
+  server_->DeleteNode(kNode);  // the garbage collector deletes the slices it owned
+  ASSERT_TRUE(server_->Slices().empty());
+  server_->AddNode(kNode, "node-uid-2");
+  ASSERT_TRUE(WaitUntil([&] {
+    auto slices = server_->Slices();
+    return slices.size() == 1u && slices[0]["metadata"]["ownerReferences"][0]["uid"] == "node-uid-2";
+  })) << ReadAll(root_ + "/stderr.log");
+}
+
+TEST_F(DraDriverBinaryTest, AfterTheApiServerUpgradesFromV1beta1ToV1ItPublishesAndReadsClaimsInV1) {
+  StartApiServer(/*serve_v1=*/false);
+  Spawn(DriverArgs());
+  ASSERT_TRUE(WaitUntil([&] { return !Device("mlx5-0", "v1beta1").is_null(); })) << ReadAll(root_ + "/stderr.log");
+  Register();
+  server_->SetServedVersions(/*v1=*/true, /*v1beta1=*/false);
+  server_->EndWatches();  // the upgraded server restarted
+  // The driver's watch comes back to a 404: it discovers the version again and relists in v1.
+  ASSERT_TRUE(WaitUntil([&] { return server_->CountRequests("GET /apis/resource.k8s.io/v1/resourceslices") >= 1; }))
+      << ReadAll(root_ + "/stderr.log");
+  EXPECT_FALSE(Device("mlx5-0").is_null());
+  AddClaim1();
+  ASSERT_NO_FATAL_FAILURE(PrepareClaim1());
 }
 
 }  // namespace

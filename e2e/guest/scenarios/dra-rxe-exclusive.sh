@@ -11,6 +11,10 @@
 # one (allocated from subrequest "nic/rxe"): its container, asking for "nic", must get the device
 # as kubelet matches request names. Health stays Healthy in kubelet's view 60 s on (past its 30 s
 # staleness timeout).
+# a kubelet restart deletes the slices (DeleteCollection, as the real one at its start): the
+# driver publishes them again and a new pod (podC, on podB's freed device) is allocated from
+# them, prepared and gets traffic; then CNI DEL, unprepare, and the driver's exit removes its
+# slices.
 . /e2e/dra.sh
 
 if dra_up; then
@@ -18,6 +22,8 @@ if dra_up; then
   battery_raw_verbs dra podA rxe_slot1 "$A_IP" podB rxe_slot2 "$B_IP"
   DRA_UP=1
   dra_health_steady
+  # kubelet restarts and deletes the slices: published again, a new pod allocated from them.
+  dra_kubelet_restart_republishes
 fi
 
 dra_down

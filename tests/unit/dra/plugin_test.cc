@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <array>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 
@@ -372,6 +373,13 @@ TEST(TwoDriversTest, BothDriversOfOneClaimPrepareAndEachCdiDeviceResolves) {
   EXPECT_EQ(CdiDefinitions(tmp.path() + "/cdi", ids[1]), 0);
   watcher.Stop();
   drivers[1].plugin->Stop();
+TEST_F(DraPluginTest, EveryKubeletRegistrationReachesTheListenerSoSlicesArePublishedAgain) {
+  std::atomic<int> registered{0};
+  plugin_->OnRegistration([&](const RegistrationVerdict& v) { registered += v.registered ? 1 : 0; });
+  ASSERT_TRUE(kubelet_.Register(plugin_->registration_socket()).ok());
+  fake::FakeDraKubelet restarted;  // kubelet restarted: it registers the driver again
+  ASSERT_TRUE(restarted.Register(plugin_->registration_socket()).ok());
+  EXPECT_EQ(registered.load(), 2);
 }
 
 }  // namespace

@@ -161,6 +161,20 @@ TEST_F(ClaimReaderTest, TheApiVersionIsAskedWhenFirstNeededUntilTheServerAnswers
   EXPECT_EQ(*v, ResourceApiVersion::kV1);
 }
 
+TEST_F(ClaimReaderTest, AfterTheServerDropsV1beta1ForV1TheNextReadUsesV1) {
+  server_.SetServedVersions(/*v1=*/false, /*v1beta1=*/true);
+  ApiVersionSource versions(client_.get());
+  ApiClaimReader reader(client_.get(), &versions);
+  ASSERT_TRUE(reader.GetClaim("ml", "train-nic").ok());
+  ASSERT_EQ(*versions.Get(), ResourceApiVersion::kV1beta1);
+  server_.SetServedVersions(/*v1=*/true, /*v1beta1=*/false);  // upgraded while we run
+  auto gone = reader.GetClaim("ml", "train-nic");
+  EXPECT_EQ(gone.status().code(), StatusCode::kNotFound);  // kubelet retries
+  auto again = reader.GetClaim("ml", "train-nic");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(*versions.Get(), ResourceApiVersion::kV1);
+}
+
 TEST_F(ClaimReaderTest, AnUnallocatedClaimReadsAsNotAllocated) {
   json c = Claim();
   c["metadata"]["name"] = "pending";

@@ -267,5 +267,136 @@ TEST_F(SlicePublisherTest, DeleteAllRemovesEverySliceOfThePool) {
   EXPECT_TRUE(p.DeleteAll().ok());
 }
 
+TEST_F(SlicePublisherTest, MalformedListAnswersAreErrorsNamingThePath) {
+  Start();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"items":[],"metadata":{"continue":7}})", "$.metadata.continue: not a string (number)"},
+      {"[]", "$: not an object (array)"},
+      {R"("str")", "$: not an object (string)"},
+      {R"({"items":{}})", "$.items: not a list (object)"},
+      {R"({"items":[{"metadata":{"name":"s"},"spec":{"driver":"d","pool":{"name":"p","generation":"1"}}}]})",
+       "$.items[0].spec.pool.generation: not an int64 (string)"},
+      {R"({"items":[{"metadata":{"name":"s"},"spec":{"driver":"d","pool":{"name":"p"},"devices":[{"name":3}]}}]})",
+       "$.items[0].spec.devices[0].name: not a string (number)"},
+      {"not json", "answer is not JSON"},
+  };
+  for (const auto& [body, want] : cases) {
+    server_->AnswerNext("GET /apis/resource.k8s.io/v1/resourceslices", 200, body);
+    auto p = Publisher();
+    Status s = p.Publish(Fixture("rxe_veth"));
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << body;
+    EXPECT_NE(s.message().find(want), std::string::npos) << body << " -> " << s.message();
+    EXPECT_NE(s.message().find("list ResourceSlices"), std::string::npos) << s.message();
+  }
+}
+
+TEST_F(SlicePublisherTest, AMalformedNodeAnswerIsAnErrorNamingThePath) {
+  Start();
+  for (const char* body : {R"({"metadata":"x"})", R"({"metadata":{"uid":5}})", R"({"metadata":{}})", "[]"}) {
+    server_->AnswerNext("GET /api/v1/nodes/node1", 200, body);
+    auto p = Publisher();
+    Status s = p.Publish(Fixture("rxe_veth"));
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << body;
+    EXPECT_NE(s.message().find("owner of ResourceSlices"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("$"), std::string::npos) << s.message();
+  }
+  EXPECT_TRUE(server_->Slices().empty());
+}
+
+TEST_F(SlicePublisherTest, AMalformedDiscoveryAnswerIsAnErrorNamingThePath) {
+  Start();
+  server_->AnswerNext("GET /apis/resource.k8s.io", 200, R"({"versions":[{"version":7}]})");
+  auto p = Publisher();
+  Status s = p.Publish(Fixture("rxe_veth"));
+  EXPECT_NE(s.message().find("$.versions[0].version: not a string (number)"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(p.Publish(Fixture("rxe_veth")).ok()) << "nothing cached from the bad answer";
+}
+
+TEST_F(SlicePublisherTest, AfterAnUpgradeFromV1beta1ToV1ItDiscoversTheVersionAgain) {
+  FakeApiServerOptions o;
+  o.serve_v1 = false;
+  Start(o);
+  auto p = Publisher();
+  auto devices = Fixture("mlx5_ib_2port");
+  ASSERT_TRUE(p.Publish(devices).ok());
+  ASSERT_EQ(p.version(), ResourceApiVersion::kV1beta1);
+  server_->SetServedVersions(/*v1=*/true, /*v1beta1=*/false);  // the control plane upgraded
+  devices[0].device.ports[0].state = PortState::kDown;
+  Status s = p.Publish(devices);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(p.version(), ResourceApiVersion::kV1);
+  EXPECT_EQ(server_->CountRequests("PUT /apis/resource.k8s.io/v1/resourceslices/"), 1);
+  EXPECT_EQ(server_->Slices()[0]["spec"]["devices"][0]["attributes"]["portState"]["string"], "DOWN");
+}
+
+TEST_F(SlicePublisherTest, TheVersionIsDiscoveredAgainForEveryUserOfTheSharedSource) {
+  FakeApiServerOptions o;
+  o.serve_v1 = false;
+  Start(o);
+  ApiVersionSource versions(client_.get());
+  ASSERT_EQ(*versions.Get(), ResourceApiVersion::kV1beta1);
+  server_->SetServedVersions(true, false);
+  EXPECT_TRUE(versions.Forget(ResourceApiVersion::kV1beta1));
+  EXPECT_FALSE(versions.Forget(ResourceApiVersion::kV1beta1)) << "only once";
+  EXPECT_EQ(*versions.Get(), ResourceApiVersion::kV1);
+}
+
+TEST_F(SlicePublisherTest, ANodeRecreatedWithANewUidIsTheOwnerOfTheNextWrite) {
+  Start();
+  auto p = Publisher();
+  ASSERT_TRUE(p.Publish(Fixture("rxe_veth")).ok());
+  server_->AddNode("node1", "node-uid-2");  // deleted and re-created: the GC takes our slice
+  ASSERT_TRUE(server_->Slices().empty());
+  ASSERT_TRUE(p.Publish(Fixture("rxe_veth")).ok());
+  auto slices = server_->Slices();
+  ASSERT_EQ(slices.size(), 1u) << "published with the stale owner: garbage-collected at once";
+  EXPECT_EQ(slices[0]["metadata"]["ownerReferences"][0]["uid"], "node-uid-2");
+}
+
+TEST_F(SlicePublisherTest, ForgetOwnerMakesAMatchingPoolCompareWithTheCurrentNode) {
+  Start();
+  auto p = Publisher();
+  ASSERT_TRUE(p.Publish(Fixture("rxe_veth")).ok());
+  // A re-created Node whose garbage collection has not run yet: the slice is still there.
+  json stale = server_->Slices()[0];
+  server_->AddNode("node1", "node-uid-2");
+  stale["metadata"].erase("resourceVersion");
+  stale["metadata"]["ownerReferences"][0]["uid"] = "node-uid-1";
+  server_->PutSliceV1(stale);  // stored as it is: the GC has not seen it yet
+  p.ForgetOwner();
+  ASSERT_TRUE(p.Publish(Fixture("rxe_veth")).ok());
+  EXPECT_EQ(server_->Slices()[0]["metadata"]["ownerReferences"][0]["uid"], "node-uid-2");
+}
+
+TEST_F(SlicePublisherTest, TheServerRefusesWhatTheRealOneValidatesWith422NamingTheField) {
+  Start();
+  auto post = [&](const std::string& device_name, const json& attributes, const json& taints) {
+    json d = {{"name", device_name}, {"attributes", attributes}};
+    if (!taints.is_null()) d["taints"] = taints;
+    json slice = {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceSlice"},
+                  {"metadata", {{"name", "s"}}},
+                  {"spec", {{"driver", kDriver}, {"nodeName", "node1"},
+                            {"pool", {{"name", "node1"}, {"generation", 1}, {"resourceSliceCount", 1}}},
+                            {"devices", json::array({d})}}}};
+    auto r = client_->Send({"POST", "/apis/resource.k8s.io/v1/resourceslices", slice.dump()});
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? std::make_pair(r->status, r->body) : std::make_pair(0L, std::string());
+  };
+  const json ok_attr = {{"transport", {{"string", "ib"}}}};
+  auto [status, body] = post("mlx5_0", ok_attr, nullptr);
+  EXPECT_EQ(status, 422);
+  EXPECT_NE(body.find("spec.devices[0].name"), std::string::npos) << body;
+  std::tie(status, body) = post("mlx5-0", {{"bad-name", {{"string", "x"}}}}, nullptr);
+  EXPECT_EQ(status, 422);
+  EXPECT_NE(body.find("attributes[bad-name]"), std::string::npos) << body;
+  std::tie(status, body) = post("mlx5-0", {{"fw", {{"string", std::string(65, 'x')}}}}, nullptr);
+  EXPECT_EQ(status, 422);
+  std::tie(status, body) = post("mlx5-0", ok_attr, json::array({{{"key", "k"}, {"effect", "Sometimes"}}}));
+  EXPECT_EQ(status, 422);
+  EXPECT_NE(body.find("taints[0].effect"), std::string::npos) << body;
+  std::tie(status, body) = post("mlx5-0", ok_attr, nullptr);
+  EXPECT_EQ(status, 201) << body;
+}
+
 }  // namespace
 }  // namespace rdmak8s::dra

@@ -1,8 +1,11 @@
 // SliceSync over the fake API server (real HTTP on a unix socket) and a DeviceCatalog fed by the
 // test: published at start, republished after each catalog change, retried after errors, ended
-// by the catalog's shutdown.
+// by the catalog's shutdown; and converging whatever else deletes the slices (kubelet at its
+// start, the garbage collector after a Node is re-created), through its watch, a trigger or the
+// periodic resync.
 #include "dra/api/slice_sync.h"
 
+#include <iostream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -40,17 +43,35 @@ class SliceSyncTest : public ::testing::Test {
     catalog_.Shutdown();
     if (run_.joinable()) run_.join();
   }
-  void Run() {
+  // The watch's options: a resync that never comes during a test unless asked for.
+  static SliceSyncOptions Options(bool watch = true) {
     SliceSyncOptions o;
-    o.sysfs_root = dir_.path();  // no PCI tree: pcieRoot left out, said in the notes
     o.initial_backoff = std::chrono::milliseconds(10);
     o.max_backoff = std::chrono::milliseconds(40);
+    o.resync_interval = std::chrono::hours(1);
+    o.watch = watch;
+    return o;
+  }
+  void Run(SliceSyncOptions o = Options(/*watch=*/false)) {
+    o.sysfs_root = dir_.path();  // no PCI tree: pcieRoot left out, said in the notes
     o.on_publish = [this](const Status& s) {
       std::lock_guard<std::mutex> lock(mu_);
       results_.push_back(s);
     };
-    sync_ = std::make_unique<SliceSync>(publisher_.get(), &catalog_, o);
+    sync_ = std::make_unique<SliceSync>(publisher_.get(), &catalog_, o, client_.get());
     run_ = std::thread([this] { sync_->Run(); });
+  }
+  // Published, and the watch open on the server (what the watch must see happens after).
+  void RunAndWaitForTheWatch() {
+    Run(Options());
+    ASSERT_TRUE(WaitUntil([&] { return Published().size() == 2u && server_.open_watches() >= 1; }))
+        << "published " << Published().size() << ", watches " << server_.open_watches();
+  }
+  // The Node UID of every stored slice's owner.
+  std::vector<std::string> OwnerUids() const {
+    std::vector<std::string> out;
+    for (const auto& s : server_.Slices()) out.push_back(s["metadata"]["ownerReferences"][0].value("uid", ""));
+    return out;
   }
   void SetDevices(bool mlx5_1_healthy, bool with_mlx5_2 = false) {
     std::map<std::string, dp::TrackedDevice> t = {
@@ -128,6 +149,86 @@ TEST_F(SliceSyncTest, CatalogShutdownEndsTheLoopAndLeavesTheSlices) {
   EXPECT_EQ(Published().size(), 2u);
   ASSERT_TRUE(publisher_->DeleteAll().ok());
   EXPECT_TRUE(server_.Slices().empty());
+}
+
+TEST_F(SliceSyncTest, SlicesKubeletDeletesAtItsStartComeBackThroughTheWatch) {
+  ASSERT_NO_FATAL_FAILURE(RunAndWaitForTheWatch());
+  const auto deleted = std::chrono::steady_clock::now();
+  ASSERT_EQ(server_.DeleteSlices("node1"), 1);  // kubelet's DeleteCollection at its start
+  ASSERT_TRUE(WaitUntil([&] { return Published() == std::vector<std::string>{"mlx5-0", "mlx5-1"}; }))
+      << "the deleted slice was never published again";
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - deleted);
+  std::cout << "[ figure ] slice present again " << ms.count() << " ms after kubelet deleted it\n";
+  EXPECT_GE(sync_->watch_events(), 1);
+}
+
+TEST_F(SliceSyncTest, AWatchWhoseResourceVersionWasCompactedRelistsAndStillSeesDeletions) {
+  ASSERT_NO_FATAL_FAILURE(RunAndWaitForTheWatch());
+  server_.CompactWatchHistory();
+  server_.EndWatches();  // as an API server restart: the driver watches again from its version
+  ASSERT_TRUE(WaitUntil([&] { return sync_->watch_relists() >= 1 && server_.open_watches() >= 1; }))
+      << "relists " << sync_->watch_relists();
+  ASSERT_EQ(server_.DeleteSlices("node1", kDriver), 1);
+  EXPECT_TRUE(WaitUntil([&] { return Published().size() == 2u; })) << "not published again after the relist";
+}
+
+TEST_F(SliceSyncTest, WatchErrorsBackOffAndTheWatchComesBack) {
+  server_.AnswerNext("GET /apis/resource.k8s.io/v1/resourceslices?watch=true", 500,
+                     R"({"kind":"Status","code":500,"message":"etcd leader changed"})", 3);
+  ASSERT_NO_FATAL_FAILURE(RunAndWaitForTheWatch());
+  EXPECT_GE(sync_->watch_relists(), 3);
+  ASSERT_EQ(server_.DeleteSlices("node1"), 1);
+  EXPECT_TRUE(WaitUntil([&] { return Published().size() == 2u; }));
+}
+
+TEST_F(SliceSyncTest, AKubeletRegistrationTriggersAPublishThatRestoresDeletedSlices) {
+  Run(Options(/*watch=*/false));
+  ASSERT_TRUE(WaitUntil([&] { return sync_->publishes() >= 1; }));
+  ASSERT_EQ(server_.DeleteSlices("node1"), 1);
+  sync_->Trigger("kubelet registered the driver");
+  EXPECT_TRUE(WaitUntil([&] { return Published().size() == 2u; }));
+}
+
+TEST_F(SliceSyncTest, WithoutAWatchThePeriodicResyncRestoresDeletedSlices) {
+  SliceSyncOptions o = Options(/*watch=*/false);
+  o.resync_interval = std::chrono::milliseconds(20);
+  Run(o);
+  ASSERT_TRUE(WaitUntil([&] { return sync_->publishes() >= 1; }));
+  ASSERT_EQ(server_.DeleteSlices("node1"), 1);
+  EXPECT_TRUE(WaitUntil([&] { return Published().size() == 2u; }));
+}
+
+TEST_F(SliceSyncTest, ANodeRecreatedWithANewUidOwnsTheRepublishedSlices) {
+  ASSERT_NO_FATAL_FAILURE(RunAndWaitForTheWatch());
+  ASSERT_EQ(OwnerUids(), std::vector<std::string>{"node-uid-1"});
+  server_.AddNode("node1", "node-uid-2");  // deleted and re-created: the GC deletes our slice
+  EXPECT_TRUE(WaitUntil([&] { return OwnerUids() == std::vector<std::string>{"node-uid-2"}; }))
+      << "owners now: " << json(OwnerUids()).dump();
+}
+
+TEST_F(SliceSyncTest, MalformedAnswersAreFailedPublishesNotTheEndOfTheLoop) {
+  for (const char* body : {R"({"items":[],"metadata":{"continue":7}})", "[]", R"("str")"}) {
+    server_.AnswerNext("GET /apis/resource.k8s.io/v1/resourceslices?fieldSelector", 200, body);
+  }
+  server_.AnswerNext("GET /api/v1/nodes/node1", 200, R"({"metadata":"x"})");
+  Run(Options());
+  ASSERT_TRUE(WaitUntil([&] { return sync_->publishes() >= 1; }));
+  EXPECT_EQ(Published().size(), 2u);
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSERT_GE(results_.size(), 5u);
+  EXPECT_NE(results_[0].message().find("$.metadata.continue: not a string"), std::string::npos) << results_[0].message();
+  EXPECT_NE(results_[1].message().find("$: not an object (array)"), std::string::npos) << results_[1].message();
+  EXPECT_NE(results_[2].message().find("$: not an object (string)"), std::string::npos) << results_[2].message();
+  EXPECT_NE(results_[3].message().find("$.metadata: not an object (string)"), std::string::npos) << results_[3].message();
+}
+
+TEST_F(SliceSyncTest, AMalformedWatchEventIsAWatchErrorNotTheEndOfTheDriver) {
+  server_.AnswerNext("GET /apis/resource.k8s.io/v1/resourceslices?watch=true", 200,
+                     "{\"type\":\"DELETED\",\"object\":{\"metadata\":\"x\"}}\n[]\n", 2);
+  ASSERT_NO_FATAL_FAILURE(RunAndWaitForTheWatch());
+  EXPECT_GE(sync_->watch_relists(), 2);
+  ASSERT_EQ(server_.DeleteSlices("node1"), 1);
+  EXPECT_TRUE(WaitUntil([&] { return Published().size() == 2u; }));
 }
 
 TEST(CatalogDeviceInputsTest, UnhealthyDevicesCarryTheCatalogsReason) {

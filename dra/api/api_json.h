@@ -1,0 +1,45 @@
+// Checked reads of an API server's JSON answers: the one way dra/api's slice side decodes what a
+// server sent (ResourceSlice objects and lists, watch events, the Node, APIGroup discovery).
+// An answer is untrusted input: a field of the wrong type is an InvalidArgument error naming
+// its path from the answer's root ("$.metadata.continue: not a string (number)"), never a
+// nlohmann exception (which, escaping a thread of the driver, would be std::terminate).
+//
+// Absent and null fields read as "not there": ObjectAt/ArrayAt give nullptr, StringAt gives ""
+// (or kInvalidArgument "missing" when required), IntAt/BoolAt the default.
+//
+// Pure code. Thread safety: free functions over values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "rdmak8s/status.h"
+
+namespace rdmak8s::dra::apijson {
+
+// "$.a" + "b" -> "$.a.b"; "$.a" + 2 -> "$.a[2]".
+std::string Field(std::string_view path, std::string_view key);
+std::string Index(std::string_view path, size_t i);
+
+// `text` parsed; `what` names the answer ("GET https://h/api/v1/nodes/n") in the error.
+StatusOr<nlohmann::json> Parse(std::string_view text, std::string_view what);
+
+// OK when `v` (at `path`) is an object.
+Status RequireObject(const nlohmann::json& v, std::string_view path);
+
+// obj[key] where obj is an object at `path`: nullptr when absent or null.
+StatusOr<const nlohmann::json*> ObjectAt(const nlohmann::json& obj, std::string_view path,
+                                         std::string_view key);
+StatusOr<const nlohmann::json*> ArrayAt(const nlohmann::json& obj, std::string_view path,
+                                        std::string_view key);
+StatusOr<std::string> StringAt(const nlohmann::json& obj, std::string_view path,
+                               std::string_view key, bool required = false);
+StatusOr<int64_t> IntAt(const nlohmann::json& obj, std::string_view path, std::string_view key,
+                        int64_t default_value);
+StatusOr<bool> BoolAt(const nlohmann::json& obj, std::string_view path, std::string_view key,
+                      bool default_value);
+
+}  // namespace rdmak8s::dra::apijson

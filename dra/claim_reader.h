@@ -24,6 +24,11 @@ struct DeviceResult {
   friend bool operator==(const DeviceResult&, const DeviceResult&) = default;
 };
 
+// status.allocation.devices.config[].source: whose the entry is. A DeviceClass is the cluster
+// admin's; a claim is any user's of its namespace (docs/trust.md).
+inline constexpr char kFromClass[] = "FromClass";
+inline constexpr char kFromClaim[] = "FromClaim";
+
 // status.allocation.devices.config[] with an opaque entry: parameters a DeviceClass or the
 // claim hands a driver.
 struct OpaqueConfig {

@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cerrno>
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "device-plugin/cdi_spec.h"
 #include "device-plugin/config.h"
 #include "dra/claim_cdi_spec.h"
 #include "rdmak8s/pod_devices.h"
+#include "rdmak8s/strings.h"
 
 namespace rdmak8s::dra {
 
@@ -29,17 +31,51 @@ bool Applies(const OpaqueConfig& c, const std::string& request) {
   return false;
 }
 
+// Who may set an opaque option (docs/trust.md). A DeviceClass is the cluster admin's: it may set
+// every option the device plugin's pool "allocate" takes. A ResourceClaim is any namespace
+// user's: only the options that describe the devices it got (env naming them). issm (subnet
+// manager access: take over the SM role, rewrite PKey partitions), roceUmad (raw MADs) and env
+// (LD_PRELOAD and the like, in every container of the claim) are the admin's.
+bool ClaimMaySet(std::string_view key) {
+  return std::find(kClaimSettableOptions.begin(), kClaimSettableOptions.end(), key) !=
+         kClaimSettableOptions.end();
+}
+
+// A FromClaim entry: refused naming the first key a claim may not set. A text that is not a
+// JSON object is left to ParseAllocateOptions, whose error names it.
+Status CheckClaimSettable(const std::string& parameters) {
+  const nlohmann::json j = nlohmann::json::parse(parameters, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return Status::Ok();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!ClaimMaySet(it.key())) {
+      return PermissionDeniedError("key " + Quoted(it.key()) +
+                                   ": only a DeviceClass (the cluster admin) may set it, not a "
+                                   "ResourceClaim (a claim may set " +
+                                   Join(std::vector<std::string>(kClaimSettableOptions.begin(),
+                                                                 kClaimSettableOptions.end())) +
+                                   "; docs/trust.md)");
+    }
+  }
+  return Status::Ok();
+}
+
 StatusOr<dp::AllocateOptions> OptionsFor(const ResourceClaim& claim, const std::string& driver,
                                          const std::string& request) {
   dp::AllocateOptions out;
   for (size_t i = 0; i < claim.config.size(); ++i) {
     const OpaqueConfig& c = claim.config[i];
     if (c.driver != driver || !Applies(c, request)) continue;
-    StatusOr<dp::AllocateOptions> parsed = dp::ParseAllocateOptions(c.parameters);
-    if (!parsed.ok()) {
-      return parsed.status().Prepend("opaque config " + std::to_string(i) + " (" + c.source +
-                                     ") for request " + request);
+    const std::string what =
+        "opaque config " + std::to_string(i) + " (" + Quoted(c.source) + ") for request " + request;
+    if (c.source == kFromClaim) {
+      RDMAK8S_RETURN_IF_ERROR_CTX(CheckClaimSettable(c.parameters), what);
+    } else if (c.source != kFromClass) {
+      // A source a newer API may add: whose it is we cannot tell, so it is nobody's.
+      return PermissionDeniedError(what + ": the source is neither " + std::string(kFromClass) +
+                                   " nor " + kFromClaim);
     }
+    StatusOr<dp::AllocateOptions> parsed = dp::ParseAllocateOptions(c.parameters);
+    if (!parsed.ok()) return parsed.status().Prepend(what);
     out = *parsed;
   }
   return out;

@@ -13,7 +13,11 @@
 //     (kNotFound / kFailedPrecondition naming pool/device);
 //   - opaque config for our driver (status.allocation.devices.config, class entries before the
 //     claim's, the last that applies to a request wins) takes the device plugin's "allocate"
-//     options (ncclEnv, ucxEnv, issm, roceUmad, env); a bad one fails the claim naming it;
+//     options (ncclEnv, ucxEnv, issm, roceUmad, env); a bad one fails the claim naming it.
+//     Whose each option is (docs/trust.md): a FromClass entry (a DeviceClass: the cluster
+//     admin's) may set all of them, a FromClaim entry (any user of the claim's namespace) only
+//     kClaimSettableOptions; any other key in a claim's entry, or an entry of another source,
+//     fails the claim (kPermissionDenied naming the key) before anything is written;
 //   - write-ahead: the claim is checkpointed kPreparing, then its CDI spec
 //     (claim_cdi_spec.h) and one pod record per reserved pod (rdmak8s/pod_devices.h) are
 //     written, then it is checkpointed kPrepared. A failure at any step leaves what is on disk
@@ -27,8 +31,10 @@
 // a time (file writes are short; the API read is the only wait).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -38,6 +44,11 @@
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dra {
+
+// The opaque options a ResourceClaim may set itself: env that names the devices it got. The rest
+// (issm, roceUmad, env) reach the subnet manager, raw MADs or every process of the pod and are
+// the admin's, set in a DeviceClass.
+inline constexpr std::array<std::string_view, 2> kClaimSettableOptions = {"ncclEnv", "ucxEnv"};
 
 struct PreparerOptions {
   std::string driver_name = "rdma.rdmak8s.io";

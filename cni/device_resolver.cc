@@ -71,8 +71,14 @@ StatusOr<std::optional<DraChoice>> DeviceResolver::FromDraClaims(std::string* no
   if (!records.ok() && records.status().code() != StatusCode::kNotFound) {
     return failure_.Fail(kErrDeviceNotFound, records.status().Prepend(what));
   }
-  StatusOr<DraChoice> pick = records.ok() ? PickDraDevice(*records, *uid, sel_.dra_request)
-                                          : StatusOr<DraChoice>(records.status());
+  // Absent: PickDraDevice refuses records it cannot check against the pod's namespace.
+  StatusOr<std::string> pod_namespace = CniArg(sel_.cni_args, "K8S_POD_NAMESPACE");
+  if (!pod_namespace.ok() && pod_namespace.status().code() != StatusCode::kNotFound) {
+    return failure_.Fail(kErrDeviceNotFound, pod_namespace.status().Prepend(what));
+  }
+  StatusOr<DraChoice> pick =
+      records.ok() ? PickDraDevice(*records, *uid, pod_namespace.ok() ? *pod_namespace : "", sel_.dra_request)
+                   : StatusOr<DraChoice>(records.status());
   if (pick.ok()) return std::optional<DraChoice>(*pick);
   if (pick.status().code() == StatusCode::kNotFound && sel_.dra_request.empty()) {
     *no_claim = "no deviceID, and no DRA claim of pod " + *uid + " gave a device (" +

@@ -51,7 +51,21 @@ bool ValidDraRequest(std::string_view s) {
 }
 
 StatusOr<DraChoice> PickDraDevice(const std::vector<PodClaimRecord>& records,
-                                  const std::string& pod_uid, const std::string& request) {
+                                  const std::string& pod_uid, const std::string& pod_namespace,
+                                  const std::string& request) {
+  if (!records.empty() && pod_namespace.empty()) {
+    return InvalidArgumentError("pod " + pod_uid + " has DRA claim records, but CNI_ARGS has no " +
+                                "K8S_POD_NAMESPACE to check their namespace against");
+  }
+  for (const auto& r : records) {
+    if (r.claim_namespace != pod_namespace) {
+      return PermissionDeniedError("DRA claim " + Quoted(r.claim_namespace + "/" + r.claim_name) +
+                                   " in the records of pod " + pod_uid + " is of namespace " +
+                                   Quoted(r.claim_namespace) + ", not the pod's namespace " +
+                                   Quoted(pod_namespace) + " (K8S_POD_NAMESPACE): a pod may use only " +
+                                   "claims of its own namespace");
+    }
+  }
   std::vector<DraChoice> all, matched;
   for (const auto& r : records) {
     for (const auto& d : r.devices) {

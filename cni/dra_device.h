@@ -30,6 +30,10 @@ bool ValidDraRequest(std::string_view s);
 // The device of `records` (the records of pod `pod_uid`, which messages name) an attachment
 // takes. A device counts once it was prepared (its rdma_dev is set); the same RDMA device in
 // several claims (a shared device) counts once.
+//  - Every record must be of a claim of `pod_namespace` (K8S_POD_NAMESPACE): Kubernetes lets a
+//    pod use only its own namespace's claims, so a record of another namespace is refused
+//    (kPermissionDenied naming both namespaces and the claim), as is an empty `pod_namespace`
+//    (kInvalidArgument: it cannot be checked).
 //  - `request` empty: the only device. kNotFound when there is none; kInvalidArgument listing
 //    the candidates ("<claim>/<request> (<rdma_dev>)") when there are several, saying the
 //    netconf must name one with draRequest.
@@ -39,6 +43,7 @@ bool ValidDraRequest(std::string_view s);
 //    listing the candidates when none matches; kInvalidArgument listing the matches when
 //    several do.
 StatusOr<DraChoice> PickDraDevice(const std::vector<PodClaimRecord>& records,
-                                  const std::string& pod_uid, const std::string& request);
+                                  const std::string& pod_uid, const std::string& pod_namespace,
+                                  const std::string& request);
 
 }  // namespace rdmak8s::cni

@@ -12,6 +12,16 @@ namespace {
 namespace v1 = k8s::io::kubelet::pkg::apis::dra::v1;
 namespace v1beta1 = k8s::io::kubelet::pkg::apis::dra::v1beta1;
 
+// Kubelet's deadline for the call (45 s: defaultClientCallTimeout, pkg/kubelet/cm/dra/plugin),
+// on the steady clock the preparer bounds its claim reads with; none when kubelet set none.
+std::optional<ClaimDeadline> CallDeadline(const grpc::ServerContext* ctx) {
+  if (ctx == nullptr) return std::nullopt;
+  const auto deadline = ctx->deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return std::nullopt;
+  const auto left = deadline - std::chrono::system_clock::now();
+  return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(left);
+}
+
 template <class ClaimMsg>
 ClaimRef RefOf(const ClaimMsg& c) {
   return {c.namespace_(), c.uid(), c.name()};
@@ -23,11 +33,12 @@ class DraService final : public Base {
  public:
   DraService(Preparer* preparer, const char* version) : preparer_(preparer), version_(version) {}
 
-  grpc::Status NodePrepareResources(grpc::ServerContext*, const PrepareReq* req,
+  grpc::Status NodePrepareResources(grpc::ServerContext* ctx, const PrepareReq* req,
                                     PrepareResp* resp) override {
+    const std::optional<ClaimDeadline> deadline = CallDeadline(ctx);
     for (const auto& c : req->claims()) {
       auto& out = (*resp->mutable_claims())[c.uid()];
-      StatusOr<std::vector<PreparedDevice>> devices = preparer_->Prepare(RefOf(c));
+      StatusOr<std::vector<PreparedDevice>> devices = preparer_->Prepare(RefOf(c), deadline);
       if (!devices.ok()) {
         SPDLOG_ERROR("{} NodePrepareResources: {}", version_, devices.status().message());
         out.set_error(devices.status().message());

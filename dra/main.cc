@@ -41,7 +41,8 @@ using namespace rdmak8s;
 // with this, and kubelet keeps retrying.
 class NoApiServerClaimReader final : public dra::ClaimReader {
  public:
-  StatusOr<dra::ResourceClaim> GetClaim(const std::string& ns, const std::string& name) override {
+  StatusOr<dra::ResourceClaim> GetClaim(const std::string& ns, const std::string& name,
+                                        dra::ClaimDeadline /*deadline*/) override {
     return UnavailableError("claim " + ns + "/" + name + ": started with --no-api-server");
   }
 };

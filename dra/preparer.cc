@@ -5,17 +5,20 @@
 #include <algorithm>
 #include <cerrno>
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "device-plugin/cdi_spec.h"
 #include "device-plugin/config.h"
 #include "dra/claim_cdi_spec.h"
 #include "rdmak8s/pod_devices.h"
+#include "rdmak8s/strings.h"
 
 namespace rdmak8s::dra {
 
 namespace {
 
+// Only for a ref CheckRef accepted: its parts are plain names.
 std::string Named(const ClaimRef& ref) {
   return "claim " + ref.namespace_name + "/" + ref.name + " (UID " + ref.uid + ")";
 }
@@ -29,35 +32,72 @@ bool Applies(const OpaqueConfig& c, const std::string& request) {
   return false;
 }
 
+// Who may set an opaque option (docs/trust.md). A DeviceClass is the cluster admin's: it may set
+// every option the device plugin's pool "allocate" takes. A ResourceClaim is any namespace
+// user's: only the options that describe the devices it got (env naming them). issm (subnet
+// manager access: take over the SM role, rewrite PKey partitions), roceUmad (raw MADs) and env
+// (LD_PRELOAD and the like, in every container of the claim) are the admin's.
+bool ClaimMaySet(std::string_view key) {
+  return std::find(kClaimSettableOptions.begin(), kClaimSettableOptions.end(), key) !=
+         kClaimSettableOptions.end();
+}
+
+// A FromClaim entry: refused naming the first key a claim may not set. A text that is not a
+// JSON object is left to ParseAllocateOptions, whose error names it.
+Status CheckClaimSettable(const std::string& parameters) {
+  const nlohmann::json j = nlohmann::json::parse(parameters, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return Status::Ok();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!ClaimMaySet(it.key())) {
+      return PermissionDeniedError("key " + Quoted(it.key()) +
+                                   ": only a DeviceClass (the cluster admin) may set it, not a "
+                                   "ResourceClaim (a claim may set " +
+                                   Join(std::vector<std::string>(kClaimSettableOptions.begin(),
+                                                                 kClaimSettableOptions.end())) +
+                                   "; docs/trust.md)");
+    }
+  }
+  return Status::Ok();
+}
+
 StatusOr<dp::AllocateOptions> OptionsFor(const ResourceClaim& claim, const std::string& driver,
                                          const std::string& request) {
   dp::AllocateOptions out;
   for (size_t i = 0; i < claim.config.size(); ++i) {
     const OpaqueConfig& c = claim.config[i];
     if (c.driver != driver || !Applies(c, request)) continue;
-    StatusOr<dp::AllocateOptions> parsed = dp::ParseAllocateOptions(c.parameters);
-    if (!parsed.ok()) {
-      return parsed.status().Prepend("opaque config " + std::to_string(i) + " (" + c.source +
-                                     ") for request " + request);
+    const std::string what =
+        "opaque config " + std::to_string(i) + " (" + Quoted(c.source) + ") for request " + request;
+    if (c.source == kFromClaim) {
+      RDMAK8S_RETURN_IF_ERROR_CTX(CheckClaimSettable(c.parameters), what);
+    } else if (c.source != kFromClass) {
+      // A source a newer API may add: whose it is we cannot tell, so it is nobody's.
+      return PermissionDeniedError(what + ": the source is neither " + std::string(kFromClass) +
+                                   " nor " + kFromClaim);
     }
+    StatusOr<dp::AllocateOptions> parsed = dp::ParseAllocateOptions(c.parameters);
+    if (!parsed.ok()) return parsed.status().Prepend(what);
     out = *parsed;
   }
   return out;
 }
 
-// The UID names files (CDI spec, pod records): only a plain name may.
-Status CheckUid(const ClaimRef& ref) {
-  bool ok = !ref.uid.empty() && ref.uid.size() <= 128;
-  for (char c : ref.uid) {
-    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-');
-  }
-  return ok ? Status::Ok() : InvalidArgumentError(Named(ref) + ": UID is not [A-Za-z0-9-]");
+// Kubelet's names are untrusted: the UID names files (CDI spec, pod records), namespace and
+// name go into the API path. Checked before anything is read or written.
+Status CheckRef(const ClaimRef& ref) {
+  RDMAK8S_RETURN_IF_ERROR(CheckRecordUid("claim UID", ref.uid));
+  return CheckClaimName(ref.namespace_name, ref.name);
 }
 
-std::vector<std::string> PodUids(const ResourceClaim& claim) {
+// The pods the claim is reserved for, each UID checked before the write-ahead: a UID that
+// cannot name a pod record would leave a checkpoint entry no unprepare could clear.
+StatusOr<std::vector<std::string>> PodUids(const ResourceClaim& claim) {
   std::vector<std::string> out;
-  for (const auto& r : claim.reserved_for) {
-    if (r.api_group.empty() && r.resource == "pods" && !r.uid.empty()) out.push_back(r.uid);
+  for (size_t i = 0; i < claim.reserved_for.size(); ++i) {
+    const ConsumerReference& r = claim.reserved_for[i];
+    if (!r.api_group.empty() || r.resource != "pods" || r.uid.empty()) continue;
+    RDMAK8S_RETURN_IF_ERROR(CheckRecordUid("status.reservedFor[" + std::to_string(i) + "] pod UID", r.uid));
+    out.push_back(r.uid);
   }
   return out;
 }
@@ -86,7 +126,8 @@ ClaimMap Preparer::Claims() const {
 
 StatusOr<PreparedClaim> Preparer::Build(const ClaimRef& ref, const ResourceClaim& claim,
                                         std::string& cdi_spec) const {
-  PreparedClaim out{ref.uid, ref.namespace_name, ref.name, ClaimPhase::kPreparing, {}, PodUids(claim), ""};
+  RDMAK8S_ASSIGN_OR_RETURN(std::vector<std::string> pods, PodUids(claim));
+  PreparedClaim out{ref.uid, ref.namespace_name, ref.name, ClaimPhase::kPreparing, {}, std::move(pods), ""};
   std::vector<ClaimDevice> cdi_devices;
   for (const auto& r : claim.results) {
     if (r.driver != options_.driver_name) continue;
@@ -116,25 +157,60 @@ StatusOr<PreparedClaim> Preparer::Build(const ClaimRef& ref, const ResourceClaim
   return out;
 }
 
-StatusOr<std::vector<PreparedDevice>> Preparer::Prepare(const ClaimRef& ref) {
-  RDMAK8S_RETURN_IF_ERROR(CheckUid(ref));
-  std::lock_guard<std::mutex> lock(mu_);
+StatusOr<std::optional<std::vector<PreparedDevice>>> Preparer::AnsweredFromCheckpoint(
+    const ClaimRef& ref) const {
   auto known = claims_.find(ref.uid);
-  if (known != claims_.end()) {
-    const PreparedClaim& c = known->second;
-    if (c.namespace_name != ref.namespace_name || c.name != ref.name) {
-      return InvalidArgumentError(Named(ref) + ": that UID was prepared as claim " +
-                                  c.namespace_name + "/" + c.name);
-    }
-    if (c.phase == ClaimPhase::kPrepared) return c.devices;
+  if (known == claims_.end()) return std::optional<std::vector<PreparedDevice>>();
+  const PreparedClaim& c = known->second;
+  if (c.namespace_name != ref.namespace_name || c.name != ref.name) {
+    return InvalidArgumentError(Named(ref) + ": that UID was prepared as claim " + c.namespace_name +
+                                "/" + c.name);
+  }
+  if (c.phase != ClaimPhase::kPrepared) return std::optional<std::vector<PreparedDevice>>();
+  return std::optional<std::vector<PreparedDevice>>(c.devices);
+}
+
+ClaimDeadline Preparer::ReadDeadline(std::optional<ClaimDeadline> call_deadline) const {
+  ClaimDeadline deadline = std::chrono::steady_clock::now() + options_.claim_read_timeout;
+  if (call_deadline) deadline = std::min(deadline, *call_deadline - options_.answer_margin);
+  return deadline;
+}
+
+StatusOr<std::vector<PreparedDevice>> Preparer::Prepare(const ClaimRef& ref,
+                                                        std::optional<ClaimDeadline> call_deadline) {
+  RDMAK8S_RETURN_IF_ERROR_CTX(CheckRef(ref), "prepare");
+  uint64_t read_started = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    RDMAK8S_ASSIGN_OR_RETURN(std::optional<std::vector<PreparedDevice>> done, AnsweredFromCheckpoint(ref));
+    if (done) return *std::move(done);
+    read_started = unprepares_;
+    ++reads_in_flight_[ref.uid];
   }
 
-  StatusOr<ResourceClaim> read = reader_->GetClaim(ref.namespace_name, ref.name);
+  // The API read, without the lock: a slow or hung answer for this claim must not hold up
+  // another claim's prepare or any unprepare. Bounded inside kubelet's deadline.
+  const ClaimDeadline deadline = ReadDeadline(call_deadline);
+  StatusOr<ResourceClaim> read =
+      std::chrono::steady_clock::now() < deadline
+          ? reader_->GetClaim(ref.namespace_name, ref.name, deadline)
+          : StatusOr<ResourceClaim>(DeadlineExceededError("no time left before kubelet's deadline"));
+
+  std::lock_guard<std::mutex> lock(mu_);
+  const bool unprepared_meanwhile = EndRead(ref.uid, read_started);
+  if (unprepared_meanwhile) {
+    return FailedPreconditionError(Named(ref) + " was unprepared while it was read; nothing was written");
+  }
+  // Another prepare of this claim may have finished while this one read.
+  RDMAK8S_ASSIGN_OR_RETURN(std::optional<std::vector<PreparedDevice>> done, AnsweredFromCheckpoint(ref));
+  if (done) return *std::move(done);
+  auto known = claims_.find(ref.uid);
+
   if (!read.ok()) return read.status().Prepend("read " + Named(ref));
   const ResourceClaim& claim = *read;
   if (claim.uid != ref.uid) {
     return FailedPreconditionError(Named(ref) + ": the API server's claim of that name has UID " +
-                                   claim.uid + " (deleted and re-created?)");
+                                   Quoted(claim.uid, 128) + " (deleted and re-created?)");
   }
   if (!claim.allocated) return FailedPreconditionError(Named(ref) + " is not allocated");
 
@@ -176,17 +252,36 @@ StatusOr<std::vector<PreparedDevice>> Preparer::Prepare(const ClaimRef& ref) {
   return rec.devices;
 }
 
+bool Preparer::EndRead(const std::string& uid, uint64_t read_started) {
+  auto in_flight = reads_in_flight_.find(uid);
+  auto unprepared = unprepared_at_.find(uid);
+  const bool meanwhile = unprepared != unprepared_at_.end() && unprepared->second > read_started;
+  if (--in_flight->second == 0) {
+    reads_in_flight_.erase(in_flight);
+    if (unprepared != unprepared_at_.end()) unprepared_at_.erase(unprepared);
+  }
+  return meanwhile;
+}
+
 Status Preparer::RemoveFromNode(const PreparedClaim& claim, const std::vector<std::string>& keep_pods) {
   for (const auto& pod : claim.pod_uids) {
     if (std::find(keep_pods.begin(), keep_pods.end(), pod) != keep_pods.end()) continue;
+    if (Status plain = CheckRecordUid("pod UID", pod); !plain.ok()) {
+      // No record can have been written under it (the writer refuses it too); a checkpoint of
+      // an older driver may still list it. Skipping it lets the rest of the claim go.
+      SPDLOG_WARN("claim UID {}: skipping a pod record that cannot exist: {}", claim.uid, plain.message());
+      continue;
+    }
     RDMAK8S_RETURN_IF_ERROR(RemovePodClaimRecord(options_.pod_devices_dir, pod, claim.uid));
   }
   return Status::Ok();
 }
 
 Status Preparer::Unprepare(const ClaimRef& ref) {
-  RDMAK8S_RETURN_IF_ERROR(CheckUid(ref));
+  RDMAK8S_RETURN_IF_ERROR_CTX(CheckRef(ref), "unprepare");
   std::lock_guard<std::mutex> lock(mu_);
+  // A prepare reading this claim now must not write it once it is back.
+  if (reads_in_flight_.count(ref.uid) != 0) unprepared_at_[ref.uid] = ++unprepares_;
   std::string spec = ClaimCdiSpecPath(options_.cdi_dir, options_.driver_name, ref.uid);
   auto it = claims_.find(ref.uid);
   if (it != claims_.end()) {

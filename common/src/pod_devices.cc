@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rdmak8s/file_util.h"
+#include "rdmak8s/strings.h"
 
 namespace rdmak8s {
 
@@ -21,15 +22,6 @@ using nlohmann::json;
 constexpr int kVersion = 1;
 constexpr size_t kMaxRecordBytes = 1 << 20;
 constexpr char kSuffix[] = ".json";
-
-Status CheckName(const std::string& what, const std::string& name) {
-  bool ok = !name.empty() && name.size() <= 128;
-  for (char c : name) {
-    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-');
-  }
-  if (!ok) return InvalidArgumentError(what + " \"" + name + "\" is not a plain name ([A-Za-z0-9-])");
-  return Status::Ok();
-}
 
 // What the writer makes: ours, not a symlink, nobody else may write.
 Status CheckTrusted(const std::string& path, const struct stat& st, bool want_dir) {
@@ -125,10 +117,19 @@ StatusOr<PodClaimRecord> ReadRecord(const std::string& path) {
 
 }  // namespace
 
+Status CheckRecordUid(const std::string& what, const std::string& uid) {
+  bool ok = !uid.empty() && uid.size() <= 128;
+  for (char c : uid) {
+    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-');
+  }
+  if (!ok) return InvalidArgumentError(what + " " + Quoted(uid) + " is not a plain name ([A-Za-z0-9-])");
+  return Status::Ok();
+}
+
 Status WritePodClaimRecord(const std::string& dir, const std::string& pod_uid,
                            const PodClaimRecord& record) {
-  RDMAK8S_RETURN_IF_ERROR(CheckName("pod UID", pod_uid));
-  RDMAK8S_RETURN_IF_ERROR(CheckName("claim UID", record.claim_uid));
+  RDMAK8S_RETURN_IF_ERROR(CheckRecordUid("pod UID", pod_uid));
+  RDMAK8S_RETURN_IF_ERROR(CheckRecordUid("claim UID", record.claim_uid));
   RDMAK8S_RETURN_IF_ERROR_CTX(EnsurePrivateDir(dir), "pod records dir");
   std::string pod_dir = dir + "/" + pod_uid;
   RDMAK8S_RETURN_IF_ERROR_CTX(EnsurePrivateDir(pod_dir), "pod records dir");
@@ -139,8 +140,8 @@ Status WritePodClaimRecord(const std::string& dir, const std::string& pod_uid,
 
 Status RemovePodClaimRecord(const std::string& dir, const std::string& pod_uid,
                             const std::string& claim_uid) {
-  RDMAK8S_RETURN_IF_ERROR(CheckName("pod UID", pod_uid));
-  RDMAK8S_RETURN_IF_ERROR(CheckName("claim UID", claim_uid));
+  RDMAK8S_RETURN_IF_ERROR(CheckRecordUid("pod UID", pod_uid));
+  RDMAK8S_RETURN_IF_ERROR(CheckRecordUid("claim UID", claim_uid));
   std::string pod_dir = dir + "/" + pod_uid;
   std::string path = pod_dir + "/" + claim_uid + kSuffix;
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoError(errno, "remove " + path);
@@ -153,7 +154,7 @@ Status RemovePodClaimRecord(const std::string& dir, const std::string& pod_uid,
 
 StatusOr<std::vector<PodClaimRecord>> ReadPodClaimRecords(const std::string& dir,
                                                           const std::string& pod_uid) {
-  RDMAK8S_RETURN_IF_ERROR(CheckName("pod UID", pod_uid));
+  RDMAK8S_RETURN_IF_ERROR(CheckRecordUid("pod UID", pod_uid));
   Status root = CheckTrustedDir(dir);
   if (root.code() == StatusCode::kNotFound) {
     return NotFoundError("no DRA device records for pod " + pod_uid + " (" + dir + " missing)");

@@ -144,7 +144,10 @@ StatusOr<ResourceClaim> ParseResourceClaim(std::string_view json_text) {
   return claim;
 }
 
-StatusOr<ResourceClaim> ApiClaimReader::GetClaim(const std::string& ns, const std::string& name) {
+StatusOr<ResourceClaim> ApiClaimReader::GetClaim(const std::string& ns, const std::string& name,
+                                                 ClaimDeadline deadline) {
+  // Kubelet's names go into the path: only valid names, and those percent-encoded as well.
+  RDMAK8S_RETURN_IF_ERROR_CTX(CheckClaimName(ns, name), "get ResourceClaim");
   const std::string what = "get ResourceClaim " + ns + "/" + name;
   ResourceApiVersion version = version_;
   if (versions_) {
@@ -154,11 +157,15 @@ StatusOr<ResourceClaim> ApiClaimReader::GetClaim(const std::string& ns, const st
   }
   HttpRequest req;
   req.path = "/apis/resource.k8s.io/" + std::string(ResourceApiVersionName(version)) +
-             "/namespaces/" + ns + "/resourceclaims/" + name;
+             "/namespaces/" + PathSegment(ns) + "/resourceclaims/" + PathSegment(name);
+  req.deadline = deadline;
   StatusOr<HttpResponse> resp = api_->Send(req);
   // Whatever kept the answer from coming (even a token file read's ENOENT) is not the claim's
   // absence: kubelet retries, and so does the preparer.
-  if (!resp.ok()) return UnavailableError(what + ": " + resp.status().message());
+  if (!resp.ok()) {
+    if (resp.status().code() == StatusCode::kDeadlineExceeded) return resp.status().Prepend(what);
+    return UnavailableError(what + ": " + resp.status().message());
+  }
   // A 404 is the claim's absence or the version's (the server was upgraded): the next read
   // asks which version is served (one discovery; the same version stays when it is served).
   if (resp->status == kHttpNotFound && versions_) versions_->Forget(version);

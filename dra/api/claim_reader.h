@@ -40,7 +40,10 @@ class ApiClaimReader final : public ClaimReader {
   // came (connection, TLS, token file, retries of 429/5xx ran out); kPermissionDenied for
   // 401/403; kInvalidArgument naming the claim and the field when the answer is not a
   // ResourceClaim. The UID and the allocation are not checked here (the preparer does).
-  StatusOr<ResourceClaim> GetClaim(const std::string& namespace_name, const std::string& name) override;
+  // kInvalidArgument, before any request, for a namespace or name CheckClaimName refuses;
+  // both are percent-encoded into the path. The read (retries included) ends by `deadline`.
+  StatusOr<ResourceClaim> GetClaim(const std::string& namespace_name, const std::string& name,
+                                   ClaimDeadline deadline) override;
 
  private:
   KubeApi* api_;

@@ -14,22 +14,44 @@
 namespace rdmak8s::dra {
 namespace {
 
+// What the libcurl callbacks fill in. A callback that returns less than it was given makes
+// libcurl end the request (CURLE_WRITE_ERROR); `refused` then says why.
+struct Reception {
+  HttpResponse* response;
+  size_t max_body;
+  std::string refused;
+};
+
 size_t WriteBody(char* data, size_t size, size_t n, void* user) {
-  static_cast<std::string*>(user)->append(data, size * n);
-  return size * n;
+  auto* r = static_cast<Reception*>(user);
+  const size_t len = size * n;
+  if (r->response->body.size() + len > r->max_body) {
+    r->refused = "answer larger than the " + std::to_string(r->max_body) +
+                 " bytes a response may have (kMaxResponseBytes): not read";
+    return 0;
+  }
+  try {
+    r->response->body.append(data, len);
+  } catch (const std::exception& e) {  // no exception may unwind through libcurl
+    r->refused = std::string("keep the answer: ") + e.what();
+    return 0;
+  }
+  return len;
 }
 
 size_t WriteHeader(char* data, size_t size, size_t n, void* user) {
+  auto* r = static_cast<Reception*>(user);
   std::string_view line(data, size * n);
   constexpr std::string_view kName = "retry-after:";
-  if (line.size() > kName.size()) {
+  constexpr size_t kMaxRetryAfter = 64;  // an integer or an HTTP date
+  if (line.size() > kName.size() && line.size() <= kName.size() + kMaxRetryAfter) {
     std::string lower(line.substr(0, kName.size()));
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
     if (lower == kName) {
       std::string_view v = line.substr(kName.size());
       while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
       while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
-      static_cast<HttpResponse*>(user)->retry_after = std::string(v);
+      r->response->retry_after = std::string(v);
     }
   }
   return size * n;
@@ -50,17 +72,41 @@ bool Retryable(long status) {
   return status == kHttpTooManyRequests || status == 500 || status == 502 || status == 503 || status == 504;
 }
 
-// Retry-After in seconds (the API server sends integers); nullopt when absent or a date.
-std::optional<std::chrono::milliseconds> RetryAfter(const std::string& v) {
+// Retry-After in seconds (the API server sends integers), at most `cap`; nullopt when absent
+// or a date. Clamped before it is scaled: a huge value must not overflow into a short wait.
+std::optional<std::chrono::milliseconds> RetryAfter(const std::string& v, std::chrono::milliseconds cap) {
   int64_t secs = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), secs);
+  if (ec == std::errc::result_out_of_range && p == v.data() + v.size()) return cap;
   if (v.empty() || ec != std::errc() || p != v.data() + v.size() || secs < 0) return std::nullopt;
+  if (secs > cap.count() / 1000) return cap;
   return std::chrono::milliseconds(secs * 1000);
 }
 
 std::string Url(const std::string& server, const HttpRequest& r) { return server + r.path; }
 
 }  // namespace
+
+std::string PathSegment(std::string_view segment) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  // "." and ".." as a whole would be dot segments, which a server resolves: encoded.
+  const bool dots = segment == "." || segment == "..";
+  std::string out;
+  for (char ch : segment) {
+    const auto c = static_cast<unsigned char>(ch);
+    const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '~' ||
+                            (c == '.' && !dots);
+    if (unreserved) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 0xf];
+    }
+  }
+  return out;
+}
 
 Status ApiError(const KubeApi& api, const HttpRequest& request, const HttpResponse& response) {
   std::string message;
@@ -84,22 +130,48 @@ Status ApiError(const KubeApi& api, const HttpRequest& request, const HttpRespon
   return InternalError(text);
 }
 
-StatusOr<std::unique_ptr<CurlKubeClient>> CurlKubeClient::Create(KubeConfig config, RetryPolicy retry) {
+StatusOr<std::unique_ptr<CurlKubeClient>> CurlKubeClient::Create(KubeConfig config, RetryPolicy retry,
+                                                                 size_t max_response_bytes) {
   if (config.server.empty()) return InvalidArgumentError("kube client: no server");
   static const CURLcode global = curl_global_init(CURL_GLOBAL_DEFAULT);
   if (global != CURLE_OK) return InternalError(std::string("curl_global_init: ") + curl_easy_strerror(global));
   CURL* curl = curl_easy_init();
   if (!curl) return InternalError("curl_easy_init failed");
-  return std::unique_ptr<CurlKubeClient>(new CurlKubeClient(std::move(config), std::move(retry), curl));
+  return std::unique_ptr<CurlKubeClient>(new CurlKubeClient(std::move(config), std::move(retry), max_response_bytes, curl));
 }
 
-CurlKubeClient::CurlKubeClient(KubeConfig config, RetryPolicy retry, void* curl)
-    : config_(std::move(config)), retry_(std::move(retry)), curl_(curl) {}
+CurlKubeClient::CurlKubeClient(KubeConfig config, RetryPolicy retry, size_t max_response_bytes, void* curl)
+    : config_(std::move(config)), retry_(std::move(retry)), max_response_bytes_(max_response_bytes), idle_{curl} {}
 
-CurlKubeClient::~CurlKubeClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
+CurlKubeClient::~CurlKubeClient() {
+  for (void* curl : idle_) curl_easy_cleanup(static_cast<CURL*>(curl));
+}
 
-StatusOr<HttpResponse> CurlKubeClient::SendOnce(const HttpRequest& request) {
-  CURL* curl = static_cast<CURL*>(curl_);
+void* CurlKubeClient::TakeHandle() {
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (!idle_.empty()) {
+      void* curl = idle_.back();
+      idle_.pop_back();
+      return curl;
+    }
+  }
+  return curl_easy_init();
+}
+
+void CurlKubeClient::ReturnHandle(void* curl) {
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (idle_.size() < kMaxIdleHandles) {
+      idle_.push_back(curl);
+      return;
+    }
+  }
+  curl_easy_cleanup(static_cast<CURL*>(curl));
+}
+
+StatusOr<HttpResponse> CurlKubeClient::SendOnce(void* handle, const HttpRequest& request) {
+  CURL* curl = static_cast<CURL*>(handle);
   const std::string url = Url(config_.server, request);
   const std::string what = request.method + " " + url;
   std::string token = config_.token;
@@ -107,8 +179,18 @@ StatusOr<HttpResponse> CurlKubeClient::SendOnce(const HttpRequest& request) {
     RDMAK8S_ASSIGN_OR_RETURN(token, ReadToken(config_.token_file));
   }
 
+  // This attempt's time: what is left before the request's deadline, at most kRequestTimeout.
+  auto timeout = kRequestTimeout;
+  if (request.deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        *request.deadline - std::chrono::steady_clock::now());
+    if (left <= std::chrono::milliseconds(0)) return DeadlineExceededError(what + ": deadline passed before it was sent");
+    timeout = std::min(timeout, left);
+  }
+
   curl_easy_reset(curl);  // keeps the connection cache
   HttpResponse response;
+  Reception reception{&response, max_response_bytes_, ""};
   char errbuf[CURL_ERROR_SIZE] = {0};
   curl_slist* headers = nullptr;
   headers = curl_slist_append(headers, "Accept: application/json");
@@ -127,20 +209,17 @@ StatusOr<HttpResponse> CurlKubeClient::SendOnce(const HttpRequest& request) {
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT, 60L);
   {
     std::lock_guard<std::mutex> stop(stop_mu_);
-    if (stopping_) {
-      curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(kStoppedRequestTimeout.count()));
-      curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(kStoppedRequestTimeout.count()));
-    }
+    if (stopping_) timeout = std::min(timeout, kStoppedRequestTimeout);
   }
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min<int64_t>(timeout.count(), 10000)));
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "rdmak8s-dra-driver/" RDMAK8S_VERSION);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, WriteBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reception);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, WriteHeader);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &response);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &reception);
   if (request.method == "POST" || request.method == "PUT" || !request.body.empty()) {
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.c_str());
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(request.body.size()));
@@ -167,6 +246,13 @@ StatusOr<HttpResponse> CurlKubeClient::SendOnce(const HttpRequest& request) {
 
   CURLcode rc = curl_easy_perform(curl);
   curl_slist_free_all(headers);
+  if (rc != CURLE_OK && !reception.refused.empty()) {
+    return UnavailableError(what + ": " + reception.refused);
+  }
+  if (rc == CURLE_OPERATION_TIMEDOUT && request.deadline) {
+    return DeadlineExceededError(what + ": no answer within " + std::to_string(timeout.count()) +
+                                 " ms (the caller's deadline)");
+  }
   if (rc != CURLE_OK) {
     std::string detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
     while (!detail.empty() && detail.back() == '\n') detail.pop_back();
@@ -183,17 +269,36 @@ void CurlKubeClient::StopRetries() {
 }
 
 StatusOr<HttpResponse> CurlKubeClient::Send(const HttpRequest& request) {
-  std::lock_guard<std::mutex> lock(mu_);
+  try {
+    return SendLoop(request);
+  } catch (const std::exception& e) {  // allocation failures: the caller gets an error, not a crash
+    return InternalError(request.method + " " + Url(config_.server, request) + ": " + e.what());
+  }
+}
+
+StatusOr<HttpResponse> CurlKubeClient::SendLoop(const HttpRequest& request) {
   std::chrono::milliseconds backoff = retry_.initial_backoff;
   for (int attempt = 1;; ++attempt) {
-    RDMAK8S_ASSIGN_OR_RETURN(HttpResponse response, SendOnce(request));
+    void* curl = TakeHandle();
+    if (curl == nullptr) return InternalError(request.method + " " + Url(config_.server, request) + ": curl_easy_init failed");
+    StatusOr<HttpResponse> sent = SendOnce(curl, request);
+    ReturnHandle(curl);
+    RDMAK8S_ASSIGN_OR_RETURN(HttpResponse response, std::move(sent));
     if (!Retryable(response.status) || attempt >= retry_.max_attempts) {
       if (Retryable(response.status)) {
         return ApiError(*this, request, response).Prepend("after " + std::to_string(attempt) + " attempts");
       }
       return response;
     }
-    std::chrono::milliseconds wait = std::min(RetryAfter(response.retry_after).value_or(backoff), retry_.max_backoff);
+    std::chrono::milliseconds wait =
+        std::min(RetryAfter(response.retry_after, retry_.max_backoff).value_or(backoff), retry_.max_backoff);
+    if (request.deadline && std::chrono::steady_clock::now() + wait >= *request.deadline) {
+      // Waiting would answer after the caller stopped listening: say so now.
+      return ApiError(*this, request, response)
+          .Prepend("no retry: the " + std::to_string(wait.count()) + " ms backoff ends past the caller's deadline (" +
+                   std::to_string(attempt) + " attempts)");
+    }
+    // The wait holds no lock: other callers' requests go on meanwhile.
     if (retry_.sleep) retry_.sleep(wait);
     std::unique_lock<std::mutex> stop(stop_mu_);
     if (!retry_.sleep) stop_cv_.wait_for(stop, wait, [&] { return stopping_; });

@@ -18,8 +18,13 @@
 // certificate or SSH remote key was not OK: ..."; ApiError names the HTTP status and the
 // message of the server's Status object.
 //
-// Thread safety: Send may be called from several threads; requests are serialized (one
-// connection, reused).
+// Thread safety: Send may be called from several threads, and they do not wait for each other:
+// each request takes a libcurl handle (with its connection) of its own from a small pool, and
+// a 429/5xx backoff holds no lock, so one slow or hung answer delays only its own caller.
+//
+// Answers are bounded: a body past kMaxResponseBytes, Retry-After as large as the server likes
+// (clamped to RetryPolicy::max_backoff, never overflowing), a header line of any length.
+// No exception leaves Send (an allocation failure in a libcurl callback ends that request).
 #pragma once
 
 #include <chrono>
@@ -30,6 +35,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dra/api/kube_config.h"
 #include "rdmak8s/status.h"
@@ -45,7 +51,22 @@ struct HttpRequest {
   std::string method = "GET";  // GET, POST, PUT, DELETE
   std::string path;            // "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=..."
   std::string body;            // JSON, for POST and PUT
+  // When set, Send returns by then, retries included: each attempt's timeout is what is left,
+  // and a backoff that would end past it is not waited (the answer is returned as an error
+  // saying so). Unset: each attempt has kRequestTimeout.
+  std::optional<std::chrono::steady_clock::time_point> deadline{};
 };
+
+// One path segment (a namespace, an object name) percent-encoded (RFC 3986: everything but
+// ALPHA / DIGIT / "-" / "." / "_" / "~"), so that no name can add a segment, a query or a
+// fragment; a segment "." or ".." is encoded whole (%2E): never a dot segment.
+std::string PathSegment(std::string_view segment);
+
+// The largest answer body read. The largest real ones are a page of our node's ResourceSlice
+// list (at most 100 slices: one pool, about 1 MiB for 1,024 devices) and a ResourceClaim (an
+// object the API server keeps under etcd's 1.5 MiB); past this cap the answer is an error
+// naming it, and nothing more is read.
+inline constexpr size_t kMaxResponseBytes = size_t{64} << 20;
 
 struct HttpResponse {
   long status = 0;
@@ -89,7 +110,9 @@ struct RetryPolicy {
 class CurlKubeClient : public KubeApi {
  public:
   // InvalidArgument when the config names no server; Internal when libcurl cannot start.
-  static StatusOr<std::unique_ptr<CurlKubeClient>> Create(KubeConfig config, RetryPolicy retry = {});
+  // `max_response_bytes`: kMaxResponseBytes but in tests.
+  static StatusOr<std::unique_ptr<CurlKubeClient>> Create(KubeConfig config, RetryPolicy retry = {},
+                                                          size_t max_response_bytes = kMaxResponseBytes);
   ~CurlKubeClient() override;
 
   StatusOr<HttpResponse> Send(const HttpRequest& request) override;
@@ -105,18 +128,26 @@ class CurlKubeClient : public KubeApi {
   // its way out (the exit delete of slices) cannot hold it up. Does not block; any thread.
   void StopRetries();
   static constexpr std::chrono::milliseconds kStoppedRequestTimeout{2000};
+  static constexpr std::chrono::milliseconds kRequestTimeout{60000};
+  // Idle handles kept for reuse (their connections stay open); more callers at once get new ones.
+  static constexpr size_t kMaxIdleHandles = 4;
 
  private:
-  CurlKubeClient(KubeConfig config, RetryPolicy retry, void* curl);
-  StatusOr<HttpResponse> SendOnce(const HttpRequest& request);
+  CurlKubeClient(KubeConfig config, RetryPolicy retry, size_t max_response_bytes, void* curl);
+  StatusOr<HttpResponse> SendLoop(const HttpRequest& request);
+  StatusOr<HttpResponse> SendOnce(void* curl, const HttpRequest& request);
+  // A handle of the pool, or a new one (nullptr when libcurl cannot make one); back to the pool.
+  void* TakeHandle();
+  void ReturnHandle(void* curl);
 
   const KubeConfig config_;
   const RetryPolicy retry_;
+  const size_t max_response_bytes_;
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;  // guarded by stop_mu_
-  std::mutex mu_;
-  void* curl_;  // CURL*, guarded by mu_
+  std::mutex pool_mu_;
+  std::vector<void*> idle_;  // CURL*, guarded by pool_mu_; each used by one request at a time
 };
 
 }  // namespace rdmak8s::dra

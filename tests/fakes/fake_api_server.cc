@@ -260,6 +260,7 @@ void FakeApiServer::Stop() {
     std::lock_guard<std::mutex> lock(mu_);  // a watch between its check and its wait sees it
   }
   events_cv_.notify_all();
+  ReleaseHeld();
   if (listen_fd_ >= 0) ::shutdown(listen_fd_, SHUT_RDWR);
   if (accept_thread_.joinable()) accept_thread_.join();
   std::vector<std::thread> threads;
@@ -341,6 +342,7 @@ void FakeApiServer::Serve(int fd) {
       }
       std::string body = buf.substr(0, length);
       buf.erase(0, length);
+      HoldIfAsked(request_line[1]);
       Response r = Handle(request_line[0], request_line[1], headers, body);
       if (r.watch) {
         if (!ServeWatch(&conn, *r.watch)) goto done;
@@ -521,6 +523,37 @@ void FakeApiServer::FailNext(int status, int count, std::string retry_after) {
   fail_count_ = count;
   fail_retry_after_ = std::move(retry_after);
 }
+void FakeApiServer::HoldRequests(std::string path_prefix) {
+  std::lock_guard<std::mutex> lock(hold_mu_);
+  hold_prefix_ = std::move(path_prefix);
+}
+void FakeApiServer::ReleaseHeld() {
+  std::lock_guard<std::mutex> lock(hold_mu_);
+  hold_prefix_.clear();
+  ++releases_;
+  hold_cv_.notify_all();
+}
+bool FakeApiServer::WaitForHeld(int n, std::chrono::milliseconds bound) {
+  std::unique_lock<std::mutex> lock(hold_mu_);
+  return hold_cv_.wait_for(lock, bound, [&] { return held_ >= n; });
+}
+void FakeApiServer::HoldIfAsked(const std::string& target) {
+  std::unique_lock<std::mutex> lock(hold_mu_);
+  const std::string path = target.substr(0, target.find('?'));
+  if (hold_prefix_.empty() || path.rfind(hold_prefix_, 0) != 0) return;
+  const uint64_t release = releases_;
+  ++held_;
+  hold_cv_.notify_all();
+  hold_cv_.wait(lock, [&] { return releases_ != release || stopping_; });
+  --held_;
+}
+void FakeApiServer::FailNextFor(std::string path_prefix, int status, int count, std::string retry_after) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_path_ = std::move(path_prefix);
+  fail_path_status_ = status;
+  fail_path_count_ = count;
+  fail_path_retry_after_ = std::move(retry_after);
+}
 void FakeApiServer::ConflictNextUpdates(int count) {
   std::lock_guard<std::mutex> lock(mu_);
   conflicts_ = count;
@@ -575,6 +608,11 @@ FakeApiServer::Response FakeApiServer::Handle(const std::string& method, const s
     return r;
   }
   std::string path = target.substr(0, target.find('?'));
+  if (fail_path_count_ > 0 && path.rfind(fail_path_, 0) == 0) {
+    --fail_path_count_;
+    return {fail_path_status_, StatusBody(fail_path_status_, "TooManyRequests", "injected failure"),
+            fail_path_retry_after_};
+  }
   std::map<std::string, std::string> query;
   if (size_t q = target.find('?'); q != std::string::npos) {
     for (const auto& kv : Split(target.substr(q + 1), '&')) {

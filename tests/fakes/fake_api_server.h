@@ -31,8 +31,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <optional>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -95,6 +97,16 @@ class FakeApiServer {
   void ConflictNextUpdates(int count);
   // The next `count` list pages asked with a continue token get 410 Gone (Expired).
   void ExpireNextContinues(int count);
+  // Faults for one path (issue 24: a slow API server must not stall the node). Requests whose
+  // path (before '?') starts with `path_prefix` get no answer until ReleaseHeld() or Stop(): a
+  // hung read. Other requests are answered meanwhile (each connection has its own thread).
+  void HoldRequests(std::string path_prefix);
+  void ReleaseHeld();
+  // Waits until `n` requests are being held, at most `bound`: false when they were not.
+  bool WaitForHeld(int n, std::chrono::milliseconds bound);
+  // The next `count` requests whose path starts with `path_prefix` are answered `status`
+  // (Retry-After `retry_after` when not empty); other paths are answered as usual.
+  void FailNextFor(std::string path_prefix, int status, int count, std::string retry_after = "");
   // Another client's slice, stored as is (v1 shape).
   void PutSliceV1(nlohmann::json slice);
 
@@ -136,6 +148,9 @@ class FakeApiServer {
                         const std::string& name, const std::map<std::string, std::string>& query,
                         const std::string& body);
 
+  // Blocks while `target` is to be held (HoldRequests); not under mu_.
+  void HoldIfAsked(const std::string& target);
+
   const FakeApiServerOptions options_;
   int listen_fd_ = -1;
   int port_ = 0;
@@ -169,6 +184,14 @@ class FakeApiServer {
   uint64_t watch_epoch_ = 0;   // EndWatches moves it on
   int open_watches_ = 0;
   std::condition_variable events_cv_;
+  std::string fail_path_, fail_path_retry_after_;  // FailNextFor; mu_
+  int fail_path_count_ = 0, fail_path_status_ = 0;
+
+  std::mutex hold_mu_;
+  std::condition_variable hold_cv_;
+  std::string hold_prefix_;  // hold_mu_; "" holds nothing
+  int held_ = 0;             // requests being held; hold_mu_
+  uint64_t releases_ = 0;    // ReleaseHeld calls; hold_mu_
 };
 
 // A self-signed certificate (EC P-256, SAN IP:127.0.0.1 and DNS:localhost) and its key, PEM.

@@ -33,7 +33,8 @@ class FakeClaimReader final : public dra::ClaimReader {
     return reads_;
   }
 
-  StatusOr<dra::ResourceClaim> GetClaim(const std::string& ns, const std::string& name) override {
+  StatusOr<dra::ResourceClaim> GetClaim(const std::string& ns, const std::string& name,
+                                        dra::ClaimDeadline /*deadline*/) override {
     std::lock_guard<std::mutex> lock(mu_);
     ++reads_;
     if (unavailable_) return UnavailableError("get resourceclaim " + ns + "/" + name + ": connection refused");

@@ -38,6 +38,11 @@ struct PodClaimRecord {
   friend bool operator==(const PodClaimRecord&, const PodClaimRecord&) = default;
 };
 
+// Whether `uid` can name a record's file or directory: a plain name ([A-Za-z0-9-], 1 to 128
+// characters). kInvalidArgument naming `what` ("pod UID") and the value, escaped, otherwise.
+// The writer, the remover and the reader all check with it: a UID it refuses was never written.
+Status CheckRecordUid(const std::string& what, const std::string& uid);
+
 // Writes (or replaces) <dir>/<pod_uid>/<record.claim_uid>.json.
 Status WritePodClaimRecord(const std::string& dir, const std::string& pod_uid,
                            const PodClaimRecord& record);

@@ -13,32 +13,32 @@ PodClaimDevice Dev(const std::string& request, const std::string& rdma_dev) {
 }
 
 TEST(PickDraDeviceTest, TheOnlyPreparedDeviceIsTaken) {
-  auto c = PickDraDevice({Claim("nic", {Dev("rdma", "mlx5_1")})}, "pod-1", "");
+  auto c = PickDraDevice({Claim("nic", {Dev("rdma", "mlx5_1")})}, "pod-1", "team", "");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(*c, (DraChoice{"mlx5_1", "0000:5e:00.2", "team/nic", "rdma"}));
 }
 
 TEST(PickDraDeviceTest, ADeviceNotYetPreparedDoesNotCount) {
-  auto c = PickDraDevice({Claim("nic", {Dev("rdma", ""), Dev("rdma2", "mlx5_2")})}, "pod-1", "");
+  auto c = PickDraDevice({Claim("nic", {Dev("rdma", ""), Dev("rdma2", "mlx5_2")})}, "pod-1", "team", "");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->rdma_dev, "mlx5_2");
 }
 
 TEST(PickDraDeviceTest, TheSameDeviceInTwoClaimsIsOneDevice) {
   auto c = PickDraDevice({Claim("a", {Dev("rdma", "mlx5_1")}), Claim("b", {Dev("rdma", "mlx5_1")})},
-                         "pod-1", "");
+                         "pod-1", "team", "");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->claim, "team/a");
 }
 
 TEST(PickDraDeviceTest, NoDeviceIsNotFoundNamingThePod) {
-  auto c = PickDraDevice({Claim("nic", {})}, "pod-1", "");
+  auto c = PickDraDevice({Claim("nic", {})}, "pod-1", "team", "");
   EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
   EXPECT_NE(c.status().message().find("pod pod-1"), std::string::npos) << c.status().message();
 }
 
 TEST(PickDraDeviceTest, SeveralDevicesWithoutARequestListTheCandidates) {
-  auto c = PickDraDevice({Claim("nics", {Dev("east", "mlx5_1"), Dev("west", "mlx5_2")})}, "pod-1", "");
+  auto c = PickDraDevice({Claim("nics", {Dev("east", "mlx5_1"), Dev("west", "mlx5_2")})}, "pod-1", "team", "");
   EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
   const std::string m = c.status().message();
   EXPECT_NE(m.find("team/nics/east (mlx5_1)"), std::string::npos) << m;
@@ -49,24 +49,24 @@ TEST(PickDraDeviceTest, SeveralDevicesWithoutARequestListTheCandidates) {
 TEST(PickDraDeviceTest, ARequestNamesItsDeviceBySubrequestParentOrClaim) {
   std::vector<PodClaimRecord> rs = {Claim("nics", {Dev("east", "mlx5_1"), Dev("west/fast", "mlx5_2")}),
                                     Claim("more", {Dev("east", "mlx5_3")})};
-  auto west = PickDraDevice(rs, "pod-1", "west");  // a prioritized list's subrequest got it
+  auto west = PickDraDevice(rs, "pod-1", "team", "west");  // a prioritized list's subrequest got it
   ASSERT_TRUE(west.ok()) << west.status().ToString();
   EXPECT_EQ(west->rdma_dev, "mlx5_2");
-  auto exact = PickDraDevice(rs, "pod-1", "west/fast");
+  auto exact = PickDraDevice(rs, "pod-1", "team", "west/fast");
   ASSERT_TRUE(exact.ok()) << exact.status().ToString();
   EXPECT_EQ(exact->rdma_dev, "mlx5_2");
-  auto by_claim = PickDraDevice(rs, "pod-1", "more/east");
+  auto by_claim = PickDraDevice(rs, "pod-1", "team", "more/east");
   ASSERT_TRUE(by_claim.ok()) << by_claim.status().ToString();
   EXPECT_EQ(by_claim->rdma_dev, "mlx5_3");
   // "east" is a request of both claims: which one is not for us to guess.
-  auto both = PickDraDevice(rs, "pod-1", "east");
+  auto both = PickDraDevice(rs, "pod-1", "team", "east");
   EXPECT_EQ(both.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(both.status().message().find("team/nics/east (mlx5_1)"), std::string::npos);
   EXPECT_NE(both.status().message().find("team/more/east (mlx5_3)"), std::string::npos);
 }
 
 TEST(PickDraDeviceTest, ARequestThatMatchesNothingListsWhatThePodHolds) {
-  auto c = PickDraDevice({Claim("nics", {Dev("east", "mlx5_1")})}, "pod-1", "north");
+  auto c = PickDraDevice({Claim("nics", {Dev("east", "mlx5_1")})}, "pod-1", "team", "north");
   EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
   EXPECT_NE(c.status().message().find("\"north\""), std::string::npos) << c.status().message();
   EXPECT_NE(c.status().message().find("team/nics/east (mlx5_1)"), std::string::npos) << c.status().message();
@@ -80,6 +80,34 @@ TEST(ValidDraRequestTest, RequestSubrequestAndClaimNamesOnly) {
     EXPECT_FALSE(ValidDraRequest(bad)) << bad;
   }
   EXPECT_FALSE(ValidDraRequest(std::string(254, 'a')));
+}
+
+}  // namespace
+}  // namespace rdmak8s::cni
+
+namespace rdmak8s::cni {
+namespace {
+
+// Issue 24 item 5: a record of another namespace's claim is never wired into the pod.
+TEST(PickDraDeviceTest, AClaimOfAnotherNamespaceIsRefusedNamingBoth) {
+  PodClaimRecord foreign{"kube-system", "sm-nic", "uid-sm", {Dev("rdma", "mlx5_1")}};
+  for (const std::string request : {"", "rdma"}) {
+    auto c = PickDraDevice({foreign}, "pod-1", "team", request);
+    ASSERT_FALSE(c.ok()) << request;
+    EXPECT_EQ(c.status().code(), StatusCode::kPermissionDenied);
+    EXPECT_NE(c.status().message().find("\"kube-system\""), std::string::npos) << c.status().message();
+    EXPECT_NE(c.status().message().find("\"team\""), std::string::npos) << c.status().message();
+    EXPECT_NE(c.status().message().find("K8S_POD_NAMESPACE"), std::string::npos) << c.status().message();
+  }
+  // Beside a claim of the pod's own namespace too: the records as a whole are suspect.
+  auto mixed = PickDraDevice({Claim("nic", {Dev("rdma", "mlx5_2")}), foreign}, "pod-1", "team", "");
+  EXPECT_EQ(mixed.status().code(), StatusCode::kPermissionDenied);
+}
+
+TEST(PickDraDeviceTest, WithoutThePodsNamespaceNoRecordIsTaken) {
+  auto c = PickDraDevice({Claim("nic", {Dev("rdma", "mlx5_1")})}, "pod-1", "", "");
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("K8S_POD_NAMESPACE"), std::string::npos) << c.status().message();
 }
 
 }  // namespace

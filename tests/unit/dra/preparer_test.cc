@@ -282,3 +282,122 @@ TEST_F(PreparerTest, TwoClaimsOnTwoSharesOfOneDeviceBothPrepareThatDevice) {
 
 }  // namespace
 }  // namespace rdmak8s::dra
+
+namespace rdmak8s::dra {
+namespace {
+
+// Issue 24 item 1: a claim is any namespace user's; issm, roceUmad and env are the admin's.
+TEST_F(PreparerTest, AClaimsOwnConfigCannotTurnOnIssmOrEnvAndNothingIsWritten) {
+  ResourceClaim c = Claim("uid-1", {Ours("mlx5-0")});
+  c.config = {{"FromClaim", {}, kDriver, R"({"issm":true,"env":{"LD_PRELOAD":"/evil.so"}})"}};
+  reader_.Put(c);
+  auto r = preparer_->Prepare(Ref("uid-1"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(r.status().message().find("key \"env\""), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("FromClaim"), std::string::npos) << r.status().message();
+  EXPECT_TRUE(preparer_->Claims().empty());
+  EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdmak8s-dra-uid-1.json"));
+  EXPECT_FALSE(fs::exists(options_.pod_devices_dir + "/pod-1"));
+  Restart();
+  EXPECT_TRUE(preparer_->Claims().empty());
+
+  for (const char* params : {R"({"issm":true})", R"({"roceUmad":true})", R"({"ncclEnv":true,"issm":false})"}) {
+    c.config = {{"FromClaim", {"nic"}, kDriver, params}};
+    reader_.Put(c);
+    auto refused = preparer_->Prepare(Ref("uid-1"));
+    EXPECT_EQ(refused.status().code(), StatusCode::kPermissionDenied) << params;
+  }
+  EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdmak8s-dra-uid-1.json"));
+}
+
+TEST_F(PreparerTest, ADeviceClassConfigMaySetIssmAndEnv) {
+  ResourceClaim c = Claim("uid-1", {Ours("mlx5-0")});
+  c.config = {{"FromClass", {}, kDriver, R"({"issm":true,"env":{"A":"b"}})"}};
+  reader_.Put(c);
+  auto r = preparer_->Prepare(Ref("uid-1"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const std::string spec = Read(options_.cdi_dir + "/rdmak8s-dra-uid-1.json");
+  EXPECT_NE(spec.find("issm0"), std::string::npos) << spec;
+  EXPECT_NE(spec.find("A=b"), std::string::npos) << spec;
+}
+
+TEST_F(PreparerTest, AClaimMaySetTheEnvThatNamesItsDevices) {
+  ResourceClaim c = Claim("uid-1", {Ours("mlx5-0")});
+  c.config = {{"FromClaim", {}, kDriver, R"({"ncclEnv":true,"ucxEnv":true})"}};
+  reader_.Put(c);
+  ASSERT_TRUE(preparer_->Prepare(Ref("uid-1")).ok());
+  const std::string spec = Read(options_.cdi_dir + "/rdmak8s-dra-uid-1.json");
+  EXPECT_NE(spec.find("NCCL_IB_HCA"), std::string::npos) << spec;
+  EXPECT_NE(spec.find("UCX_NET_DEVICES"), std::string::npos) << spec;
+}
+
+TEST_F(PreparerTest, AnOpaqueConfigOfAnUnknownSourceIsNobodysAndRefused) {
+  ResourceClaim c = Claim("uid-1", {Ours("mlx5-0")});
+  c.config = {{"FromSomewhere\n", {}, kDriver, R"({"ncclEnv":true})"}};
+  reader_.Put(c);
+  auto r = preparer_->Prepare(Ref("uid-1"));
+  EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(r.status().message().find("\"FromSomewhere\\x0a\""), std::string::npos) << r.status().message();
+  EXPECT_TRUE(preparer_->Claims().empty());
+}
+
+}  // namespace
+}  // namespace rdmak8s::dra
+
+namespace rdmak8s::dra {
+namespace {
+
+// Issue 24 item 3: kubelet's namespace and name go into the API path; nothing else may.
+TEST_F(PreparerTest, ANamespaceOrNameThatIsNotAKubernetesNameIsRefusedBeforeAnyRead) {
+  reader_.Put(Claim("uid-1", {Ours("mlx5-0")}));
+  const ClaimRef traversal{"../../../../api/v1/namespaces/kube-system/secrets/admin-token?x=", "uid-1", "n"};
+  auto r = preparer_->Prepare(traversal);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("claim namespace \"../../../../api/v1/namespaces/kube-system"),
+            std::string::npos) << r.status().message();
+  EXPECT_EQ(preparer_->Unprepare(traversal).code(), StatusCode::kInvalidArgument);
+
+  const ClaimRef watch{"team", "uid-1", "x?watch=true&resourceVersion=0"};
+  r = preparer_->Prepare(watch);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("claim name \"x?watch=true"), std::string::npos) << r.status().message();
+  const ClaimRef control{"team", "uid-1", "nic\r\nX-Injected: 1"};
+  r = preparer_->Prepare(control);
+  EXPECT_NE(r.status().message().find("\\x0d\\x0a"), std::string::npos) << r.status().message();
+  EXPECT_EQ(reader_.reads(), 0);
+  EXPECT_TRUE(preparer_->Claims().empty());
+}
+
+// Issue 24 item 4: a reservedFor pod UID that cannot name a record never reaches the checkpoint.
+TEST_F(PreparerTest, AReservedPodUidThatIsNotAPlainNameFailsThePrepareBeforeAnythingIsWritten) {
+  reader_.Put(Claim("uid-1", {Ours("mlx5-0")}, {"pod-1", "../../etc"}));
+  auto r = preparer_->Prepare(Ref("uid-1"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("status.reservedFor[1] pod UID \"../../etc\""), std::string::npos)
+      << r.status().message();
+  EXPECT_TRUE(preparer_->Claims().empty());
+  Restart();
+  EXPECT_TRUE(preparer_->Claims().empty());
+  EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdmak8s-dra-uid-1.json"));
+  EXPECT_FALSE(fs::exists(options_.pod_devices_dir + "/pod-1"));
+}
+
+TEST_F(PreparerTest, AClaimAnOlderDriverCheckpointedWithABadPodUidCanStillBeUnprepared) {
+  const std::string spec = options_.cdi_dir + "/rdmak8s-dra-uid-1.json";
+  ClaimMap old{{"uid-1", {"uid-1", "team", "nic-claim", ClaimPhase::kPrepared, {}, {"../evil", "pod-1"}, spec}}};
+  ASSERT_TRUE(Checkpoint(options_.state_dir).Save(old).ok());
+  ASSERT_TRUE(WritePodClaimRecord(options_.pod_devices_dir, "pod-1", {"team", "nic-claim", "uid-1", {}}).ok());
+  std::ofstream(spec) << "{}";
+  Restart();
+  Status s = preparer_->Unprepare(Ref("uid-1"));
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_FALSE(fs::exists(spec));
+  EXPECT_EQ(ReadPodClaimRecords(options_.pod_devices_dir, "pod-1").status().code(), StatusCode::kNotFound);
+  Restart();
+  EXPECT_TRUE(preparer_->Claims().empty());
+}
+
+}  // namespace
+}  // namespace rdmak8s::dra

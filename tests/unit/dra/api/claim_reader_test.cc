@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <future>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,8 @@ namespace {
 using nlohmann::json;
 
 constexpr char kDriver[] = "rdma.rdmak8s.io";
+
+ClaimDeadline Soon() { return std::chrono::steady_clock::now() + std::chrono::seconds(30); }
 
 // A claim as a v1 API server stores it (spec.devices.requests[].exactly).
 json Claim() {
@@ -73,7 +76,7 @@ class ClaimReaderTest : public ::testing::Test {
 
 TEST_F(ClaimReaderTest, ReadsEveryResultConfigAndReservationOfTheClaim) {
   ApiClaimReader reader(client_.get(), ResourceApiVersion::kV1);
-  auto c = reader.GetClaim("ml", "train-nic");
+  auto c = reader.GetClaim("ml", "train-nic", Soon());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->namespace_name, "ml");
   EXPECT_EQ(c->name, "train-nic");
@@ -98,7 +101,7 @@ TEST_F(ClaimReaderTest, ReadsEveryResultConfigAndReservationOfTheClaim) {
 TEST_F(ClaimReaderTest, ReadsAV1beta1ClaimThroughTheV1beta1Path) {
   server_.AddClaim(ClaimV1beta1());
   ApiClaimReader reader(client_.get(), ResourceApiVersion::kV1beta1);
-  auto c = reader.GetClaim("ml", "old-nic");
+  auto c = reader.GetClaim("ml", "old-nic", Soon());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->uid, "beta-uid");
   EXPECT_EQ(c->results, (std::vector<DeviceResult>{{"nic", kDriver, "node1", "mlx5-1"}}));
@@ -110,11 +113,11 @@ TEST_F(ClaimReaderTest, ReadsAV1beta1ClaimThroughTheV1beta1Path) {
 
 TEST_F(ClaimReaderTest, EveryReadAsksTheServerAgain) {
   ApiClaimReader reader(client_.get(), ResourceApiVersion::kV1);
-  ASSERT_TRUE(reader.GetClaim("ml", "train-nic").ok());
+  ASSERT_TRUE(reader.GetClaim("ml", "train-nic", Soon()).ok());
   json replaced = Claim();
   replaced["metadata"]["uid"] = "new-uid";
   server_.AddClaim(replaced);
-  auto c = reader.GetClaim("ml", "train-nic");
+  auto c = reader.GetClaim("ml", "train-nic", Soon());
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->uid, "new-uid");
   EXPECT_EQ(server_.CountRequests("GET /apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/train-nic"), 2);
@@ -122,7 +125,7 @@ TEST_F(ClaimReaderTest, EveryReadAsksTheServerAgain) {
 
 TEST_F(ClaimReaderTest, AMissingClaimIsNotFoundNamingIt) {
   ApiClaimReader reader(client_.get(), ResourceApiVersion::kV1);
-  auto v = reader.GetClaim("ml", "gone");
+  auto v = reader.GetClaim("ml", "gone", Soon());
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.status().code(), StatusCode::kNotFound);
   EXPECT_NE(v.status().message().find("/namespaces/ml/resourceclaims/gone"), std::string::npos);
@@ -131,7 +134,7 @@ TEST_F(ClaimReaderTest, AMissingClaimIsNotFoundNamingIt) {
 TEST_F(ClaimReaderTest, AnUnreachableServerIsUnavailableNamingTheClaim) {
   server_.Stop();
   ApiClaimReader reader(client_.get(), ResourceApiVersion::kV1);
-  auto v = reader.GetClaim("ml", "train-nic");
+  auto v = reader.GetClaim("ml", "train-nic", Soon());
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(v.status().message().find("ml/train-nic"), std::string::npos) << v.status().message();
@@ -145,7 +148,7 @@ TEST_F(ClaimReaderTest, TheApiVersionIsAskedWhenFirstNeededUntilTheServerAnswers
   auto client = std::move(*CurlKubeClient::Create(c));
   ApiVersionSource versions(client.get());
   ApiClaimReader reader(client.get(), &versions);
-  auto down = reader.GetClaim("ml", "train-nic");
+  auto down = reader.GetClaim("ml", "train-nic", Soon());
   ASSERT_FALSE(down.ok());
   EXPECT_EQ(down.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(down.status().message().find("ml/train-nic"), std::string::npos) << down.status().message();
@@ -154,7 +157,7 @@ TEST_F(ClaimReaderTest, TheApiVersionIsAskedWhenFirstNeededUntilTheServerAnswers
 
   ASSERT_TRUE(later.Start(dir_.path() + "/later.sock"));
   later.AddClaim(Claim());
-  auto up = reader.GetClaim("ml", "train-nic");
+  auto up = reader.GetClaim("ml", "train-nic", Soon());
   ASSERT_TRUE(up.ok()) << up.status().ToString();
   auto v = versions.Get();
   ASSERT_TRUE(v.ok());
@@ -181,7 +184,7 @@ TEST_F(ClaimReaderTest, AnUnallocatedClaimReadsAsNotAllocated) {
   c["status"].erase("allocation");
   server_.AddClaim(c);
   ApiClaimReader reader(client_.get(), ResourceApiVersion::kV1);
-  auto v = reader.GetClaim("ml", "pending");
+  auto v = reader.GetClaim("ml", "pending", Soon());
   ASSERT_TRUE(v.ok()) << v.status().ToString();
   EXPECT_FALSE(v->allocated);
   EXPECT_TRUE(v->results.empty());
@@ -240,6 +243,107 @@ TEST_F(PreparerOverApiTest, AnUnallocatedClaimIsAFailedPrecondition) {
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(v.status().message().find("not allocated"), std::string::npos);
+}
+
+// Issue 24 item 2: a slow API server must not stall the node. Bounds that only a stalled
+// preparer reaches; no assertion on how long anything takes.
+constexpr std::chrono::seconds kBound{30};
+
+json NamedClaim(const std::string& name, const std::string& uid) {
+  json c = Claim();
+  c["metadata"]["name"] = name;
+  c["metadata"]["uid"] = uid;
+  return c;
+}
+
+TEST_F(PreparerOverApiTest, AHungClaimReadHoldsUpNoUnprepareNoPreparedClaimAndNoOtherClaim) {
+  // The hung read outlasts every bound below: only a preparer that does not wait for it passes.
+  options_.claim_read_timeout = std::chrono::minutes(5);
+  auto p = Preparer::Create(options_, reader_.get(), &catalog_);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  preparer_ = std::move(p).value();
+  server_.AddClaim(NamedClaim("prepared-nic", "prepared-uid"));
+  server_.AddClaim(NamedClaim("done-nic", "done-uid"));
+  server_.AddClaim(NamedClaim("other-nic", "other-uid"));
+  ASSERT_TRUE(preparer_->Prepare({"ml", "prepared-uid", "prepared-nic"}).ok());
+  ASSERT_TRUE(preparer_->Prepare({"ml", "done-uid", "done-nic"}).ok());
+
+  server_.HoldRequests("/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/train-nic");
+  auto hung = std::async(std::launch::async, [&] { return preparer_->Prepare({"ml", "claim-uid", "train-nic"}); });
+  ASSERT_TRUE(server_.WaitForHeld(1, kBound)) << "the claim read never reached the server";
+
+  auto unprepare = std::async(std::launch::async, [&] { return preparer_->Unprepare({"ml", "done-uid", "done-nic"}); });
+  auto again = std::async(std::launch::async, [&] { return preparer_->Prepare({"ml", "prepared-uid", "prepared-nic"}); });
+  auto other = std::async(std::launch::async, [&] { return preparer_->Prepare({"ml", "other-uid", "other-nic"}); });
+  const bool unprepared = unprepare.wait_for(kBound) == std::future_status::ready;
+  const bool answered = again.wait_for(kBound) == std::future_status::ready;
+  const bool prepared = other.wait_for(kBound) == std::future_status::ready;
+  const bool still_hung = hung.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+  server_.ReleaseHeld();
+  ASSERT_TRUE(unprepared) << "an unprepare waited for another claim's hung read";
+  ASSERT_TRUE(answered) << "a prepared claim waited for another claim's hung read";
+  ASSERT_TRUE(prepared) << "another claim's prepare waited for a hung read";
+  EXPECT_TRUE(still_hung) << "the hung prepare ended before the others were checked";
+  Status u = unprepare.get();
+  EXPECT_TRUE(u.ok()) << u.ToString();
+  auto a = again.get();
+  EXPECT_TRUE(a.ok()) << a.status().ToString();
+  auto o = other.get();
+  EXPECT_TRUE(o.ok()) << o.status().ToString();
+  hung.get().status().IgnoreError();  // released: it may have its answer or not
+}
+
+TEST_F(PreparerOverApiTest, AHungClaimReadEndsInsideKubeletsDeadline) {
+  server_.HoldRequests("/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/train-nic");
+  // kubelet's 45 s, nearly spent: the read gets what is left less the margin for the answer.
+  const auto call_deadline = std::chrono::steady_clock::now() + options_.answer_margin + std::chrono::milliseconds(500);
+  auto r = preparer_->Prepare({"ml", "claim-uid", "train-nic"}, call_deadline);
+  server_.ReleaseHeld();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("ml/train-nic"), std::string::npos) << r.status().message();
+  EXPECT_TRUE(preparer_->Claims().empty());
+}
+
+TEST_F(PreparerOverApiTest, A429WithRetryAfter20IsAnsweredAtOnceWhenItEndsPastTheDeadline) {
+  server_.FailNextFor("/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/train-nic", 429, 10, "20");
+  auto r = std::async(std::launch::async, [&] {
+    return preparer_->Prepare({"ml", "claim-uid", "train-nic"}, std::chrono::steady_clock::now() + std::chrono::seconds(45));
+  });
+  ASSERT_EQ(r.wait_for(kBound), std::future_status::ready) << "the prepare waited out Retry-After: 20";
+  auto v = r.get();
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.status().code(), StatusCode::kUnavailable) << v.status().ToString();
+  EXPECT_NE(v.status().message().find("HTTP 429"), std::string::npos) << v.status().message();
+  EXPECT_NE(v.status().message().find("past the caller's deadline"), std::string::npos) << v.status().message();
+}
+
+TEST_F(PreparerOverApiTest, AnUnprepareDuringTheClaimReadLeavesNothingWritten) {
+  server_.HoldRequests("/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/train-nic");
+  auto hung = std::async(std::launch::async, [&] { return preparer_->Prepare({"ml", "claim-uid", "train-nic"}); });
+  ASSERT_TRUE(server_.WaitForHeld(1, kBound)) << "the claim read never reached the server";
+  ASSERT_TRUE(preparer_->Unprepare({"ml", "claim-uid", "train-nic"}).ok());
+  server_.ReleaseHeld();
+  auto r = hung.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("unprepared while it was read"), std::string::npos) << r.status().message();
+  EXPECT_TRUE(preparer_->Claims().empty());
+  EXPECT_FALSE(std::filesystem::exists(options_.cdi_dir + "/rdmak8s-dra-claim-uid.json"));
+}
+
+// Issue 24 item 3: kubelet's names never shape the request.
+TEST_F(ClaimReaderTest, AHostileNamespaceOrNameSendsNoRequest) {
+  ApiClaimReader reader(client_.get(), ResourceApiVersion::kV1);
+  const size_t before = server_.Requests().size();
+  auto traversal = reader.GetClaim("../../../../api/v1/namespaces/kube-system/secrets/admin-token?x=", "n", Soon());
+  EXPECT_EQ(traversal.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(traversal.status().message().find("claim namespace \"../../"), std::string::npos)
+      << traversal.status().message();
+  auto watch = reader.GetClaim("ml", "x?watch=true&resourceVersion=0", Soon());
+  EXPECT_EQ(watch.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(watch.status().message().find("claim name \"x?watch=true"), std::string::npos) << watch.status().message();
+  EXPECT_EQ(server_.Requests().size(), before);
 }
 
 TEST(ParseResourceClaimTest, GarbageIsInvalidArgument) {

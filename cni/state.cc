@@ -66,21 +66,20 @@ StateStore::Lock::~Lock() {
 
 namespace {
 
-// A regular file of ours, read without following a link (state files are never links).
+// A record or knobs.json holds one attachment's or one node's few knobs: far below this.
+constexpr size_t kMaxStateFileBytes = size_t{1} << 20;
+
+// A regular file of ours, through the one safe reader (state files are never links, and a FIFO
+// planted in the state dir must not block an ADD). Anything that cannot be a file we wrote (a
+// symlink, a FIFO, a directory, a file too large) is kFailedPrecondition, which the callers
+// quarantine; missing stays kNotFound.
 StatusOr<std::string> ReadFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) {
-    if (errno == ELOOP) return FailedPreconditionError(path + " is a symlink");
-    return ErrnoError(errno, "read " + path);
+  auto out = ReadRegularFile(path, kMaxStateFileBytes);
+  if (out.ok()) return out;
+  if (out.status().code() == StatusCode::kInvalidArgument) {
+    return FailedPreconditionError("read " + path + ": " + out.status().message());
   }
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return FailedPreconditionError(path + " is not a regular file");
-  }
-  auto out = ReadFd(fd, path);
-  close(fd);
-  return out;
+  return out.status().Prepend("read " + path);
 }
 
 bool EndsWith(const std::string& s, std::string_view suffix) {

@@ -60,13 +60,12 @@ std::string CdiSpecPath(const std::string& cdi_dir, const std::string& resource)
 }
 
 Status WriteFileIfChanged(const std::string& path, const std::string& content) {
-  {
-    std::ifstream in(path);
-    if (in) {
-      std::stringstream ss;
-      ss << in.rdbuf();
-      if (ss.str() == content) return Status::Ok();
-    }
+  // Compared through the one safe reader: a FIFO planted at the path would block a plain open,
+  // and a symlink would make us compare (and report as ours) a file elsewhere.
+  StatusOr<std::string> current = ReadRegularFile(path, kMaxCdiSpecBytes);
+  if (current.ok() && *current == content) return Status::Ok();
+  if (!current.ok() && current.status().code() != StatusCode::kNotFound) {
+    return current.status().Prepend("CDI spec " + path + " (not replaced)");
   }
   return ::rdmak8s::WriteFileAtomic(path, content, 0644);
 }

@@ -30,7 +30,11 @@ std::string BuildCdiSpec(const PoolState& state);
 // "<cdi_dir>/rdmak8s-<prefix>-<pool>.json" with '/' in the prefix made '_'.
 std::string CdiSpecPath(const std::string& cdi_dir, const std::string& resource);
 // Writes `content` to `path` atomically (rdmak8s::WriteFileAtomic); no-op when the file already
-// holds exactly that, so runtimes watching the CDI dir see no spurious change.
+// holds exactly that, so runtimes watching the CDI dir see no spurious change. The current file is
+// read with rdmak8s::ReadRegularFile: a symlink, a FIFO or anything else not a regular file at
+// `path`, or one larger than kMaxCdiSpecBytes, is an error naming the path and the cause (nothing
+// is written, nothing blocks); a missing file is written.
+inline constexpr size_t kMaxCdiSpecBytes = size_t{16} << 20;
 Status WriteFileIfChanged(const std::string& path, const std::string& content);
 
 }  // namespace rdmak8s::dp

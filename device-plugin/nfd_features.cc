@@ -5,8 +5,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "rdmak8s/file_util.h"
 
@@ -15,14 +13,8 @@ namespace {
 
 constexpr const char* kPrefix = "rdma.rdmak8s.io/";
 
-// The file's current text; "" when there is none or it cannot be read (then it is rewritten).
-std::string Current(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return "";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// The feature file holds a few labels; anything larger at its path is not ours.
+constexpr size_t kMaxNfdFileBytes = 64 * 1024;
 
 void SyncDir(const std::string& dir) {
   int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -54,7 +46,13 @@ Status NfdFeatureFile::Update(const NodeFeatures& features) {
   const std::string text = RenderNfdFeatures(features);
   if (text.empty()) return Remove();
   const std::string target = path();
-  if (Current(target) == text) return Status::Ok();
+  // Read back through the one safe reader: the features dir is shared with NFD, and a FIFO or
+  // link planted at our file's name must neither block the plugin nor be taken for our file.
+  StatusOr<std::string> current = ReadRegularFile(target, kMaxNfdFileBytes);
+  if (current.ok() && *current == text) return Status::Ok();
+  if (!current.ok() && current.status().code() != StatusCode::kNotFound) {
+    return current.status().Prepend("NFD feature file " + target + " (not replaced)");
+  }
   // NFD skips dot-files, so neither the staging file nor WriteFileAtomic's temporary beside it
   // (".rdmak8s.tmp.<pid>...") is ever read as features.
   const std::string staged = dir_ + "/." + kNfdFeatureFileName;

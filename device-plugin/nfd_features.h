@@ -43,7 +43,9 @@ class NfdFeatureFile {
   // Writes the file when its text differs from what is there (a restart rewrites nothing that
   // did not change), atomically and without NFD ever reading a half-written file: the text goes
   // to the dot-file `.rdmak8s` (WriteFileAtomic), which is renamed over `rdmak8s`. Nothing to
-  // advertise (no transport) removes the file. Errors name the step and the path.
+  // advertise (no transport) removes the file. What is there is read back with
+  // rdmak8s::ReadRegularFile: a symlink, a FIFO, a directory or more than 64 KiB at the path is
+  // an error naming it (nothing replaced, nothing blocks). Errors name the step and the path.
   Status Update(const NodeFeatures& features);
   // Removes the file (the plugin stops advertising); a missing file is not an error.
   Status Remove();

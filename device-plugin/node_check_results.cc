@@ -13,19 +13,17 @@
 namespace rdmak8s::dp {
 
 StatusOr<NodeCheckResults> ReadNodeCheckResults(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(errno, "read node check results " + path);
-  struct stat st{};
-  if (fstat(fd, &st) != 0) {
-    int err = errno;
-    close(fd);
-    return ErrnoError(err, "stat " + path);
-  }
-  StatusOr<std::string> text = ReadFd(fd, path, 16 << 20);
-  close(fd);
-  if (!text.ok()) return text.status();
+  // The one safe reader: the path is a file another job writes, and a FIFO there would block
+  // every scrape. Links are followed (an operator may point the path at the job's output).
+  int64_t mtime = 0;
+  StatusOr<std::string> text =
+      ReadRegularFile(path, 16 << 20, FileLinks::kFollow, [&mtime](const struct stat& st) {
+        mtime = st.st_mtim.tv_sec;
+        return Status::Ok();
+      });
+  if (!text.ok()) return text.status().Prepend("read node check results " + path);
   NodeCheckResults out;
-  out.written_unix_seconds = st.st_mtim.tv_sec;
+  out.written_unix_seconds = mtime;
   // nlohmann::json throws on malformed input and on a wrong type: stopped here.
   nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   auto bad = [&](const std::string& why) {

@@ -29,7 +29,9 @@ struct NodeCheckResults {
 
 // Reads `path`. kNotFound when there is no file (the check has not run); kInvalidArgument naming
 // the path when it is not the check's JSON (a file caught half written is that too: write it to
-// a temporary and rename it); other read errors name the path.
+// a temporary and rename it); other read errors name the path. Read with rdmak8s::ReadRegularFile
+// (links followed): a FIFO, a directory or anything else not a regular file at the path is
+// kFailedPrecondition at once (a scrape never waits on it), more than 16 MiB kInvalidArgument.
 StatusOr<NodeCheckResults> ReadNodeCheckResults(const std::string& path);
 
 }  // namespace rdmak8s::dp

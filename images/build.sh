@@ -8,7 +8,7 @@
 # mistake "nothing built" for success. The message says which engines were tried and why each was
 # unusable.
 #
-# Environment: IMAGE_REPO (default ghcr.io/rdmak8s, as in manifests/base/kustomization.yaml),
+# Environment: IMAGE_REPO (default ghcr.io/rdmak8s, as in manifests/components/images/kustomization.yaml),
 # IMAGE_TAG (default: the project version from CMakeLists.txt), CONTAINER_ENGINE (force one).
 set -euo pipefail
 

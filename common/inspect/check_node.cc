@@ -105,6 +105,59 @@ StatusOr<std::optional<uint64_t>> ParseMemlockSoftLimit(const std::string& text)
   return NotFoundError("no \"Max locked memory\" line");
 }
 
+std::optional<ProcessUids> ParseStatusUids(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Uid:", 0) != 0) continue;
+    std::istringstream fields(line.substr(4));
+    std::string real, effective;
+    fields >> real >> effective;
+    auto r = ParseU64(real);
+    auto e = ParseU64(effective);
+    if (!r || !e) return std::nullopt;
+    return ProcessUids{*r, *e};
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// The kernel marks an executable replaced since the exec (a package upgrade while the daemon
+// runs) " (deleted)"; it is still the one the process runs.
+std::string_view WithoutDeleted(std::string_view exe) {
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (exe.size() > kDeleted.size() && exe.substr(exe.size() - kDeleted.size()) == kDeleted) {
+    exe.remove_suffix(kDeleted.size());
+  }
+  return exe;
+}
+
+}  // namespace
+
+bool IsRuntimeExecutable(std::string_view exe, const std::vector<std::string>& runtimes) {
+  exe = WithoutDeleted(exe);
+  if (exe.empty() || exe.front() != '/') return false;
+  for (const std::string& r : runtimes) {
+    if (!r.empty() && r.front() == '/' ? exe == r : Basename(exe) == r) return true;
+  }
+  return false;
+}
+
+namespace {
+
+// readlink(2) of /proc/<pid>/exe: the executable the process runs, which (unlike comm, which
+// any process sets with prctl(PR_SET_NAME)) only an exec changes.
+std::optional<std::string> ReadExeLink(const std::string& path) {
+  std::string buf(4096, '\0');
+  ssize_t n = readlink(path.c_str(), buf.data(), buf.size());
+  if (n <= 0 || static_cast<size_t>(n) >= buf.size()) return std::nullopt;
+  buf.resize(static_cast<size_t>(n));
+  return buf;
+}
+
+}  // namespace
+
 void CheckMemlock(const CheckPolicy& policy, const CheckEnv& env, CheckReport& report) {
   const std::string want =
       policy.memlock_min_bytes ? ">= " + Bytes(*policy.memlock_min_bytes) : "unlimited";
@@ -120,15 +173,27 @@ void CheckMemlock(const CheckPolicy& policy, const CheckEnv& env, CheckReport& r
   }
   closedir(dir);
   bool found = false;
+  std::vector<std::string> ignored;  // named like a runtime, but not one we trust
   for (const std::string& pid : pids) {
     const std::string base = env.proc_root + "/" + pid;
-    auto comm = ReadSmallFile(base + "/comm");
-    if (!comm.ok()) continue;  // the process ended since readdir
-    const std::string name = Trim(*comm);
-    bool runtime = false;
-    for (const std::string& r : policy.runtimes) runtime |= r == name;
-    if (!runtime) continue;
+    // Any local user can start a process named "containerd" with a low limit: only a process of
+    // root's running the runtime's executable speaks for the runtime.
+    std::optional<std::string> exe = ReadExeLink(base + "/exe");
+    if (!exe || !IsRuntimeExecutable(*exe, policy.runtimes)) {
+      auto comm = ReadSmallFile(base + "/comm");
+      if (comm.ok() && IsRuntimeExecutable("/" + Trim(*comm), policy.runtimes)) {
+        ignored.push_back(pid + " (" + (exe ? "runs " + *exe : "executable unreadable") + ")");
+      }
+      continue;  // also: the process ended since readdir
+    }
+    auto status = ReadSmallFile(base + "/status");
+    std::optional<ProcessUids> uids = status.ok() ? ParseStatusUids(*status) : std::nullopt;
+    if (!uids || uids->real != 0 || uids->effective != 0) {
+      ignored.push_back(pid + " (" + (uids ? "uid " + std::to_string(uids->real) : "no Uid line") + ")");
+      continue;
+    }
     found = true;
+    const std::string name = Basename(WithoutDeleted(*exe));
     const std::string subject = name + " (pid " + pid + ")";
     auto limits = ReadSmallFile(base + "/limits");
     if (!limits.ok()) {
@@ -152,9 +217,11 @@ void CheckMemlock(const CheckPolicy& policy, const CheckEnv& env, CheckReport& r
     report.Add(std::move(item));
   }
   if (!found) {
-    report.Add({"node", "memlock", Outcome::kSkip, "no " + Join(policy.runtimes, " or ") +
-                " process in " + env.proc_root, want, "",
-                "name the runtime with --runtime, or give the host's /proc with --proc-root"});
+    std::string seen = "no " + Join(policy.runtimes, " or ") + " process of root's in " + env.proc_root;
+    if (!ignored.empty()) seen += "; not trusted: pid " + Join(ignored);
+    report.Add({"node", "memlock", Outcome::kSkip, seen, want, "",
+                "name the runtime (or its executable's path) with --runtime, or give the host's "
+                "/proc with --proc-root"});
   }
 }
 

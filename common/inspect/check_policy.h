@@ -29,7 +29,9 @@ struct CheckPolicy {
   std::optional<dp::PluginConfig> plugin_config;  // --config
   std::vector<cni::NetConf> netconfs;             // --qos / --qos-file, in the order given
   std::set<uint8_t> allow_pfc;                    // --allow-pfc: PFC may be on there too
-  std::vector<std::string> runtimes = {"containerd", "crio"};  // process names (comm) in /proc
+  // --runtime: executables' file names, or whole paths ("/opt/bin/containerd"), of the runtime
+  // processes in /proc (root's only: check_node.h)
+  std::vector<std::string> runtimes = {"containerd", "crio"};
   std::optional<uint64_t> memlock_min_bytes;      // nullopt: RLIMIT_MEMLOCK must be unlimited
   std::vector<HugepageNeed> hugepages;            // --hugepages
 };

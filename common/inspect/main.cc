@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
     check->add_option("--allow-pfc", inputs.allow_pfc,
                       "a priority PFC may be on although RoCE does not use it (repeatable)");
     check->add_option("--runtime", inputs.runtimes,
-                      "container runtime process name (repeatable; default containerd, crio)");
+                      "container runtime executable, by file name or whole path; only root's processes "
+                      "running it count (repeatable; default containerd, crio)");
     check->add_option("--memlock-min", inputs.memlock_min,
                       "RLIMIT_MEMLOCK the runtime needs at least, in bytes (default unlimited)");
     check->add_option("--hugepages", inputs.hugepages,

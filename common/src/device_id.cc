@@ -6,6 +6,9 @@ namespace rdmak8s {
 
 namespace {
 
+// include/rdma/ib_verbs.h: the kernel's name buffer, NUL included.
+constexpr size_t kIbDeviceNameMax = 64;
+
 bool AllDigits(std::string_view s) {
   if (s.empty()) return false;
   for (char c : s) {
@@ -17,7 +20,15 @@ bool AllDigits(std::string_view s) {
 }  // namespace
 
 bool IsRdmaDeviceName(std::string_view s) {
-  return !s.empty() && s != "." && s != ".." && s.find('/') == std::string_view::npos;
+  if (s.empty() || s.size() >= kIbDeviceNameMax || s == "." || s == "..") return false;
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    // '/' would leave class/infiniband; a NUL cuts the path the kernel sees short of the name
+    // we checked ("mlx5_0\0alias" opens mlx5_0); other control bytes are never in a name the
+    // kernel gave and would reach logs and JSON as they are.
+    if (c == '/' || u < 0x20 || u == 0x7f) return false;
+  }
+  return true;
 }
 
 bool IsPciAddress(std::string_view s) {
@@ -34,7 +45,7 @@ bool IsAuxiliaryDeviceName(std::string_view s) {
   if (last == std::string_view::npos || !AllDigits(s.substr(last + 1))) return false;
   const size_t first = s.find('.');
   // Module and name both non-empty: "<module>.<name>.<id>".
-  return first > 0 && first < last - 1 && s.find('/') == std::string_view::npos;
+  return first > 0 && first < last - 1 && IsRdmaDeviceName(s);
 }
 
 std::string ExclusiveDeviceId(std::string_view rdma_dev, std::string_view bus_device,

@@ -203,9 +203,15 @@ StatusOr<std::string> ReadFd(int fd, const std::string& path, size_t max_bytes) 
   }
 }
 
-StatusOr<std::string> ReadConfigFile(const std::string& path, size_t max_bytes) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return ErrnoError(errno, "open");
+StatusOr<std::string> ReadRegularFile(const std::string& path, size_t max_bytes, FileLinks links,
+                                      const std::function<Status(const struct stat&)>& trust) {
+  const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (links == FileLinks::kRefuse ? O_NOFOLLOW : 0);
+  int fd = open(path.c_str(), flags);
+  if (fd < 0) {
+    // O_NOFOLLOW's answer for a symlink as the last component.
+    if (errno == ELOOP && links == FileLinks::kRefuse) return FailedPreconditionError("is a symlink");
+    return ErrnoError(errno, "open");
+  }
   struct stat st {};
   if (fstat(fd, &st) != 0) {
     int e = errno;
@@ -216,9 +222,24 @@ StatusOr<std::string> ReadConfigFile(const std::string& path, size_t max_bytes) 
     close(fd);
     return FailedPreconditionError("not a regular file");
   }
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    close(fd);
+    return InvalidArgumentError("larger than " + std::to_string(max_bytes) + " bytes");
+  }
+  if (trust) {
+    Status ok = trust(st);
+    if (!ok.ok()) {
+      close(fd);
+      return ok;
+    }
+  }
   StatusOr<std::string> text = ReadFd(fd, "", max_bytes);
   close(fd);
   return text;
+}
+
+StatusOr<std::string> ReadConfigFile(const std::string& path, size_t max_bytes) {
+  return ReadRegularFile(path, max_bytes, FileLinks::kFollow);
 }
 
 std::string Basename(std::string_view path) {

@@ -98,18 +98,16 @@ StatusOr<PodClaimRecord> FromJson(std::string_view text) {
 }
 
 StatusOr<PodClaimRecord> ReadRecord(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return ErrnoError(errno, "open " + path);
-  struct stat st;
-  Status trusted = ::fstat(fd, &st) == 0 ? CheckTrusted(path, st, /*want_dir=*/false)
-                                         : ErrnoError(errno, "stat " + path);
-  if (!trusted.ok()) {
-    ::close(fd);
-    return trusted;
-  }
-  StatusOr<std::string> text = ReadFd(fd, path, kMaxRecordBytes);
-  ::close(fd);
-  if (!text.ok()) return text.status();
+  // The one safe reader: no link, no FIFO (which would block the CNI's ADD), nothing too large,
+  // and an owner and mode only the writer could have given it.
+  bool untrusted = false;  // CheckTrusted's own error already names the path
+  StatusOr<std::string> text = ReadRegularFile(
+      path, kMaxRecordBytes, FileLinks::kRefuse, [&](const struct stat& st) {
+        Status trusted = CheckTrusted(path, st, /*want_dir=*/false);
+        untrusted = !trusted.ok();
+        return trusted;
+      });
+  if (!text.ok()) return untrusted ? text.status() : text.status().Prepend("pod record " + path);
   StatusOr<PodClaimRecord> r = FromJson(*text);
   if (!r.ok()) return r.status().Prepend("pod record " + path);
   return r;

@@ -6,6 +6,7 @@ manifests_test.py (common.py). Names the checks rely on are read from the source
 name and records dir defaults (dra/preparer.h, cni/node_config.h), the attribute names the driver
 publishes (dra/api/slice_devices.cc).
 """
+import json
 import os
 import re
 import sys
@@ -14,6 +15,10 @@ import unittest
 from common import SOURCE_DIR, find, nad_configs, one, render
 
 DRA_OVERLAY = "overlays/dra"
+DRA_V1BETA1_OVERLAY = "overlays/dra-v1beta1"
+# resource.k8s.io/v1beta1 DeviceClassSpec as Kubernetes 1.32 and 1.33 serve it
+# (k8s.io/api/resource/v1beta1): extendedResourceName came in 1.34.
+DEVICE_CLASS_V1BETA1_SPEC_FIELDS = {"selectors", "config"}
 DRA_EXAMPLE = "examples/dra-gpu-rdma"
 STANDARD_PREFIX = "resource.kubernetes.io/"
 TRANSPORTS = {"ib", "roce", "iwarp"}
@@ -101,6 +106,33 @@ class ManifestsDraTest(unittest.TestCase):
         self.assertEqual(set(by_transport), TRANSPORTS | {"any"})
         self.assertEqual(by_transport, {"any": "rdma", "ib": "rdma-ib", "roce": "rdma-roce",
                                         "iwarp": "rdma-iwarp"})
+
+    def test_v1beta1_overlay_is_the_dra_overlay_with_device_classes_a_132_server_takes(self):
+        # Issue 23, item 9: on a v1beta1-only server the v1 DeviceClasses are "no matches for
+        # kind DeviceClass in version resource.k8s.io/v1". Everything else is the same objects.
+        v1, beta = render(DRA_OVERLAY), render(DRA_V1BETA1_OVERLAY)
+        others = lambda objs: sorted(json.dumps(o, sort_keys=True) for o in objs
+                                     if o["kind"] != "DeviceClass")
+        self.assertEqual(others(beta), others(v1))
+        classes_v1 = {c["metadata"]["name"]: c for c in find(v1, "DeviceClass")}
+        classes_beta = {c["metadata"]["name"]: c for c in find(beta, "DeviceClass")}
+        self.assertEqual(sorted(classes_beta), sorted(classes_v1))
+        self.assertTrue(classes_beta)
+        for name, c in classes_beta.items():
+            with self.subTest(name):
+                self.assertEqual(c["apiVersion"], "resource.k8s.io/v1beta1")
+                self.assertLessEqual(set(c["spec"]), DEVICE_CLASS_V1BETA1_SPEC_FIELDS)
+                self.assertEqual(c["spec"]["selectors"], classes_v1[name]["spec"]["selectors"])
+                self.assertEqual(c["metadata"], classes_v1[name]["metadata"])
+        for name, c in classes_v1.items():
+            self.assertEqual(c["apiVersion"], "resource.k8s.io/v1", name)
+
+    def test_dra_overlays_run_our_image_for_the_driver(self):
+        for rel in DRA_OVERLAY, DRA_V1BETA1_OVERLAY:
+            with self.subTest(rel):
+                ds = one(render(rel), "DaemonSet", "rdmak8s-dra-driver")
+                for c in ds["spec"]["template"]["spec"]["containers"]:
+                    self.assertRegex(c["image"], r"^ghcr\.io/rdmak8s/rdmak8s-device-plugin:[0-9.]+$")
 
     def test_gpu_example_pairs_a_gpu_and_our_nic_on_one_pcie_root(self):
         objs = render(DRA_EXAMPLE)

@@ -23,6 +23,11 @@ DEPLOYABLE = BASES + OVERLAYS
 # Features an operator adds to any overlay (`components:`), and the overlays made of a fabric
 # overlay plus one of them.
 COMPONENTS = ["components/cdi", "components/verbs-health"]
+# Components that are not device plugin features: the images every kustomization takes, and the
+# DeviceClasses for resource.k8s.io/v1beta1 servers (manifests_dra_test.py).
+ALL_COMPONENTS = sorted(COMPONENTS + ["components/images", "components/dra-v1beta1"])
+IMAGES_COMPONENT = "components/images"
+WORKLOAD_KINDS = ("DaemonSet", "Deployment", "StatefulSet", "ReplicaSet", "Job", "Pod")
 FABRIC_OVERLAYS = ["overlays/roce-shared", "overlays/exclusive-vf", "overlays/infiniband",
                    "overlays/iwarp"]
 FEATURE_OVERLAYS = {"overlays/cdi": ("overlays/roce-shared", "components/cdi"),
@@ -151,7 +156,7 @@ class ManifestsTest(unittest.TestCase):
         # kustomize 5 (trixie's 5.6, kubectl 1.32's 5.5) warns on the fields of kustomize v2/v3;
         # checked statically too, so that the reason is named before anything renders.
         import yaml
-        self.assertEqual(components(), COMPONENTS)
+        self.assertEqual(components(), ALL_COMPONENTS)
         for rel in kustomizations() + components():
             with self.subTest(rel):
                 with open(os.path.join(MANIFESTS, rel, "kustomization.yaml")) as f:
@@ -167,12 +172,16 @@ class ManifestsTest(unittest.TestCase):
                     self.assertTrue(os.path.exists(os.path.join(MANIFESTS, rel, r)), r)
                 for c in k.get("components", []):
                     target = os.path.normpath(os.path.join(rel, c))
-                    self.assertIn(target, COMPONENTS, f"{c}: not a component under components/")
+                    self.assertIn(target, ALL_COMPONENTS, f"{c}: not a component under components/")
                 for p in k.get("patches", []):
                     self.assertTrue(os.path.isfile(os.path.join(MANIFESTS, rel, p["path"])),
                                     p["path"])
-                    # A target names exactly one object, so a patch never lands twice.
-                    self.assertLessEqual({"kind", "name", "namespace"}, set(p["target"]))
+                    # A target names exactly one object, so a patch never lands twice (a
+                    # cluster-scoped object by kind and name alone).
+                    exact = {"kind", "name"}
+                    if p["target"].get("kind") not in CLUSTER_SCOPED:
+                        exact.add("namespace")
+                    self.assertLessEqual(exact, set(p["target"]))
 
     def test_kustomize5_and_kubectl132_render_everything_alike_without_warnings(self):
         # render_text raises on a non-zero exit or any stderr (kustomize's warnings).
@@ -631,6 +640,42 @@ class ManifestsTest(unittest.TestCase):
                         self.assertEqual(tag, project_version())
                         used.add(name[len("rdmak8s-"):])
         self.assertEqual(sorted(used), dirs, "every image is used and every used image is built")
+
+    def test_every_container_of_every_kustomization_runs_our_image_at_the_project_version(self):
+        # Issue 23, item 8: overlays/dra rendered `image: rdmak8s-device-plugin` (the base's
+        # `images:` never reaches an overlay's own DaemonSet), which a cluster pulls as
+        # docker.io/library/rdmak8s-device-plugin:latest. Every kustomization in the tree, found
+        # by walking it (a new overlay is checked without being listed here).
+        for rel in kustomizations():
+            for o in render(rel):
+                if o["kind"] not in WORKLOAD_KINDS:
+                    continue
+                spec = o["spec"] if o["kind"] == "Pod" else o["spec"]["template"]["spec"]
+                for c in spec.get("containers", []) + spec.get("initContainers", []):
+                    with self.subTest(f"{rel} {o['kind']}/{o['metadata']['name']} {c['name']}"):
+                        repo, _, tag = c["image"].rpartition(":")
+                        self.assertTrue(repo.startswith(OUR_REPO + "rdmak8s-"),
+                                        f"{c['image']}: not ours (components/images not applied?)")
+                        self.assertEqual(tag, project_version(), c["image"])
+
+    def test_images_are_named_in_one_place(self):
+        # The registry and tag are set once: in components/images, which base, overlays/dra and
+        # the examples take. Another `images:` would be a second place to forget at an upgrade.
+        import yaml
+        for rel in kustomizations() + components():
+            with self.subTest(rel):
+                with open(os.path.join(MANIFESTS, rel, "kustomization.yaml")) as f:
+                    k = yaml.safe_load(f)
+                if rel == IMAGES_COMPONENT:
+                    self.assertTrue(k.get("images"))
+                else:
+                    self.assertNotIn("images", k, "images are set in components/images only")
+        with open(os.path.join(MANIFESTS, IMAGES_COMPONENT, "kustomization.yaml")) as f:
+            images = yaml.safe_load(f)["images"]
+        for i in images:
+            with self.subTest(i["name"]):
+                self.assertEqual(i["newName"], OUR_REPO + i["name"])
+                self.assertEqual(i["newTag"], project_version())
 
     def test_dockerfiles_build_on_debian12_and_builders_run_install_deps(self):
         for d in ("device-plugin", "cni"):

@@ -14,8 +14,9 @@
 
 namespace rdmak8s {
 
-// A name that can be an RDMA device's (a directory entry of class/infiniband): not empty, not
-// "." or "..", no '/'. What every lookup by name checks before it builds a path.
+// A name that can be an RDMA device's (a directory entry of class/infiniband): not empty, shorter
+// than IB_DEVICE_NAME_MAX (64, with its NUL), not "." or "..", no '/', no NUL or other control
+// byte (0x00-0x1f, 0x7f). What every lookup by name checks before it builds a path.
 bool IsRdmaDeviceName(std::string_view s);
 // A PCI address with domain, as sysfs names PCI functions: "0000:3b:00.0" (hex digits).
 bool IsPciAddress(std::string_view s);

@@ -1,11 +1,13 @@
-// Small file helpers shared by the binaries: the one atomic file write, opening a path that must
-// stay beneath a root, and the private directories of our state.
+// Small file helpers shared by the binaries: the one atomic file write, the one safe file reader,
+// opening a path that must stay beneath a root, and the private directories of our state.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -50,12 +52,28 @@ Status EnsurePrivateDir(const std::string& path);
 // caller closes it. `path` only names the file in errors (empty: errors say only what failed).
 // More than `max_bytes` is InvalidArgument (a file we parse is small; a huge one is not ours).
 StatusOr<std::string> ReadFd(int fd, const std::string& path, size_t max_bytes = SIZE_MAX);
+// Whether the one safe reader below follows a symlink at the path's last component.
+enum class FileLinks {
+  kRefuse,  // O_NOFOLLOW: our own files (state, records, CDI specs, NFD features) are never links
+  kFollow,  // an admin's file mounted from a ConfigMap is a link into ..data/
+};
+
+// The one reader of a file at a path someone else could have put something at: opened
+// O_RDONLY|O_CLOEXEC|O_NONBLOCK (a FIFO or device at the path can never block the caller), with
+// O_NOFOLLOW unless `links` is kFollow, then fstat'ed on the descriptor: only a regular file is
+// read, and only when it holds at most `max_bytes` (checked before the read and while reading, so
+// a file that grows is cut off too). `trust`, when given, judges the opened file's stat (owner,
+// mode) before a byte is read; its Status is returned as it is. Errors say what failed but not
+// the path, which the caller prepends with what the file is for: kNotFound when missing,
+// kFailedPrecondition for a symlink (kRefuse), a FIFO, a directory or any other non-regular
+// file, kInvalidArgument when larger than `max_bytes`, the errno's code otherwise.
+StatusOr<std::string> ReadRegularFile(const std::string& path, size_t max_bytes,
+                                      FileLinks links = FileLinks::kRefuse,
+                                      const std::function<Status(const struct stat&)>& trust = {});
 // A configuration file an admin wrote (the device plugin's --config, the DRA driver's --devices):
-// read whole, following links (a ConfigMap volume's file is a link into ..data/), but only a
-// regular file, opened O_NONBLOCK so that a FIFO or device at the path cannot stall a daemon,
-// and at most `max_bytes`. Errors say what failed but not the path, which the caller prepends
-// with what the file is for ("config /etc/x.json: open: No such file or directory"): NotFound
-// when missing, FailedPrecondition when not a regular file, InvalidArgument when too large.
+// ReadRegularFile following links (a ConfigMap volume's file is a link into ..data/), at most
+// `max_bytes`. Errors as ReadRegularFile's: the caller prepends what the file is for
+// ("config /etc/x.json: open: No such file or directory").
 StatusOr<std::string> ReadConfigFile(const std::string& path, size_t max_bytes = size_t{1} << 20);
 // Path helpers, lexical (no filesystem access): what follows the last '/' ("a/b" -> "b", "b" ->
 // "b"), and what precedes it ("a/b" -> "a", "b" -> "").

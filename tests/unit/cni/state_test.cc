@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cni_test_util.h"
+#include "support/planted_files.h"
 
 namespace rdmak8s::cni {
 namespace {
@@ -176,6 +177,31 @@ TEST(StateStoreTest, LoadingACorruptRecordQuarantinesItAndFindsNone) {
   EXPECT_NE(r.status().message().find("quarantine"), std::string::npos) << r.status().message();
   EXPECT_EQ(reported.size(), 1u);
   EXPECT_EQ(Entries(t.path() + "/quarantine").size(), 1u);
+}
+
+// Records are read through the one safe reader: a FIFO at a record's name never blocks the ADD
+// or DEL, and a record larger than any we write (here a valid one, padded) is not read but
+// quarantined like any other file that cannot be ours.
+TEST(StateStoreTest, AFifoOrAnOversizedFileAtARecordIsQuarantinedWithoutBlocking) {
+  TempDir t;
+  std::vector<std::string> reported;
+  StateStore s(t.path(), [&](const std::string& m) { reported.push_back(m); });
+  ASSERT_TRUE(s.Save(Rec("c1")).ok());
+  const std::string fifo = t.path() + "/attachments/rdma/c2:net1.json";
+  rdmak8s::testing::PlantFifo(fifo);
+  StatusOr<AttachmentRecord> r = InternalError("not called");
+  EXPECT_TRUE(rdmak8s::testing::ReturnsWithoutBlockingOn(fifo, [&] { r = s.Load("rdma", "c2", "net1"); }));
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("not a regular file"), std::string::npos) << r.status().message();
+
+  std::string padded = Rec("c3").ToJson().dump();
+  padded.append((size_t{1} << 20) + 1 - padded.size(), ' ');
+  ASSERT_TRUE(testing::WriteFile(t.path() + "/attachments/rdma/c3:net1.json", padded));
+  r = s.Load("rdma", "c3", "net1");
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("larger than 1048576 bytes"), std::string::npos) << r.status().message();
+  EXPECT_EQ(reported.size(), 2u);
+  EXPECT_EQ(Entries(t.path() + "/attachments/rdma"), std::vector<std::string>{"c1:net1.json"});
 }
 
 TEST(StateStoreTest, TheStateDirIsPrivateAndALinkedOrForeignOneIsRefused) {

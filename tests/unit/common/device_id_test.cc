@@ -28,6 +28,28 @@ TEST(DeviceIdTest, AuxiliaryDevicesAreModuleNameAndId) {
   EXPECT_FALSE(IsBusDeviceId("rxe_slot1"));
 }
 
+TEST(DeviceIdTest, RdmaDeviceNamesRefuseNulControlBytesAndPathParts) {
+  using namespace std::string_view_literals;
+  EXPECT_TRUE(IsRdmaDeviceName("mlx5_0"));
+  EXPECT_TRUE(IsRdmaDeviceName("rxe-slot-12"));
+  EXPECT_TRUE(IsRdmaDeviceName(std::string(63, 'a'))) << "IB_DEVICE_NAME_MAX - 1 bytes";
+  EXPECT_FALSE(IsRdmaDeviceName(std::string(64, 'a'))) << "longer than the kernel's buffer";
+  // A NUL cuts the path the kernel sees: class/infiniband/mlx5_0\0alias opens mlx5_0.
+  EXPECT_FALSE(IsRdmaDeviceName("mlx5_0\0alias"sv));
+  EXPECT_FALSE(IsRdmaDeviceName("mlx5_0\0"sv));
+  EXPECT_FALSE(IsRdmaDeviceName("mlx5_0\n"));
+  EXPECT_FALSE(IsRdmaDeviceName("mlx5\t0"));
+  EXPECT_FALSE(IsRdmaDeviceName("mlx5_0\x1b[2J"));
+  EXPECT_FALSE(IsRdmaDeviceName("mlx5_0\x7f"));
+  EXPECT_FALSE(IsRdmaDeviceName(""));
+  EXPECT_FALSE(IsRdmaDeviceName("."));
+  EXPECT_FALSE(IsRdmaDeviceName(".."));
+  EXPECT_FALSE(IsRdmaDeviceName("../mlx5_0"));
+  EXPECT_FALSE(IsRdmaDeviceName("mlx5_0/device"));
+  EXPECT_FALSE(IsAuxiliaryDeviceName("mlx5_core\0.sf.2"sv));
+  EXPECT_FALSE(IsBusDeviceId("mlx5_core.sf\n.2"));
+}
+
 TEST(DeviceIdTest, SharedIdsRoundTripToTheirDevice) {
   EXPECT_EQ(SharedDeviceId("mlx5_0", 3), "mlx5_0-3");
   EXPECT_EQ(SharedDeviceIdDevice("mlx5_0-3"), "mlx5_0");

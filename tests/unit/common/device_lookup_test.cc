@@ -120,6 +120,17 @@ TEST(DeviceLookupTest, AProcSelfFdRootResolvesLinksInsideTheTree) {
   close(fd);
 }
 
+// "mlx5_0\0alias" used to pass: the existence check's path stopped at the NUL.
+TEST(DeviceLookupTest, ADeviceIdWithANulOrControlByteIsRefusedNotCutShort) {
+  using namespace std::string_literals;
+  DeviceLookup lookup(Fixture("mlx5_roce_sriov"));
+  ASSERT_TRUE(lookup.ResolveDeviceId("mlx5_0").ok());
+  for (const std::string& id : {"mlx5_0\0alias"s, "mlx5_0\0"s, "mlx5_0\n"s}) {
+    auto r = lookup.ResolveDeviceId(id);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+  }
+}
+
 TEST(DeviceLookupTest, ReadsTransportByTheOneRuleDiscoveryUses) {
   for (auto name : {"mlx5_roce_sriov", "mlx5_ib_2port", "irdma_iwarp", "siw_veth", "efa_unknown"}) {
     SCOPED_TRACE(name);

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/planted_files.h"
 #include "support/temp_dir.h"
 
 namespace rdmak8s {
@@ -187,6 +188,54 @@ TEST(ReadConfigFileTest, ReadsARegularFileThroughLinksAndRefusesAnythingElse) {
   EXPECT_EQ(big.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(big.status().message(), "larger than 99 bytes");
   EXPECT_TRUE(ReadConfigFile(dir + "/big.json", 100).ok());
+}
+
+// The one safe reader of our own files: a symlink, a FIFO (which a plain open would wait on
+// forever), a directory or a file over the cap is refused at once, with the cause; a trust check
+// sees the opened file before anything is read.
+TEST(ReadRegularFileTest, RefusesLinksFifosDirectoriesAndOversizedFilesAtOnce) {
+  testing::TempDir t;
+  const std::string dir = t.path();
+  { std::ofstream(dir + "/ours.json") << "{}"; }
+  auto ours = ReadRegularFile(dir + "/ours.json", 1024);
+  ASSERT_TRUE(ours.ok()) << ours.status().ToString();
+  EXPECT_EQ(*ours, "{}");
+
+  testing::PlantSymlink(dir + "/ours.json", dir + "/link.json");
+  auto link = ReadRegularFile(dir + "/link.json", 1024);
+  EXPECT_EQ(link.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(link.status().message(), "is a symlink");
+  EXPECT_TRUE(ReadRegularFile(dir + "/link.json", 1024, FileLinks::kFollow).ok());
+
+  testing::PlantFifo(dir + "/fifo");
+  for (FileLinks links : {FileLinks::kRefuse, FileLinks::kFollow}) {
+    StatusOr<std::string> fifo = InternalError("not called");
+    EXPECT_TRUE(testing::ReturnsWithoutBlockingOn(
+        dir + "/fifo", [&] { fifo = ReadRegularFile(dir + "/fifo", 1024, links); }));
+    EXPECT_EQ(fifo.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_EQ(fifo.status().message(), "not a regular file");
+  }
+  // A link to a FIFO is refused as a link, never opened.
+  testing::PlantSymlink(dir + "/fifo", dir + "/fifo-link");
+  EXPECT_EQ(ReadRegularFile(dir + "/fifo-link", 1024).status().message(), "is a symlink");
+
+  EXPECT_EQ(ReadRegularFile(dir, 1024).status().message(), "not a regular file");
+
+  testing::PlantFile(dir + "/big", 1025);
+  auto big = ReadRegularFile(dir + "/big", 1024);
+  EXPECT_EQ(big.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(big.status().message(), "larger than 1024 bytes");
+  EXPECT_TRUE(ReadRegularFile(dir + "/big", 1025).ok());
+
+  EXPECT_EQ(ReadRegularFile(dir + "/none", 1024).status().code(), StatusCode::kNotFound);
+
+  bool judged = false;
+  auto refused = ReadRegularFile(dir + "/ours.json", 1024, FileLinks::kRefuse, [&](const struct stat& st) {
+    judged = S_ISREG(st.st_mode) && st.st_size == 2;
+    return FailedPreconditionError("owned by someone else");
+  });
+  EXPECT_TRUE(judged);
+  EXPECT_EQ(refused.status().message(), "owned by someone else");
 }
 
 TEST(PathTest, BasenameAndDirnameSplitAtTheLastSlash) {

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/planted_files.h"
 #include "support/temp_dir.h"
 
 namespace rdmak8s {
@@ -76,6 +77,26 @@ TEST(PodDevices, RecordsOthersCouldHaveWrittenAreRefused) {
   fs::create_directory(tmp.path() + "/elsewhere");
   fs::create_directory_symlink(tmp.path() + "/elsewhere", dir + "/pod-1");
   EXPECT_EQ(ReadPodClaimRecords(dir, "pod-1").status().code(), StatusCode::kFailedPrecondition);
+}
+
+// The CNI reads these records during ADD: a FIFO at a record's name must not block it, and a
+// file larger than any record is refused unread.
+TEST(PodDevices, AFifoOrAnOversizedFileAtARecordIsRefusedWithoutBlocking) {
+  testing::TempDir tmp;
+  std::string dir = tmp.path() + "/pods";
+  ASSERT_TRUE(WritePodClaimRecord(dir, "pod-1", Record("uid-a", "mlx5_0")).ok());
+  const std::string fifo = dir + "/pod-1/uid-b.json";
+  testing::PlantFifo(fifo);
+  StatusOr<std::vector<PodClaimRecord>> r = InternalError("not called");
+  EXPECT_TRUE(testing::ReturnsWithoutBlockingOn(fifo, [&] { r = ReadPodClaimRecords(dir, "pod-1"); }));
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
+  EXPECT_EQ(r.status().message(), "pod record " + fifo + ": not a regular file");
+  fs::remove(fifo);
+
+  testing::PlantFile(dir + "/pod-1/uid-b.json", (size_t{1} << 20) + 1);
+  r = ReadPodClaimRecords(dir, "pod-1");
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("uid-b.json: larger than"), std::string::npos) << r.status().message();
 }
 
 TEST(PodDevices, CorruptRecordIsAnErrorNamingTheFile) {

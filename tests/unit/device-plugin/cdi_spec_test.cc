@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "unit/device-plugin/test_devices.h"
+#include "support/planted_files.h"
 #include "support/temp_dir.h"
 
 namespace rdmak8s::dp {
@@ -75,6 +76,30 @@ TEST(CdiSpecTest, AtomicWriteReplacesAndSkipsUnchanged) {
   EXPECT_EQ(bad.code(), StatusCode::kNotFound);
   EXPECT_EQ(bad.message().rfind("create /nonexistent-dir/x.json.tmp.", 0), 0u) << bad.message();
   EXPECT_NE(bad.message().find(": No such file or directory"), std::string::npos) << bad.message();
+}
+
+// The read-back that decides "unchanged" goes through the one safe reader: something planted at
+// the spec's path is an error naming it, never followed, never waited on, and left as it is.
+TEST(CdiSpecTest, APlantedFifoLinkOrHugeFileAtTheSpecPathIsRefusedWithoutBlocking) {
+  const rdmak8s::testing::TempDir tmp;
+  const std::string dir = tmp.path();
+  const std::string fifo = dir + "/fifo.json";
+  rdmak8s::testing::PlantFifo(fifo);
+  Status s = InternalError("not called");
+  EXPECT_TRUE(rdmak8s::testing::ReturnsWithoutBlockingOn(fifo, [&] { s = WriteFileIfChanged(fifo, "one"); }));
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_EQ(s.message(), "CDI spec " + fifo + " (not replaced): not a regular file");
+
+  { std::ofstream(dir + "/elsewhere.json") << "one"; }
+  rdmak8s::testing::PlantSymlink(dir + "/elsewhere.json", dir + "/link.json");
+  s = WriteFileIfChanged(dir + "/link.json", "one");
+  EXPECT_EQ(s.message(), "CDI spec " + dir + "/link.json (not replaced): is a symlink");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir + "/link.json"));
+
+  rdmak8s::testing::PlantFile(dir + "/big.json", kMaxCdiSpecBytes + 1);
+  s = WriteFileIfChanged(dir + "/big.json", "one");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("big.json (not replaced): larger than"), std::string::npos) << s.message();
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 #include <prometheus/text_serializer.h>
 
+#include "device-plugin/node_check_results.h"
+#include "support/planted_files.h"
 #include "support/temp_dir.h"
 
 namespace rdmak8s::dp {
@@ -166,6 +168,25 @@ TEST(FabricMetricsTest, NodeCheckResultsAreAGaugePerCheckSkipsLeftOut) {
   std::ofstream(path) << R"({"passed": tr)";  // caught half written
   text = Scrape(m);
   EXPECT_EQ(text.find("\nrdmak8s_node_check_passed "), std::string::npos) << text;
+}
+
+// The results path is a file another job writes: a FIFO there used to block every scrape (and,
+// with it, the probes behind the metrics server) in open(2).
+TEST(FabricMetricsTest, AFifoOrDirectoryAtTheNodeCheckPathIsRefusedWithoutBlockingTheScrape) {
+  rdmak8s::testing::TempDir tmp;
+  const std::string path = tmp.path() + "/node-check.json";
+  rdmak8s::testing::PlantFifo(path);
+  FabricMetrics m(FabricSources{Fixture("no_rdma"), nullptr, path});
+  std::string text;
+  EXPECT_TRUE(rdmak8s::testing::ReturnsWithoutBlockingOn(path, [&] { text = Scrape(m); }));
+  EXPECT_EQ(text.find("\nrdmak8s_node_check_passed "), std::string::npos) << text;
+  auto r = ReadNodeCheckResults(path);
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
+  EXPECT_EQ(r.status().message(), "read node check results " + path + ": not a regular file");
+  fs::remove(path);
+  fs::create_directory(path);
+  EXPECT_EQ(ReadNodeCheckResults(path).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ReadNodeCheckResults(tmp.path() + "/none.json").status().code(), StatusCode::kNotFound);
 }
 
 TEST(FabricMetricsTest, ADeviceThatLeftIsLeftOutOfTheScrape) {

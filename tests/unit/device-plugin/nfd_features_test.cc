@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/planted_files.h"
 #include "support/temp_dir.h"
 
 namespace rdmak8s::dp {
@@ -117,6 +118,39 @@ TEST(NfdFeaturesTest, AMissingDirectoryIsAnErrorNamingIt) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find(tmp.path() + "/features.d/.rdmak8s"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("NFD feature file"), std::string::npos) << s.message();
+}
+
+// features.d is shared with NFD: what is at our file's name is read back through the one safe
+// reader, so a FIFO there cannot stall the plugin, and a link (to a file that happens to hold our
+// labels) or a huge file is not taken for ours: each is an error naming the path.
+TEST(NfdFeaturesTest, APlantedFifoLinkOrHugeFileAtTheFeatureFileIsRefusedWithoutBlocking) {
+  NodeFeatures f;
+  f.transports = {Transport::kRoce};
+  {
+    rdmak8s::testing::TempDir tmp;
+    NfdFeatureFile file(tmp.path());
+    rdmak8s::testing::PlantFifo(file.path());
+    Status s = InternalError("not called");
+    EXPECT_TRUE(rdmak8s::testing::ReturnsWithoutBlockingOn(file.path(), [&] { s = file.Update(f); }));
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+    EXPECT_EQ(s.message(), "NFD feature file " + file.path() + " (not replaced): not a regular file");
+  }
+  {
+    rdmak8s::testing::TempDir tmp;
+    NfdFeatureFile file(tmp.path());
+    { std::ofstream(tmp.path() + "/elsewhere") << RenderNfdFeatures(f); }
+    rdmak8s::testing::PlantSymlink(tmp.path() + "/elsewhere", file.path());
+    Status s = file.Update(f);
+    EXPECT_EQ(s.message(), "NFD feature file " + file.path() + " (not replaced): is a symlink");
+  }
+  {
+    rdmak8s::testing::TempDir tmp;
+    NfdFeatureFile file(tmp.path());
+    rdmak8s::testing::PlantFile(file.path(), 64 * 1024 + 1);
+    Status s = file.Update(f);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    EXPECT_EQ(s.message(), "NFD feature file " + file.path() + " (not replaced): larger than 65536 bytes");
+  }
 }
 
 TEST(NfdFeaturesTest, AnEmptyDirectoryDisablesTheFile) {

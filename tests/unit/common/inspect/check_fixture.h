@@ -70,8 +70,11 @@ class CheckNode {
     ::unlink(p.c_str());
     ASSERT_EQ(::mknod(p.c_str(), S_IFCHR | 0600, makedev(maj, min)), 0) << p;
   }
-  // A process `comm` whose /proc/<pid>/limits has this soft/hard memlock.
-  void AddRuntime(int pid, const std::string& comm, const std::string& memlock) {
+  // A process whose /proc/<pid>/limits has this soft/hard memlock: named `comm`, running `exe`
+  // (default /usr/bin/<comm>, the <pid>/exe link's target), with real, effective, saved and
+  // filesystem uid `uid` in <pid>/status.
+  void AddRuntime(int pid, const std::string& comm, const std::string& memlock, int uid = 0,
+                  const std::string& exe = "") {
     const std::string base = proc() + "/" + std::to_string(pid);
     WriteFile(base + "/comm", comm + "\n");
     WriteFile(base + "/limits",
@@ -79,6 +82,11 @@ class CheckNode {
               "Max open files            1048576              1048576              files     \n"
               "Max locked memory         " + memlock + "            " + memlock +
                   "            bytes     \n");
+    const std::string u = std::to_string(uid);
+    WriteFile(base + "/status", "Name:\t" + comm + "\nUmask:\t0022\nState:\tS (sleeping)\nUid:\t" + u +
+                                    "\t" + u + "\t" + u + "\t" + u + "\nGid:\t0\t0\t0\t0\n");
+    fs::remove(base + "/exe");
+    fs::create_symlink(exe.empty() ? "/usr/bin/" + comm : exe, base + "/exe");
   }
   // mlx5's ECN knobs of `netdev` (class/net/<netdev>/ecn/roce_{rp,np}/enable/<0..7>), each "0".
   void AddEcnKnobs(const std::string& netdev) {

@@ -2,6 +2,16 @@
 // memlock limit, hugepages.
 #include "check_node.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
 #include "check_fixture.h"
@@ -11,6 +21,7 @@ namespace {
 
 using testing::CheckNode;
 using testing::Find;
+namespace fs = std::filesystem;
 
 CheckPolicy PoolsPolicy(const std::string& config_json) {
   CheckPolicy p;
@@ -123,7 +134,109 @@ TEST(MemlockCheckTest, NoRuntimeFoundIsNotCheckedAndSaysWhere) {
   p.runtimes = {"dockerd"};
   auto i = Find(node.Run(p), "node", "memlock");
   EXPECT_EQ(i.outcome, Outcome::kSkip);
-  EXPECT_NE(i.seen.find("no dockerd process in " + node.proc()), std::string::npos);
+  EXPECT_NE(i.seen.find("no dockerd process of root's in " + node.proc()), std::string::npos) << i.seen;
+}
+
+// Issue 24, item 9: any local user could fail the check (and rdmak8s_node_check_passed, and the
+// lossless-ready label) with a process named containerd under `ulimit -l 64`.
+TEST(MemlockCheckTest, AProcessNamedLikeTheRuntimeButNotRootsIsIgnored) {
+  CheckNode node("rxe_veth");
+  node.AddRuntime(4242, "containerd", "65536", /*uid=*/65534, "/usr/bin/containerd");
+  CheckReport r = node.Run(CheckPolicy{});
+  EXPECT_EQ(Find(r, "containerd (pid 100)", "memlock").outcome, Outcome::kPass);
+  for (const CheckItem& i : r.items()) EXPECT_EQ(i.subject.find("4242"), std::string::npos) << FormatReport(r);
+}
+
+TEST(MemlockCheckTest, ARootProcessNamedLikeTheRuntimeRunningAnotherExecutableIsIgnored) {
+  CheckNode node("rxe_veth");
+  node.AddRuntime(4242, "containerd", "65536", /*uid=*/0, "/tmp/x/sleep");
+  CheckReport r = node.Run(CheckPolicy{});
+  for (const CheckItem& i : r.items()) EXPECT_EQ(i.subject.find("4242"), std::string::npos) << FormatReport(r);
+}
+
+TEST(MemlockCheckTest, OnlyImpostorsFoundIsNotCheckedAndNamesThem) {
+  CheckNode node("rxe_veth");
+  fs::remove_all(node.proc() + "/100");
+  node.AddRuntime(4242, "containerd", "65536", /*uid=*/65534, "/tmp/x/containerd");
+  node.AddRuntime(4243, "containerd", "65536", /*uid=*/0, "/tmp/x/sleep");
+  auto i = Find(node.Run(CheckPolicy{}), "node", "memlock");
+  EXPECT_EQ(i.outcome, Outcome::kSkip);
+  EXPECT_NE(i.seen.find("4242 (uid 65534)"), std::string::npos) << i.seen;
+  EXPECT_NE(i.seen.find("4243 (runs /tmp/x/sleep)"), std::string::npos) << i.seen;
+}
+
+TEST(MemlockCheckTest, TheRuntimeIsFoundByItsExecutableWhateverItsCommSays) {
+  CheckNode node("rxe_veth");
+  fs::remove_all(node.proc() + "/100");
+  node.AddRuntime(300, "kubelet-renamed", "65536", 0, "/usr/local/bin/kubelet (deleted)");
+  node.AddRuntime(301, "containerd", "65536", 0, "/opt/bin/containerd");
+  CheckPolicy p;
+  p.runtimes = {"kubelet", "/usr/bin/containerd"};
+  CheckReport r = node.Run(p);
+  auto i = Find(r, "kubelet (pid 300)", "memlock");
+  EXPECT_EQ(i.outcome, Outcome::kFail) << FormatReport(r);
+  EXPECT_EQ(i.seen, "64 KiB");
+  for (const CheckItem& c : r.items()) EXPECT_EQ(c.subject.find("301"), std::string::npos) << FormatReport(r);
+  p.runtimes = {"/opt/bin/containerd"};
+  EXPECT_EQ(Find(node.Run(p), "containerd (pid 301)", "memlock").seen, "64 KiB");
+}
+
+TEST(MemlockCheckTest, RuntimeExecutablesAndUidsAreReadAsTheKernelWritesThem) {
+  EXPECT_TRUE(IsRuntimeExecutable("/usr/bin/containerd", {"containerd"}));
+  EXPECT_TRUE(IsRuntimeExecutable("/usr/bin/containerd (deleted)", {"containerd"}));
+  EXPECT_FALSE(IsRuntimeExecutable("/usr/bin/containerd-shim-runc-v2", {"containerd"}));
+  EXPECT_FALSE(IsRuntimeExecutable("containerd", {"containerd"})) << "not an absolute path";
+  EXPECT_TRUE(IsRuntimeExecutable("/opt/bin/containerd", {"/opt/bin/containerd"}));
+  EXPECT_FALSE(IsRuntimeExecutable("/usr/bin/containerd", {"/opt/bin/containerd"}));
+  auto uids = ParseStatusUids("Name:\tcontainerd\nUid:\t65534\t0\t0\t0\nGid:\t0\t0\t0\t0\n");
+  ASSERT_TRUE(uids.has_value());
+  EXPECT_EQ(uids->real, 65534u);
+  EXPECT_EQ(uids->effective, 0u);
+  EXPECT_FALSE(ParseStatusUids("Name:\tx\n").has_value());
+  EXPECT_FALSE(ParseStatusUids("Uid:\troot\t0\n").has_value());
+}
+
+// The same for real: a process of nobody's named containerd, running an executable named
+// containerd, with RLIMIT_MEMLOCK 64 KiB, in this machine's /proc.
+TEST(MemlockCheckTest, ARealProcessOfNobodyNamedContainerdIsIgnored) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to start a process as nobody";
+  rdmak8s::testing::TempDir tmp;
+  ASSERT_EQ(chmod(tmp.path().c_str(), 0755), 0);
+  const std::string exe = tmp.path() + "/containerd";
+  fs::copy_file("/bin/sleep", exe);
+  ASSERT_EQ(chmod(exe.c_str(), 0755), 0);
+  std::array<int, 2> ready{-1, -1};  // closed by the exec (O_CLOEXEC): the child is containerd
+  ASSERT_EQ(pipe2(ready.data(), O_CLOEXEC), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    rlimit low{64 * 1024, 64 * 1024};
+    if (setrlimit(RLIMIT_MEMLOCK, &low) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(10);
+    execl(exe.c_str(), "containerd", "3600", static_cast<char*>(nullptr));
+    _exit(11);
+  }
+  close(ready[1]);
+  char byte = 0;
+  ASSERT_EQ(read(ready[0], &byte, 1), 0) << "the child exec'd";
+  close(ready[0]);
+  // The child's exe link now names our copy (exec done); its name is containerd.
+  CheckEnv env;
+  env.proc_root = "/proc";
+  CheckPolicy policy;
+  policy.runtimes = {"containerd"};
+  CheckReport r;
+  CheckMemlock(policy, env, r);
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the child ran as nobody until killed (exit " << WEXITSTATUS(status) << ")";
+  const std::string p = "pid " + std::to_string(pid);
+  for (const CheckItem& i : r.items()) {
+    EXPECT_EQ(i.subject.find(p), std::string::npos) << FormatReport(r);
+    if (i.subject == "node") {
+      EXPECT_NE(i.seen.find(std::to_string(pid) + " (uid 65534)"), std::string::npos) << i.seen;
+    }
+  }
 }
 
 TEST(MemlockCheckTest, SoftLimitIsReadFromTheLimitsLine) {

@@ -58,7 +58,7 @@ bool PrepareLatency(const std::string& dir, testing::FakeApiServer& server, dra:
   dra::ApiClaimReader reader(api, dra::ResourceApiVersion::kV1);
   auto preparer = dra::Preparer::Create(p, &reader, &catalog);
   if (!preparer.ok()) return false;
-  dra::DraPlugin plugin({p.driver_name, dir + "/plugin", dir + "/reg"}, preparer->get(), &catalog);
+  dra::DraPlugin plugin({p.driver_name, dir + "/plugin", dir + "/reg", {}}, preparer->get(), &catalog);
   if (!plugin.Start().ok()) return false;
   fake::FakeDraKubelet kubelet;
   if (!kubelet.Register(plugin.registration_socket()).ok()) return false;

@@ -7,6 +7,7 @@
 //   - a refusal is kInvalidArgument naming the field;
 //   - a claim GetClaim returns from a 200 answer with that body is the claim ParseResourceClaim
 //     reads (GetClaim may refuse more: an answer for another claim).
+#include <chrono>
 #include <spdlog/spdlog.h>
 
 #include "dra/api/api_version.h"
@@ -45,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (ResourceApiVersion v : {ResourceApiVersion::kV1, ResourceApiVersion::kV1beta1}) {
     AnswerApi api(text);
     ApiClaimReader reader(&api, v);
-    auto got = reader.GetClaim("ns", "claim");
+    auto got = reader.GetClaim("ns", "claim", std::chrono::steady_clock::now() + std::chrono::seconds(10));
     if (!got.ok()) continue;
     FUZZ_CHECK(claim.ok(), "GetClaim accepted what ParseResourceClaim refuses: " + claim.status().ToString());
     FUZZ_CHECK(*got == *claim, "GetClaim decoded another claim");
@@ -54,7 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     AnswerApi api(text);
     ApiVersionSource versions(&api);
     ApiClaimReader reader(&api, &versions);
-    (void)reader.GetClaim("ns", "claim");
+    (void)reader.GetClaim("ns", "claim", std::chrono::steady_clock::now() + std::chrono::seconds(10));
   }
   return 0;
 }

@@ -373,6 +373,8 @@ TEST(TwoDriversTest, BothDriversOfOneClaimPrepareAndEachCdiDeviceResolves) {
   EXPECT_EQ(CdiDefinitions(tmp.path() + "/cdi", ids[1]), 0);
   watcher.Stop();
   drivers[1].plugin->Stop();
+}
+
 TEST_F(DraPluginTest, EveryKubeletRegistrationReachesTheListenerSoSlicesArePublishedAgain) {
   std::atomic<int> registered{0};
   plugin_->OnRegistration([&](const RegistrationVerdict& v) { registered += v.registered ? 1 : 0; });

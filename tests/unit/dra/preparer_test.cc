@@ -297,7 +297,7 @@ TEST_F(PreparerTest, AClaimsOwnConfigCannotTurnOnIssmOrEnvAndNothingIsWritten) {
   EXPECT_NE(r.status().message().find("key \"env\""), std::string::npos) << r.status().message();
   EXPECT_NE(r.status().message().find("FromClaim"), std::string::npos) << r.status().message();
   EXPECT_TRUE(preparer_->Claims().empty());
-  EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdmak8s-dra-uid-1.json"));
+  EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-1.json"));
   EXPECT_FALSE(fs::exists(options_.pod_devices_dir + "/pod-1"));
   Restart();
   EXPECT_TRUE(preparer_->Claims().empty());
@@ -308,7 +308,7 @@ TEST_F(PreparerTest, AClaimsOwnConfigCannotTurnOnIssmOrEnvAndNothingIsWritten) {
     auto refused = preparer_->Prepare(Ref("uid-1"));
     EXPECT_EQ(refused.status().code(), StatusCode::kPermissionDenied) << params;
   }
-  EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdmak8s-dra-uid-1.json"));
+  EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-1.json"));
 }
 
 TEST_F(PreparerTest, ADeviceClassConfigMaySetIssmAndEnv) {
@@ -317,7 +317,7 @@ TEST_F(PreparerTest, ADeviceClassConfigMaySetIssmAndEnv) {
   reader_.Put(c);
   auto r = preparer_->Prepare(Ref("uid-1"));
   ASSERT_TRUE(r.ok()) << r.status().message();
-  const std::string spec = Read(options_.cdi_dir + "/rdmak8s-dra-uid-1.json");
+  const std::string spec = Read(options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-1.json");
   EXPECT_NE(spec.find("issm0"), std::string::npos) << spec;
   EXPECT_NE(spec.find("A=b"), std::string::npos) << spec;
 }
@@ -327,7 +327,7 @@ TEST_F(PreparerTest, AClaimMaySetTheEnvThatNamesItsDevices) {
   c.config = {{"FromClaim", {}, kDriver, R"({"ncclEnv":true,"ucxEnv":true})"}};
   reader_.Put(c);
   ASSERT_TRUE(preparer_->Prepare(Ref("uid-1")).ok());
-  const std::string spec = Read(options_.cdi_dir + "/rdmak8s-dra-uid-1.json");
+  const std::string spec = Read(options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-1.json");
   EXPECT_NE(spec.find("NCCL_IB_HCA"), std::string::npos) << spec;
   EXPECT_NE(spec.find("UCX_NET_DEVICES"), std::string::npos) << spec;
 }
@@ -380,14 +380,14 @@ TEST_F(PreparerTest, AReservedPodUidThatIsNotAPlainNameFailsThePrepareBeforeAnyt
   EXPECT_TRUE(preparer_->Claims().empty());
   Restart();
   EXPECT_TRUE(preparer_->Claims().empty());
-  EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdmak8s-dra-uid-1.json"));
+  EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-1.json"));
   EXPECT_FALSE(fs::exists(options_.pod_devices_dir + "/pod-1"));
 }
 
 TEST_F(PreparerTest, AClaimAnOlderDriverCheckpointedWithABadPodUidCanStillBeUnprepared) {
-  const std::string spec = options_.cdi_dir + "/rdmak8s-dra-uid-1.json";
+  const std::string spec = options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-1.json";
   ClaimMap old{{"uid-1", {"uid-1", "team", "nic-claim", ClaimPhase::kPrepared, {}, {"../evil", "pod-1"}, spec}}};
-  ASSERT_TRUE(Checkpoint(options_.state_dir).Save(old).ok());
+  ASSERT_TRUE(Checkpoint(options_.state_dir, options_.driver_name).Save(old).ok());
   ASSERT_TRUE(WritePodClaimRecord(options_.pod_devices_dir, "pod-1", {"team", "nic-claim", "uid-1", {}}).ok());
   std::ofstream(spec) << "{}";
   Restart();

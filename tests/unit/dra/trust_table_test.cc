@@ -155,7 +155,7 @@ TEST_F(TrustTableTest, EachOpaqueOptionIsAcceptedOrRefusedAsItsRowSays) {
       EXPECT_EQ(prepared.status().code(), StatusCode::kPermissionDenied) << prepared.status().ToString();
       EXPECT_NE(prepared.status().message().find("key \"" + r.key + "\""), std::string::npos)
           << prepared.status().message();
-      EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdmak8s-dra-" + uid + ".json"));
+      EXPECT_FALSE(fs::exists(options_.cdi_dir + "/rdma.rdmak8s.io-claim_" + uid + ".json"));
       EXPECT_FALSE(fs::exists(options_.pod_devices_dir + "/pod-" + uid));
       EXPECT_EQ(preparer_->Claims().count(uid), 0u);
     } else {

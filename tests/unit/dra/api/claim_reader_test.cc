@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "dra/claim_cdi_spec.h"
 #include "dra/preparer.h"
 #include "fakes/fake_api_server.h"
 #include "support/temp_dir.h"
@@ -168,12 +169,12 @@ TEST_F(ClaimReaderTest, AfterTheServerDropsV1beta1ForV1TheNextReadUsesV1) {
   server_.SetServedVersions(/*v1=*/false, /*v1beta1=*/true);
   ApiVersionSource versions(client_.get());
   ApiClaimReader reader(client_.get(), &versions);
-  ASSERT_TRUE(reader.GetClaim("ml", "train-nic").ok());
+  ASSERT_TRUE(reader.GetClaim("ml", "train-nic", Soon()).ok());
   ASSERT_EQ(*versions.Get(), ResourceApiVersion::kV1beta1);
   server_.SetServedVersions(/*v1=*/true, /*v1beta1=*/false);  // upgraded while we run
-  auto gone = reader.GetClaim("ml", "train-nic");
+  auto gone = reader.GetClaim("ml", "train-nic", Soon());
   EXPECT_EQ(gone.status().code(), StatusCode::kNotFound);  // kubelet retries
-  auto again = reader.GetClaim("ml", "train-nic");
+  auto again = reader.GetClaim("ml", "train-nic", Soon());
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(*versions.Get(), ResourceApiVersion::kV1);
 }
@@ -329,7 +330,7 @@ TEST_F(PreparerOverApiTest, AnUnprepareDuringTheClaimReadLeavesNothingWritten) {
   EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status().ToString();
   EXPECT_NE(r.status().message().find("unprepared while it was read"), std::string::npos) << r.status().message();
   EXPECT_TRUE(preparer_->Claims().empty());
-  EXPECT_FALSE(std::filesystem::exists(options_.cdi_dir + "/rdmak8s-dra-claim-uid.json"));
+  EXPECT_FALSE(std::filesystem::exists(ClaimCdiSpecPath(options_.cdi_dir, options_.driver_name, "claim-uid")));
 }
 
 // Issue 24 item 3: kubelet's names never shape the request.

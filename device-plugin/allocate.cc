@@ -65,6 +65,16 @@ std::map<std::string, std::string> AllocationEnv(const std::vector<const RdmaDev
   return env;
 }
 
+std::set<std::string> SharedDeviceListEnv(const PluginConfig& config, const PoolConfig& pool) {
+  std::set<std::string> out;
+  for (const auto& other : config.pools) {
+    if (other.name == pool.name) continue;
+    if (pool.allocate.nccl_env && other.allocate.nccl_env) out.insert("NCCL_IB_HCA");
+    if (pool.allocate.ucx_env && other.allocate.ucx_env) out.insert("UCX_NET_DEVICES");
+  }
+  return out;
+}
+
 StatusOr<v1beta1::ContainerAllocateResponse> BuildContainerResponse(
     const PoolState& state, const std::vector<std::string>& ids) {
   if (ids.empty()) return InvalidArgumentError("no device IDs requested");
@@ -101,7 +111,9 @@ StatusOr<v1beta1::ContainerAllocateResponse> BuildContainerResponse(
     }
   }
   auto& envs = *resp.mutable_envs();
-  for (const auto& [k, v] : AllocationEnv(models, state.pool.allocate)) envs[k] = v;
+  for (const auto& [k, v] : AllocationEnv(models, state.pool.allocate)) {
+    if (!state.env_left_out.contains(k)) envs[k] = v;
+  }
   envs[PoolEnvName(state.pool.name)] = dev_list;
   return resp;
 }

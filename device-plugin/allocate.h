@@ -8,10 +8,12 @@
 // With CDI on, the device nodes are left to the runtime: cdi_devices names
 // "<prefix>/<pool>=<rdma_dev>" instead (see cdi_spec.h).
 // Env: RDMAK8S_<POOL>_DEVICES=<dev,dev>; NCCL_IB_HCA==<dev,dev> and
-// UCX_NET_DEVICES=<dev:port,...> when the pool opts in; allocate.env as given.
+// UCX_NET_DEVICES=<dev:port,...> when the pool opts in and is the only pool that does
+// (SharedDeviceListEnv); allocate.env as given.
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,6 +43,16 @@ StatusOr<v1beta1::ContainerAllocateResponse> BuildContainerResponse(
 // adds its pool's RDMAK8S_<POOL>_DEVICES on top; the DRA driver uses this as is).
 std::map<std::string, std::string> AllocationEnv(const std::vector<const RdmaDevice*>& devs,
                                                  const AllocateOptions& options);
+
+// The device-list variables `pool` opts into (NCCL_IB_HCA with ncclEnv, UCX_NET_DEVICES with
+// ucxEnv) that another pool of `config` opts into too. No pool writes those: kubelet merging the
+// Allocate answers of a container given devices of two such pools keeps one pool's value (it
+// logs "Environment variable has conflicting setting" and starts the container), and NCCL or UCX
+// would silently use one pool's devices. Unset, they use every device the container has:
+// libibverbs lists only devices whose /dev/infiniband/uverbsN exists (rdma-core
+// try_access_device), and a container has exactly the nodes of what it was given, from every
+// pool. Each pool's own list stays in its RDMAK8S_<POOL>_DEVICES.
+std::set<std::string> SharedDeviceListEnv(const PluginConfig& config, const PoolConfig& pool);
 
 // The distinct rdma_devs behind `ids`, in first-seen order (no validation).
 std::vector<std::string> DevicesOf(const PoolState& state, const std::vector<std::string>& ids);

@@ -12,6 +12,7 @@
 
 #include "rdmak8s/device_id.h"
 #include "rdmak8s/file_util.h"
+#include "rdmak8s/strings.h"
 
 namespace rdmak8s::dp {
 
@@ -376,13 +377,32 @@ std::vector<std::string> EnvConflicts(const PluginConfig& config) {
     if (fresh) keys.push_back(key);
     it->second.push_back(std::move(s));
   };
+  std::vector<std::string> nccl_pools;
+  std::vector<std::string> ucx_pools;
   for (const auto& p : config.pools) {
-    if (p.allocate.nccl_env) add("NCCL_IB_HCA", {p.name, "ncclEnv", std::nullopt});
-    if (p.allocate.ucx_env) add("UCX_NET_DEVICES", {p.name, "ucxEnv", std::nullopt});
+    if (p.allocate.nccl_env) nccl_pools.push_back(p.name);
+    if (p.allocate.ucx_env) ucx_pools.push_back(p.name);
+  }
+  std::vector<std::string> out;
+  // ncclEnv / ucxEnv of several pools: none of them writes the variable (SharedDeviceListEnv,
+  // allocate.h), so there is nothing to clash; say what happens instead.
+  auto left_unset = [&](const std::vector<std::string>& pools, const char* flag, const char* key,
+                        const char* who) {
+    if (pools.size() < 2) return;
+    out.push_back("pools " + Join(pools, ", ") + " all opt into " + flag + ": none sets " + key +
+                  " (kubelet keeps one value of a key two Allocate answers set, so a container "
+                  "given devices of two of them would lose the other's); unset, " + who +
+                  " uses every RDMA device the container has, and RDMAK8S_<POOL>_DEVICES names "
+                  "each pool's");
+  };
+  left_unset(nccl_pools, "ncclEnv", "NCCL_IB_HCA", "NCCL");
+  left_unset(ucx_pools, "ucxEnv", "UCX_NET_DEVICES", "UCX");
+  for (const auto& p : config.pools) {
+    if (p.allocate.nccl_env && nccl_pools.size() == 1) add("NCCL_IB_HCA", {p.name, "ncclEnv", std::nullopt});
+    if (p.allocate.ucx_env && ucx_pools.size() == 1) add("UCX_NET_DEVICES", {p.name, "ucxEnv", std::nullopt});
     add(PoolEnvName(p.name), {p.name, "pool devices", std::nullopt});
     for (const auto& [k, v] : p.allocate.extra_env) add(k, {p.name, "env", v});
   }
-  std::vector<std::string> out;
   for (const auto& key : keys) {
     const auto& list = setters[key];
     for (size_t i = 0; i < list.size(); ++i) {
@@ -391,11 +411,9 @@ std::vector<std::string> EnvConflicts(const PluginConfig& config) {
         const Setter& b = list[j];
         if (a.value && b.value && *a.value == *b.value) continue;
         std::string sources = a.source == b.source ? a.source : a.source + ", " + b.source;
-        std::string line = "pools " + a.pool + " and " + b.pool + " both set " + key + " (" +
-                           sources + "): a container given devices of both would get two values "
-                           "and kubelet refuses that";
-        if (key == "NCCL_IB_HCA") line += "; give a pod's NCCL devices from one pool";
-        out.push_back(std::move(line));
+        out.push_back("pools " + a.pool + " and " + b.pool + " both set " + key + " (" + sources +
+                      "): a container given devices of both gets only one of the values (kubelet "
+                      "keeps one and logs \"Environment variable has conflicting setting\")");
       }
     }
   }

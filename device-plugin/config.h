@@ -85,13 +85,15 @@ StatusOr<PluginConfig> LoadConfigFile(const std::string& path);
 // ("$.pools[0].name: \"1x\" cannot be a CDI class (--cdi): it must start with a letter").
 Status ValidateForCdi(const PluginConfig& config);
 
-// Env keys two pools would both set in one container, one line each, in the order the keys first
-// appear: kubelet merges the env of every Allocate answer a container gets and refuses a key with
-// two different values ("Environment variable has conflicting setting"), and one pool's
-// Allocate cannot see another's. ncclEnv (NCCL_IB_HCA), ucxEnv (UCX_NET_DEVICES) and the pool's
-// own RDMAK8S_<POOL>_DEVICES differ per allocation, so they clash with the same key from any
-// other pool; static `env` values clash only when they differ. Not an error (pods that take one
-// of the pools are fine): the daemon logs these as warnings. docs/device-plugin.md#allocate-options.
+// What two pools' env does in one container, one line each: kubelet merges the env of every
+// Allocate answer a container gets and, for a key set twice with different values, keeps one
+// (logging "Environment variable has conflicting setting"; the container starts, the other value
+// silently lost), and one pool's Allocate cannot see another's. So ncclEnv (NCCL_IB_HCA) and
+// ucxEnv (UCX_NET_DEVICES) on several pools are written by none of them (said once per key:
+// unset, NCCL/UCX use every device the container has); a pool's RDMAK8S_<POOL>_DEVICES clashes
+// only with a pool whose name maps to the same variable; static `env` values clash when they
+// differ. Not an error (pods that take one of the pools are fine): the daemon logs these as
+// warnings. docs/device-plugin.md#allocate-options.
 std::vector<std::string> EnvConflicts(const PluginConfig& config);
 
 std::string_view PoolModeName(PoolMode m);  // "shared" | "exclusive"

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include <grpcpp/create_channel_posix.h>
 
@@ -56,6 +57,20 @@ std::chrono::seconds RegisterBackoff(int failures) {
   return std::chrono::seconds(std::min(30, 1 << std::min(failures - 1, 5)));
 }
 
+std::chrono::milliseconds StreamWait(std::chrono::milliseconds first, int losses) {
+  const std::chrono::milliseconds cap = std::max<std::chrono::milliseconds>(first, std::chrono::seconds(30));
+  std::chrono::milliseconds wait = first;
+  for (int i = 0; i < losses && wait < cap; ++i) wait *= 2;
+  return std::min(wait, cap);
+}
+
+KubeletInstance KubeletInstanceOf(const std::string& kubelet_socket) {
+  struct stat st {};
+  if (lstat(kubelet_socket.c_str(), &st) != 0) return {};
+  return KubeletInstance{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                         static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
+}
+
 RegisterCancellation::RegisterCancellation()
     : event_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
 
@@ -77,11 +92,22 @@ bool RegisterCancellation::cancelled() const {
   return cancelled_;
 }
 
-bool RegisterCancellation::SetCall(grpc::ClientContext* ctx) {
+bool RegisterCancellation::SetCall(grpc::ClientContext* ctx, const KubeletInstance& instance) {
   std::lock_guard<std::mutex> lock(mu_);
   if (ctx != nullptr && cancelled_) return false;
   call_ = ctx;
+  if (ctx != nullptr) instance_ = instance;
   return true;
+}
+
+bool RegisterCancellation::in_call() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return call_ != nullptr;
+}
+
+KubeletInstance RegisterCancellation::instance() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return instance_;
 }
 
 namespace {
@@ -126,7 +152,8 @@ int ConnectUnix(const std::string& path, int* err) {
 // The Register call on `fd`, a connection kubelet has spoken on; the channel owns `fd` and closes
 // it when it goes, at the end of this call.
 Status CallRegister(int fd, const std::string& endpoint, const std::string& resource,
-                    Clock::time_point deadline, RegisterCancellation* cancel) {
+                    Clock::time_point deadline, const KubeletInstance& instance,
+                    RegisterCancellation* cancel) {
   auto channel = grpc::CreateCustomInsecureChannelFromFd("localhost", fd, grpc::ChannelArguments());
   auto stub = v1beta1::Registration::NewStub(channel);
   v1beta1::RegisterRequest req;
@@ -138,7 +165,7 @@ Status CallRegister(int fd, const std::string& endpoint, const std::string& reso
   v1beta1::Empty resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + (deadline - Clock::now()));
-  if (cancel != nullptr && !cancel->SetCall(&ctx)) return InternalError("cancelled");
+  if (cancel != nullptr && !cancel->SetCall(&ctx, instance)) return InternalError("cancelled");
   grpc::Status s = stub->Register(&ctx, req, &resp);
   if (cancel != nullptr) cancel->SetCall(nullptr);
   if (s.ok()) return Status::Ok();
@@ -162,14 +189,19 @@ Status RegisterWithKubelet(const std::string& kubelet_socket, const std::string&
   std::string last = "no connection";
   while (true) {
     int err = 0;
+    // The kubelet connected to: the socket file's instance when it was the same just before and
+    // just after the connect (a kubelet replacing it in between leaves it unknown).
+    const KubeletInstance before = KubeletInstanceOf(kubelet_socket);
     int fd = ConnectUnix(kubelet_socket, &err);
+    KubeletInstance instance = KubeletInstanceOf(kubelet_socket);
+    if (!(instance == before)) instance = {};
     if (fd >= 0) {
       // An HTTP/2 server speaks first (its SETTINGS). A connection closed before that, a kubelet
       // going away, never saw our Register: try a new one. (As gRPC's channels wait for SETTINGS.)
       Wake w = WaitFor(fd, cancel, deadline);
       char byte;
       if (w == Wake::kReady && recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 1) {
-        return CallRegister(fd, endpoint, resource, deadline, cancel).Prepend(what);
+        return CallRegister(fd, endpoint, resource, deadline, instance, cancel).Prepend(what);
       }
       close(fd);
       if (w == Wake::kCancelled) return InternalError("cancelled").Prepend(what);
@@ -202,9 +234,26 @@ Status KubeletRegistrar::Start() {
 void KubeletRegistrar::Submit(Request request) {
   std::lock_guard<std::mutex> lock(mu_);
   std::erase_if(queue_, [&](const Request& r) { return r.resource == request.resource; });
-  if (inflight_cancel_ != nullptr && inflight_resource_ == request.resource) inflight_cancel_->Cancel();
   queue_.push_back(std::move(request));
   cv_.notify_all();
+}
+
+bool KubeletRegistrar::Supersede(const std::string& resource, const KubeletInstance& current) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (inflight_cancel_ == nullptr || inflight_resource_ != resource) return true;
+  // In its call on the kubelet there now: kubelet may have it already (it dials us back inside
+  // the call). Anything else (connecting, waiting for kubelet's first frame, or in a call on a
+  // kubelet that has gone) no kubelet we care about has seen.
+  if (inflight_cancel_->in_call() && current.known() && inflight_cancel_->instance() == current) {
+    return false;
+  }
+  inflight_cancel_->Cancel();
+  return true;
+}
+
+void KubeletRegistrar::Wake() const {
+  uint64_t one = 1;
+  if (event_fd_ >= 0) (void)!write(event_fd_, &one, sizeof(one));
 }
 
 std::vector<KubeletRegistrar::Result> KubeletRegistrar::Drain() {
@@ -243,7 +292,7 @@ void KubeletRegistrar::Loop() {
     lock.lock();
     inflight_cancel_ = nullptr;
     inflight_resource_.clear();
-    results_.push_back(Result{req.seq, req.resource, std::move(s)});
+    results_.push_back(Result{req.seq, req.resource, std::move(s), cancel.instance()});
     uint64_t one = 1;
     (void)!write(event_fd_, &one, sizeof(one));
   }
@@ -270,6 +319,9 @@ PoolServer::Options KubeletLink::ServerOptions(const std::string& resource) cons
     metrics->CountRegistration(resource, ok);
     metrics->SetRegistered(resource, ok);
   };
+  // A stream opened or ended: HandleRegistrations looks (the server stops before this link goes).
+  const KubeletRegistrar* registrar = &registrar_;
+  so.hooks.on_streams_changed = [registrar] { registrar->Wake(); };
   return so;
 }
 
@@ -277,7 +329,10 @@ void KubeletLink::Add(const std::string& pool, const std::string& resource, Pool
   PoolLink link;
   link.resource = resource;
   link.server = server;
-  if (options_.metrics) options_.metrics->SetRegistered(resource, false);
+  if (options_.metrics) {
+    options_.metrics->SetRegistered(resource, false);
+    options_.metrics->SetStreaming(resource, false);
+  }
   pools_[pool] = std::move(link);
 }
 
@@ -290,6 +345,10 @@ const KubeletLink::PoolLink* KubeletLink::pool(const std::string& name) const {
 
 void KubeletLink::SetRegistered(PoolLink& pool, bool registered) {
   pool.registered = registered;
+  if (!registered) {
+    pool.instance = {};
+    pool.stream_deadline = {};
+  }
   if (options_.metrics) options_.metrics->SetRegistered(pool.resource, registered);
 }
 
@@ -305,8 +364,14 @@ void KubeletLink::RegisterAll() {
 void KubeletLink::Register(PoolLink& pool) {
   if (options_.mode != RegistrationMode::kDevicePlugin) return;  // kubelet's plugin watcher dials us
   if (pool.serve_retry_at != Clock::time_point{}) return;  // not serving: after ServeAgain
-  std::string kubelet_sock = options_.kubelet_dir + "/" + kKubeletSocket;
-  pool.register_seq = 0;  // whatever is in flight is superseded
+  const std::string kubelet_sock = KubeletSocket();
+  if (pool.register_seq != 0) {
+    // A Register in flight. One that kubelet may have already is not cancelled to be sent again
+    // (two Registers drop the resource to 0, see the header): its result decides.
+    pool.recheck = true;
+    registrar_.Supersede(pool.resource, KubeletInstanceOf(kubelet_sock));
+    return;
+  }
   if (!Exists(kubelet_sock)) {
     SetRegistered(pool, false);
     pool.retry_at = {};  // waits for kubelet.sock to appear (inotify)
@@ -317,6 +382,7 @@ void KubeletLink::Register(PoolLink& pool) {
   // Off the loop: a kubelet.sock nobody answers on would otherwise hold SIGTERM, health updates
   // and inotify back for the whole timeout. The result comes back through HandleRegistrations.
   pool.register_seq = ++register_seq_;
+  pool.recheck = false;
   pool.retry_at = {};
   registrar_.Submit({pool.register_seq, kubelet_sock, SocketFileName(pool.resource), pool.resource,
                      options_.register_timeout});
@@ -331,9 +397,24 @@ void KubeletLink::HandleRegistrations(Clock::time_point now) {
     PoolLink& pool = it->second;
     pool.register_seq = 0;
     const Status& s = r.status;
+    if (std::exchange(pool.recheck, false)) {
+      // Asked again while this one was in flight (kubelet restarted, our socket was served
+      // again): it stands only if the kubelet there now accepted it.
+      const KubeletInstance current = KubeletInstanceOf(KubeletSocket());
+      if (!(s.ok() && r.instance.known() && r.instance == current)) {
+        if (s.ok() && options_.metrics) options_.metrics->CountRegistration(pool.resource, true);
+        SPDLOG_INFO("{}: the Register in flight {}; registering again with the kubelet there now",
+                    pool.resource, s.ok() ? "reached a kubelet that has gone" : "ended: " + s.message());
+        SetRegistered(pool, false);
+        pool.register_failures = 0;
+        Register(pool);
+        continue;
+      }
+    }
     if (options_.metrics) options_.metrics->CountRegistration(pool.resource, s.ok());
     SetRegistered(pool, s.ok());
     if (s.ok()) {
+      pool.instance = r.instance;
       pool.register_failures = 0;
       pool.retry_at = {};
       SPDLOG_INFO("registered {} with kubelet (endpoint {})", pool.resource,
@@ -345,6 +426,38 @@ void KubeletLink::HandleRegistrations(Clock::time_point now) {
     pool.retry_at = now + backoff;
     SPDLOG_ERROR("{}; retrying in {}s", s.message(), backoff.count());
   }
+  for (auto& [name, pool] : pools_) CheckStream(pool, now);
+}
+
+void KubeletLink::CheckStream(PoolLink& pool, Clock::time_point now) {
+  const bool streaming = pool.server->open_streams() > 0;
+  if (streaming != pool.streaming) {
+    if (streaming) {
+      pool.streaming_since = now;
+    } else if (now - pool.streaming_since > std::chrono::minutes(1)) {
+      pool.stream_losses = 0;  // a stream that lived: this loss is a fresh incident
+    }
+    pool.streaming = streaming;
+    if (options_.metrics) options_.metrics->SetStreaming(pool.resource, streaming);
+  }
+  // kubelet's plugin watcher dials us again on its own; in device-plugin mode only a Register
+  // brings a stream back.
+  if (options_.mode != RegistrationMode::kDevicePlugin || streaming || !pool.registered) {
+    pool.stream_deadline = {};
+    return;
+  }
+  if (pool.stream_deadline == Clock::time_point{}) {
+    pool.stream_deadline = now + StreamWait(options_.stream_wait, pool.stream_losses);
+    return;
+  }
+  if (now < pool.stream_deadline) return;
+  SPDLOG_WARN("kubelet holds no ListAndWatch stream of {} (it ended it, or never opened one) and "
+              "opened none within {} ms: registering again", pool.resource,
+              StreamWait(options_.stream_wait, pool.stream_losses).count());
+  pool.stream_losses++;
+  SetRegistered(pool, false);
+  pool.register_failures = 0;
+  Register(pool);
 }
 
 void KubeletLink::ServeAgain(PoolLink& pool, Clock::time_point now) {
@@ -371,9 +484,17 @@ void KubeletLink::OnDirEvent(uint32_t mask, const std::string& name, Clock::time
   if (device_plugin && name == kKubeletSocket) {
     if (mask & (IN_CREATE | IN_MOVED_TO)) {
       SPDLOG_INFO("kubelet.sock created: kubelet started, registering");
+      const KubeletInstance current = KubeletInstanceOf(KubeletSocket());
       for (auto& [pname, pool] : pools_) {
         if (!pool.server->SocketPresent()) ServeAgain(pool, now);
+        // Our socket served again (kubelet's sweep removed it) may have registered with this
+        // kubelet already, before this event was read: once per kubelet.
+        if (pool.registered && current.known() && pool.instance == current) {
+          SPDLOG_DEBUG("{} is registered with this kubelet already", pool.resource);
+          continue;
+        }
         pool.register_failures = 0;
+        pool.stream_losses = 0;
         Register(pool);
       }
     } else {
@@ -383,7 +504,8 @@ void KubeletLink::OnDirEvent(uint32_t mask, const std::string& name, Clock::time
                   "registering when its new socket appears");
       for (auto& [pname, pool] : pools_) {
         SetRegistered(pool, false);
-        pool.register_seq = 0;
+        // A Register in flight goes on: its result decides (it may reach the new kubelet).
+        if (pool.register_seq != 0) pool.recheck = true;
       }
     }
     return;
@@ -407,6 +529,7 @@ void KubeletLink::OnTimer(Clock::time_point now) {
     if (!pool.registered && pool.retry_at != Clock::time_point{} && now >= pool.retry_at) {
       Register(pool);
     }
+    CheckStream(pool, now);
   }
 }
 
@@ -417,6 +540,7 @@ Clock::time_point KubeletLink::NextWakeup(Clock::time_point bound) const {
       wake_at = std::min(wake_at, pool.retry_at);
     }
     if (pool.serve_retry_at != Clock::time_point{}) wake_at = std::min(wake_at, pool.serve_retry_at);
+    if (pool.stream_deadline != Clock::time_point{}) wake_at = std::min(wake_at, pool.stream_deadline);
   }
   return wake_at;
 }

@@ -45,6 +45,23 @@ std::string SocketFileName(const std::string& resource);
 // How long to wait after the `failures`-th Register in a row failed (failures >= 1): 1 s,
 // doubling, at most 30 s.
 std::chrono::seconds RegisterBackoff(int failures);
+// How long a registered pool waits for a ListAndWatch stream after `losses` re-registrations for
+// a lost stream in a row: `first`, doubling, at most 30 s (and never less than `first`).
+std::chrono::milliseconds StreamWait(std::chrono::milliseconds first, int losses);
+
+// Which kubelet serves a kubelet.sock. Every kubelet start makes a new socket file, so the file's
+// (st_dev, st_ino, st_ctim) tells one kubelet start from the next: registering twice with one
+// kubelet is what makes kubelet v1.36 drop the resource to 0 (see KubeletLink). All zero: none
+// or unknown.
+struct KubeletInstance {
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  int64_t ctime_ns = 0;
+  bool known() const { return ino != 0; }
+  friend bool operator==(const KubeletInstance&, const KubeletInstance&) = default;
+};
+// The instance behind `kubelet_socket` now (lstat); unknown when there is no file.
+KubeletInstance KubeletInstanceOf(const std::string& kubelet_socket);
 
 // Lets another thread cancel a RegisterWithKubelet at any step: connecting, waiting for
 // kubelet's first frame, or in the call. Cancel() is sticky and may come before the call starts.
@@ -62,14 +79,20 @@ class RegisterCancellation {
   bool cancelled() const;
   // Readable once cancelled; -1 when no eventfd could be made.
   int fd() const { return event_fd_; }
-  // The context of the call in flight (null: none any more); Cancel() cancels it. False, with
-  // nothing set, when already cancelled.
-  bool SetCall(grpc::ClientContext* ctx);
+  // The context of the call in flight (null: none any more) and the kubelet it was made on;
+  // Cancel() cancels it. False, with nothing set, when already cancelled.
+  bool SetCall(grpc::ClientContext* ctx, const KubeletInstance& instance = {});
+  // True while the Register call itself is in flight: kubelet may already have it.
+  bool in_call() const;
+  // The kubelet the call was made on (unknown before the call, or when kubelet.sock changed
+  // while connecting).
+  KubeletInstance instance() const;
 
  private:
   mutable std::mutex mu_;
   bool cancelled_ = false;
   grpc::ClientContext* call_ = nullptr;  // guarded by mu_
+  KubeletInstance instance_;             // guarded by mu_
   int event_fd_ = -1;
 };
 
@@ -79,7 +102,9 @@ class RegisterCancellation {
 // before kubelet's first frame (a kubelet going away), then makes the call on that one
 // connection; the connection is closed when this returns, whatever the outcome (gRPC 1.51's own
 // channels leak a connection whose call is cancelled just as it connects). `cancel`, when given,
-// may stop it from another thread at any step. kDeadlineExceeded (no kubelet answered in time),
+// may stop it from another thread at any step, and records which kubelet the call went to
+// (kubelet.sock's instance, when it was the same just before and just after connecting).
+// kDeadlineExceeded (no kubelet answered in time),
 // kUnavailable / kInternal from kubelet's answer, kInternal when cancelled, each prefixed
 // "register <resource> with kubelet <socket>".
 Status RegisterWithKubelet(const std::string& kubelet_socket, const std::string& endpoint,
@@ -90,9 +115,11 @@ Status RegisterWithKubelet(const std::string& kubelet_socket, const std::string&
 // answers on (a stale file, a kubelet that has bound but does not serve yet) cannot stall the
 // caller's event loop for the registration timeout. Results queue up and fd() (an eventfd) turns
 // readable; Drain() hands them over. Submit() for a resource replaces that resource's queued
-// request and cancels its call in flight (kubelet restarted: the old attempt is moot).
+// request; Supersede() cancels its attempt in flight unless kubelet may have it (see there).
+// Wake() makes fd() readable with no result (news for the caller's loop from other threads).
 //
-// Thread safety: Submit/Drain/Shutdown from one thread (the event loop); the worker is internal.
+// Thread safety: Submit/Supersede/Drain/Shutdown from one thread (the event loop); Wake from any;
+// the worker is internal.
 class KubeletRegistrar {
  public:
   struct Request {
@@ -106,6 +133,7 @@ class KubeletRegistrar {
     uint64_t seq = 0;
     std::string resource;
     Status status;
+    KubeletInstance instance;  // the kubelet the call was made on (unknown: none, or unsure)
   };
 
   KubeletRegistrar();
@@ -117,6 +145,11 @@ class KubeletRegistrar {
   Status Start();
   int fd() const { return event_fd_; }
   void Submit(Request request);
+  // The attempt in flight for `resource`, if any, is cancelled unless it is in its call on
+  // `current` (that kubelet may have the Register already: cancelling and registering again
+  // would register twice). True when nothing of `resource` is left in a call on `current`.
+  bool Supersede(const std::string& resource, const KubeletInstance& current);
+  void Wake() const;
   std::vector<Result> Drain();
   // Cancels the call in flight, drops queued requests, joins the worker. Idempotent.
   void Shutdown();
@@ -135,18 +168,30 @@ class KubeletRegistrar {
   RegisterCancellation* inflight_cancel_ = nullptr;  // guarded by mu_
 };
 
-// KubeletLink keeps each pool's socket served and registered with kubelet:
+// KubeletLink keeps each pool's socket served and registered with kubelet, once per kubelet:
 //   - Register(pool) submits a Register (device-plugin mode) when kubelet.sock is there, else
 //     waits for it to appear; it does nothing while the pool's socket could not be served again;
+//   - one registration per pool per kubelet start: kubelet v1.36 given two Registers for one
+//     resource ends the first ListAndWatch when the second stream opens, then closes the second
+//     connection too and keeps the resource at 0 ("ListAndWatch ended unexpectedly", every device
+//     Unhealthy) until the plugin registers again. So a pool registered with the kubelet behind
+//     kubelet.sock now (KubeletInstance) is not registered again, and a Register in flight that
+//     kubelet may already have is never cancelled to be sent again: its result decides (accepted
+//     by the kubelet behind kubelet.sock now: registered; else: register again at once);
 //   - HandleRegistrations() takes the Register results: accepted -> registered; failed -> tried
 //     again after RegisterBackoff; a superseded result (a newer Register, a removed pool) is
-//     dropped;
+//     dropped. It also follows the pools' ListAndWatch streams (the servers wake fd()): a pool
+//     registered whose stream kubelet ended, or that kubelet never opened, with no new stream
+//     within StreamWait(), registers again (whatever ended it, kubelet keeps the resource at 0
+//     until then);
 //   - OnDirEvent() follows the socket directory: kubelet.sock created (a kubelet started) ->
-//     serve again what kubelet removed and register every pool at once; kubelet.sock removed ->
-//     every pool unregistered until the new one appears; our socket removed -> serve again
-//     (PoolServer::Start) and register again; serving again that fails is retried every second;
+//     serve again what kubelet removed and register every pool not yet registered with it;
+//     kubelet.sock removed -> every pool unregistered until the new one appears; our socket
+//     removed -> serve again (PoolServer::Start) and register again; serving again that fails is
+//     retried every second;
 //   - OnTimer() runs the retries that are due; NextWakeup() says when the next one is.
-// Metrics (optional) get every pool's registered state and each Register's result.
+// Metrics (optional) get every pool's registered state, whether it has a live ListAndWatch
+// stream (readiness wants both) and each Register's result.
 //
 // Every time is passed in (`now`, the steady clock): the caller's loop reads the clock once.
 // Thread safety: none; one thread (the daemon's event loop).
@@ -160,6 +205,9 @@ class KubeletLink {
     std::string plugins_registry_dir;  // the plugin watcher's directory
     std::chrono::milliseconds register_timeout{5000};
     Metrics* metrics = nullptr;  // optional, not owned
+    // How long a registered pool may go without a ListAndWatch stream before it registers again
+    // (the first time; StreamWait() doubles it for repeated losses).
+    std::chrono::milliseconds stream_wait{5000};
   };
 
   // What the link knows of one pool.
@@ -170,6 +218,17 @@ class KubeletLink {
     uint64_t register_seq = 0;  // the registration in flight (0: none); older results are moot
     int register_failures = 0;
     Clock::time_point retry_at{};  // when to Register again (zero: not scheduled)
+    // The kubelet that accepted the registration (known only while registered).
+    KubeletInstance instance;
+    // Something asked for a Register while one was in flight: its result decides whether to
+    // register again.
+    bool recheck = false;
+    // kubelet holds a ListAndWatch stream of the pool (as last seen on the loop).
+    bool streaming = false;
+    Clock::time_point streaming_since{};
+    // Registered without a stream: when to register again (zero: not waiting).
+    Clock::time_point stream_deadline{};
+    int stream_losses = 0;  // re-registrations for a lost stream in a row
     // Serving again failed: when to try again; zero while serving.
     Clock::time_point serve_retry_at{};
   };
@@ -223,6 +282,10 @@ class KubeletLink {
   void ServeAndRegisterAgain(PoolLink& pool, Clock::time_point now);
   void Register(PoolLink& pool);
   void SetRegistered(PoolLink& pool, bool registered);
+  // Follows the pool's ListAndWatch streams (PoolServer::open_streams) at `now`; registers again
+  // when the stream wait has run out.
+  void CheckStream(PoolLink& pool, Clock::time_point now);
+  std::string KubeletSocket() const { return options_.kubelet_dir + "/" + kKubeletSocket; }
 
   Options options_;
   std::string socket_dir_;

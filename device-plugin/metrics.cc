@@ -68,7 +68,7 @@ class Metrics::Impl {
         ready(prometheus::BuildGauge()
                   .Name("rdmak8s_ready")
                   .Help("1 when /readyz answers 200: serving, every pool registered with "
-                        "kubelet, event loop alive")
+                        "kubelet and streaming its devices to it (ListAndWatch), event loop alive")
                   .Register(*registry)
                   .Add({})) {}
 
@@ -90,6 +90,7 @@ class Metrics::Impl {
   std::mutex mu;  // guards the families above and the readiness state below
   bool serving = false;
   std::map<std::string, bool> registered;  // resource -> kubelet accepted it
+  std::map<std::string, bool> streaming;   // resource -> kubelet holds its ListAndWatch stream
   std::atomic<int64_t> heartbeat_ns{0};     // steady clock; 0: no heartbeat yet
   std::atomic<int64_t> stall_after_ns{std::chrono::nanoseconds(std::chrono::minutes(11)).count()};
 };
@@ -149,6 +150,7 @@ void Metrics::SetPoolDevices(const std::string& resource, const PoolCounts& coun
 void Metrics::RemovePool(const std::string& resource) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->registered.erase(resource);
+  impl_->streaming.erase(resource);
   impl_->devices.Remove(&impl_->devices.Add({{"resource", resource}, {"health", "Healthy"}}));
   impl_->devices.Remove(&impl_->devices.Add({{"resource", resource}, {"health", "Unhealthy"}}));
   impl_->ids.Remove(&impl_->ids.Add({{"resource", resource}, {"health", "Healthy"}}));
@@ -194,6 +196,11 @@ void Metrics::SetRegistered(const std::string& resource, bool registered) {
   impl_->registered[resource] = registered;
 }
 
+void Metrics::SetStreaming(const std::string& resource, bool streaming) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->streaming[resource] = streaming;
+}
+
 void Metrics::Heartbeat() { impl_->heartbeat_ns.store(SteadyNowNs(), std::memory_order_relaxed); }
 
 void Metrics::SetStallBound(std::chrono::seconds stall_after) {
@@ -221,6 +228,11 @@ std::string Metrics::Unready() const {
     missing += missing.empty() ? resource : ", " + resource;
   }
   if (!missing.empty()) return "not registered with kubelet: " + missing;
+  for (const auto& [resource, ok] : impl_->streaming) {
+    if (ok) continue;
+    missing += missing.empty() ? resource : ", " + resource;
+  }
+  if (!missing.empty()) return "no ListAndWatch stream from kubelet: " + missing;
   return "";
 }
 

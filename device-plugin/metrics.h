@@ -8,8 +8,9 @@
 // /livez (liveness) answers 200 "ok" while the event loop's heartbeat is younger than the stall
 // bound: the process works, whatever kubelet does. /readyz (readiness; /healthz answers the same,
 // for whatever probed it before /readyz existed) answers 200 when the plugin is also serving
-// (SetServing) and every pool is registered with kubelet (SetRegistered). Otherwise 503 with a
-// one-line reason.
+// (SetServing), every pool is registered with kubelet (SetRegistered) and kubelet holds a
+// ListAndWatch stream of every pool (SetStreaming: a registered pool whose stream kubelet ended
+// is at 0 allocatable on the node). Otherwise 503 with a one-line reason.
 //
 // Thread safety: every method may be called from any thread.
 #pragma once
@@ -68,6 +69,9 @@ class Metrics {
   // Whether kubelet accepted the pool's registration (either registration mode). The daemon
   // reports false when it starts serving a pool; RemovePool forgets the pool.
   void SetRegistered(const std::string& resource, bool registered);
+  // Whether kubelet holds a ListAndWatch stream of the pool. The daemon reports false when it
+  // starts serving a pool; RemovePool forgets the pool.
+  void SetStreaming(const std::string& resource, bool streaming);
   // The event loop is alive; called on every wakeup. /livez and /readyz report "event loop
   // stalled" when the last heartbeat is older than `stall_after` (no heartbeat yet: not checked).
   void Heartbeat();

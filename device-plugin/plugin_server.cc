@@ -63,6 +63,7 @@ class PoolServer::DevicePluginService final : public v1beta1::DevicePlugin::Serv
                             grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) override {
     std::unique_lock<std::mutex> lock(s_->mu_);
     s_->open_streams_++;
+    s_->StreamsChanged(lock);
     // kubelet keeps one stream per plugin: a new one supersedes the streams before it, which
     // end now rather than when the wait below first notices their kubelet went away (up to 5 s
     // each, holding a gRPC thread and a connection: a kubelet restarting quickly in
@@ -74,8 +75,9 @@ class PoolServer::DevicePluginService final : public v1beta1::DevicePlugin::Serv
     grpc::Status result = grpc::Status::OK;
     while (true) {
       // Updates and Stop() wake us at once; the timeout only notices a kubelet that went away
-      // (sync gRPC has no cancellation callback), so it can be slow.
-      s_->cv_.wait_for(lock, std::chrono::seconds(5), [&] {
+      // (sync gRPC has no cancellation callback). Within a second: a stream kubelet ended is what
+      // makes the kubelet link register again (kubelet_link.h), and readiness follows it.
+      s_->cv_.wait_for(lock, std::chrono::seconds(1), [&] {
         return s_->stopping_ || first || s_->publish_count_ != sent || s_->stream_generation_ != generation;
       });
       if (s_->stopping_ || ctx->IsCancelled() || s_->stream_generation_ != generation) break;
@@ -89,6 +91,7 @@ class PoolServer::DevicePluginService final : public v1beta1::DevicePlugin::Serv
       if (!ok) break;
     }
     s_->open_streams_--;
+    s_->StreamsChanged(lock);
     return result;
   }
 
@@ -281,6 +284,19 @@ std::shared_ptr<const PoolState> PoolServer::state() const {
 int PoolServer::open_streams() const {
   std::lock_guard<std::mutex> lock(mu_);
   return open_streams_;
+}
+
+bool PoolServer::WaitForOpenStreams(int count, std::chrono::milliseconds timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return open_streams_ == count; });
+}
+
+void PoolServer::StreamsChanged(std::unique_lock<std::mutex>& lock) {
+  cv_.notify_all();
+  if (!options_.hooks.on_streams_changed) return;
+  lock.unlock();
+  options_.hooks.on_streams_changed();
+  lock.lock();
 }
 
 }  // namespace rdmak8s::dp

@@ -10,6 +10,7 @@
 // Thread safety: Publish/state/Stop may be called from any thread; RPCs run on gRPC's threads.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -39,6 +40,9 @@ struct ServerHooks {
   // Plugin-watcher NotifyRegistrationStatus.
   std::function<void(const std::string& resource, bool registered, const std::string& error)>
       on_watcher_status;
+  // A ListAndWatch stream opened or ended (open_streams() already says so). From gRPC's threads:
+  // it must only hand the news over (the kubelet link wakes its event loop).
+  std::function<void()> on_streams_changed;
   // Between gRPC's bind of the private name and its rename to the socket path: the window in
   // which a starting kubelet's sweep of its directory can remove it. For tests.
   std::function<void(const std::string& staging_path)> before_rename;
@@ -74,8 +78,11 @@ class PoolServer {
   void Publish(std::shared_ptr<const PoolState> state, bool notify = true);
   std::shared_ptr<const PoolState> state() const;
   const std::string& socket_path() const { return options_.socket_path; }
-  // Number of ListAndWatch streams currently open.
+  // Number of ListAndWatch streams currently open. A stream whose kubelet went away (closed the
+  // connection) counts until its handler notices, within a second.
   int open_streams() const;
+  // True once open_streams() == `count`, false after `timeout`. For tests.
+  bool WaitForOpenStreams(int count, std::chrono::milliseconds timeout) const;
 
  private:
   class DevicePluginService;
@@ -90,13 +97,16 @@ class PoolServer {
   // The preferred-allocation topology of `state` (PoolTopology), built once per published
   // state: a request pays only for its own IDs.
   std::shared_ptr<const AllocationTopology> TopologyOf(const std::shared_ptr<const PoolState>& state);
+  // After open_streams_ changed (`lock` holds mu_): wakes WaitForOpenStreams, runs the hook
+  // without the lock.
+  void StreamsChanged(std::unique_lock<std::mutex>& lock);
 
   std::mutex topology_mu_;
   std::shared_ptr<const PoolState> topology_state_;
   std::shared_ptr<const AllocationTopology> topology_;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  mutable std::condition_variable cv_;
   std::shared_ptr<const PoolState> state_;
   uint64_t publish_count_ = 0;
   bool stopping_ = false;

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "device-plugin/allocate.h"
 #include "device-plugin/cdi_spec.h"
 #include "device-plugin/node_check_results.h"
 #include "device-plugin/pools.h"
@@ -95,6 +96,7 @@ void PoolPublisher::Publish(const PluginConfig& config,
   for (const Target& pool : pools) {
     auto state = BuildPoolState(pool.resource, pool.cfg, match.devices[pool.name], devices,
                                 exclusive_blocker_, options_);
+    state->env_left_out = SharedDeviceListEnv(config, pool.cfg);
     std::string fp = ToListAndWatch(*state).SerializeAsString();
     Metrics::PoolCounts counts = CountPool(*state);
     for (const auto& [dev, t] : state->devices) {

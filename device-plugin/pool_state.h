@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ struct PoolState {
   std::map<std::string, std::string> id_to_dev; // device ID -> rdma_dev
   std::map<std::string, TrackedDevice> devices; // rdma_dev -> device
   uint64_t generation = 0;
+  // Variables the pool opts into but leaves out because another pool opts into them too
+  // (SharedDeviceListEnv, allocate.h).
+  std::set<std::string> env_left_out;
 
   const TrackedDevice* ForId(const std::string& id) const;
 };

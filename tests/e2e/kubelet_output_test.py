@@ -78,17 +78,18 @@ class KubeletOutputTest(unittest.TestCase):
                 f"kubelet stderr:\n{self.read_file(os.path.join(self.tmp, 'kubelet.err'))}\n"
                 f"device plugin log:\n{self.read_file(os.path.join(self.tmp, 'dp.log'))}")
 
-    def start_plugin(self):
+    def start_plugin(self, allocate=({}, {}), args=()):
         cfg = os.path.join(self.tmp, "dp.json")
         with open(cfg, "w") as f:
             json.dump({"resourcePrefix": "rdma", "pools": [
-                {"name": "slot1", "selectors": {"rdmaDevices": ["mlx5_2"]}},
-                {"name": "slot2", "selectors": {"rdmaDevices": ["mlx5_3"]}}]}, f)
+                {"name": "slot1", "selectors": {"rdmaDevices": ["mlx5_2"]}, "allocate": allocate[0]},
+                {"name": "slot2", "selectors": {"rdmaDevices": ["mlx5_3"]}, "allocate": allocate[1]}]},
+                f)
         with open(os.path.join(self.tmp, "dp.log"), "w") as log:
             self.plugin = subprocess.Popen(
                 [DEVICE_PLUGIN, "--config", cfg, "--kubelet-dir", self.kdir, "--sysfs-root",
                  os.path.join(self.tmp, "sys"), "--cdi-dir", os.path.join(self.tmp, "cdi"),
-                 "--metrics-address", "127.0.0.1:0", "--no-verbs", "-v", "1"],
+                 "--metrics-address", "127.0.0.1:0", "--no-verbs", "-v", "1", *args],
                 stdout=subprocess.DEVNULL, stderr=log)
 
     def stop_plugin(self):
@@ -145,6 +146,41 @@ class KubeletOutputTest(unittest.TestCase):
                          ["rdma/slot1", "rdma/slot2"])
         p = self.lib("kubelet_wait_health rdma/slot1 '*' Healthy 5", check=True)
         self.assertEqual(json.loads(p.stdout)["resource"], "rdma/slot1")
+
+    # kubelet allocates only devices the plugin advertised Healthy. On a loaded machine the first
+    # update the fake kubelet saw said 0 Healthy and its allocation failed ("resource rdma/slot1
+    # has 0 healthy devices, wanted 1"): --allocate waits for the update that has them.
+    def test_allocate_waits_for_an_update_with_enough_healthy_devices(self):
+        state = os.path.join(self.tmp, "sys", "class", "infiniband", "mlx5_2", "ports", "1", "state")
+        with open(state, "w") as f:
+            f.write("1: DOWN\n")
+        self.lib("kubelet_start --allocate rdma/slot1:1", check=True)
+        self.start_plugin(args=("--rescan-interval", "1"))
+        self.lib("kubelet_wait_health rdma/slot1 '*' Unhealthy 30", check=True)
+        with open(state + ".tmp", "w") as f:
+            f.write("4: ACTIVE\n")
+        os.rename(state + ".tmp", state)
+        doc = json.loads(self.lib(f"kubelet_allocations {BOUND_S}", check=True).stdout)
+        self.assertEqual(doc["errors"], [], self.logs())
+        self.assertEqual([a["resource"] for a in doc["allocations"]], ["rdma/slot1"])
+
+    # One container given a device of each pool: its env merged as kubelet v1.36 merges it (a
+    # key two answers set keeps one value, logged), every device named, and no NCCL_IB_HCA of
+    # one pool hiding the other's HCA.
+    def test_one_container_of_two_pools_gets_every_device_named(self):
+        self.lib("kubelet_start --one-container --allocate rdma/slot1:1 --allocate rdma/slot2:1",
+                 check=True)
+        self.start_plugin(({"ncclEnv": True, "env": {"X": "1"}},
+                           {"ncclEnv": True, "env": {"X": "2"}}))
+        self.wait_for_summary()
+        doc = json.loads(self.lib("kubelet_allocations 5", check=True).stdout)
+        self.assertEqual(doc["errors"], [], self.logs())
+        envs = doc["container"]["envs"]
+        self.assertEqual(envs.get("RDMAK8S_SLOT1_DEVICES"), "mlx5_2", self.logs())
+        self.assertEqual(envs.get("RDMAK8S_SLOT2_DEVICES"), "mlx5_3", self.logs())
+        self.assertNotIn("NCCL_IB_HCA", envs)
+        self.assertEqual(envs.get("X"), "1")
+        self.assertEqual(doc["container"]["env_conflicts"], ["X: kept 1, dropped 2"])
 
     def test_restarted_kubelet_sees_both_registrations_again(self):
         self.lib("kubelet_start --allocate rdma/slot1:1 --allocate rdma/slot2:1", check=True)

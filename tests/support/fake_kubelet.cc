@@ -5,6 +5,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -61,6 +62,8 @@ struct FakeKubelet::Plugin {
   v1beta1::DevicePluginOptions options;
   grpc::ClientContext stream_ctx;
   std::thread stream_thread;
+  bool closed_by_us = false;  // guarded by mu_: Stop, or a disconnect; its end changes nothing
+  bool ended = false;         // guarded by mu_: the stream thread is about to return
 };
 
 class FakeKubelet::RegistrationService final : public v1beta1::Registration::Service {
@@ -150,13 +153,32 @@ void FakeKubelet::AddEvent(std::string event) {
 
 void FakeKubelet::CloseAllPlugins() {
   std::lock_guard<std::mutex> connect_lock(connect_mu_);
-  std::map<std::string, std::shared_ptr<Plugin>> plugins;
+  std::vector<std::shared_ptr<Plugin>> plugins;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    plugins.swap(plugins_);
+    for (auto& [name, p] : plugins_) plugins.push_back(p);
+    plugins_.clear();
+    for (auto& p : retired_) plugins.push_back(p);
+    retired_.clear();
+    for (auto& p : plugins) p->closed_by_us = true;
   }
-  for (auto& [name, p] : plugins) {
+  for (auto& p : plugins) {
     p->stream_ctx.TryCancel();
+    if (p->stream_thread.joinable()) p->stream_thread.join();
+  }
+}
+
+void FakeKubelet::ReapRetired() {
+  std::vector<std::shared_ptr<Plugin>> done;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::erase_if(retired_, [&](const std::shared_ptr<Plugin>& p) {
+      if (!p->ended) return false;
+      done.push_back(p);
+      return true;
+    });
+  }
+  for (auto& p : done) {
     if (p->stream_thread.joinable()) p->stream_thread.join();
   }
 }
@@ -176,17 +198,14 @@ Status FakeKubelet::ConnectPlugin(const std::string& resource, const std::string
     grpc::Status s = plugin->stub->GetDevicePluginOptions(&ctx, empty, &plugin->options);
     if (!s.ok()) return FromGrpc(s, "GetDevicePluginOptions " + endpoint_path);
   }
-  std::shared_ptr<Plugin> old;
+  ReapRetired();
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // kubelet's registerClient: the new client takes the name; the old one is not stopped.
     auto it = plugins_.find(resource);
-    if (it != plugins_.end()) old = it->second;
+    if (it != plugins_.end()) retired_.push_back(it->second);
     plugins_[resource] = plugin;
     latest_.erase(resource);
-  }
-  if (old) {
-    old->stream_ctx.TryCancel();
-    if (old->stream_thread.joinable()) old->stream_thread.join();
   }
   plugin->stream_thread = std::thread([this, plugin] { StreamLoop(plugin); });
   return Status::Ok();
@@ -219,18 +238,32 @@ void FakeKubelet::StreamLoop(std::shared_ptr<Plugin> plugin) {
     cv_.notify_all();
   }
   reader->Finish().IgnoreError();
+  bool disconnected = false;
   {
-    // kubelet: "ListAndWatch ended unexpectedly", and every device of the resource is
-    // Unhealthy until the plugin registers again. (A stream we closed ourselves, on Stop or a
-    // newer registration, is no longer the resource's.)
+    // kubelet's runClient: "ListAndWatch ended unexpectedly", then it disconnects the client
+    // that holds the resource name now (getClient(name)) — not necessarily this one — and every
+    // device of the resource is Unhealthy until the plugin registers again. (A stream we closed
+    // ourselves, on Stop or a disconnect, changes nothing.)
     std::lock_guard<std::mutex> lock(mu_);
     auto it = plugins_.find(plugin->resource);
-    auto latest = latest_.find(plugin->resource);
-    if (it != plugins_.end() && it->second == plugin && latest != latest_.end()) {
-      for (auto& d : *latest->second.mutable_devices()) d.set_health("Unhealthy");
+    if (!plugin->closed_by_us && it != plugins_.end()) {
+      std::shared_ptr<Plugin> victim = it->second;
+      plugins_.erase(it);
+      victim->closed_by_us = true;
+      victim->stream_ctx.TryCancel();
+      if (victim != plugin) retired_.push_back(victim);
+      auto latest = latest_.find(plugin->resource);
+      if (latest != latest_.end()) {
+        for (auto& d : *latest->second.mutable_devices()) d.set_health("Unhealthy");
+      }
+      disconnected = true;
+      if (victim == plugin) retired_.push_back(plugin);
     }
+    plugin->ended = true;
+    cv_.notify_all();
   }
   AddEvent("stream " + plugin->resource + " closed");
+  if (disconnected) AddEvent("disconnect " + plugin->resource);
 }
 
 std::vector<v1beta1::RegisterRequest> FakeKubelet::Registrations() const {
@@ -285,6 +318,50 @@ std::optional<v1beta1::ListAndWatchResponse> FakeKubelet::WaitForDevices(
     out = it->second;
     return true;
   });
+  return out;
+}
+
+std::optional<v1beta1::ListAndWatchResponse> FakeKubelet::WaitForHealthy(
+    const std::string& resource, size_t count, const std::vector<std::string>& ids,
+    Clock::duration timeout) const {
+  return WaitForDevices(
+      resource,
+      [&](const v1beta1::ListAndWatchResponse& r) {
+        size_t healthy = 0;
+        size_t named = 0;
+        for (const auto& d : r.devices()) {
+          if (d.health() != "Healthy") continue;
+          healthy++;
+          if (std::find(ids.begin(), ids.end(), d.id()) != ids.end()) named++;
+        }
+        return ids.empty() ? healthy >= count : named == ids.size();
+      },
+      timeout);
+}
+
+StatusOr<FakeKubelet::ContainerAllocation> FakeKubelet::AllocateContainer(
+    const std::vector<std::pair<std::string, std::vector<std::string>>>& ids_per_resource) {
+  ContainerAllocation out;
+  for (const auto& [resource, ids] : ids_per_resource) {
+    auto resp = Allocate(resource, {ids});
+    if (!resp.ok()) return resp.status();
+    if (resp->container_responses_size() != 1) {
+      return InternalError("allocate " + resource + ": " +
+                           std::to_string(resp->container_responses_size()) +
+                           " container responses for 1 container");
+    }
+    const auto& c = resp->container_responses(0);
+    // kubelet's deviceRunContainerOptions: the first value of a key stays; a different one is
+    // logged ("Environment variable has conflicting setting") and dropped.
+    for (const auto& [k, v] : c.envs()) {
+      auto [it, fresh] = out.envs.try_emplace(k, v);
+      if (fresh || it->second == v) continue;
+      std::string conflict = k + ": kept " + it->second + ", dropped " + v;
+      AddEvent("env conflict " + conflict);
+      out.conflicts.push_back(std::move(conflict));
+    }
+    out.responses.push_back(c);
+  }
   return out;
 }
 

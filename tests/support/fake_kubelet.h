@@ -6,8 +6,19 @@
 //     once and fails the Register if nothing is serving there (kubelet does the same, which is
 //     why a plugin must serve before it registers);
 //   - calls GetDevicePluginOptions, then keeps a ListAndWatch stream open per resource and
-//     records every update; when a plugin ends its stream, every device of the resource turns
-//     Unhealthy in LatestDevices() (kubelet: "ListAndWatch ended unexpectedly");
+//     records every update;
+//   - tracks a plugin by resource name, as kubelet v1.36's device manager does (server.go's
+//     registerClient / runClient): a second Register for a resource replaces the client without
+//     stopping the first; whenever a client's ListAndWatch ends (the plugin ended it, or its
+//     connection went), kubelet disconnects the client that holds the resource name *now*: so
+//     after a second Register, the first stream ending (a plugin ends an older stream when a
+//     newer one opens) closes the second connection too. A disconnect turns every device of the
+//     resource Unhealthy in LatestDevices() ("ListAndWatch ended unexpectedly"), and the
+//     resource has no plugin (Allocate: kNotFound) until the plugin registers again;
+//   - merges the env of the Allocate answers of one container as kubelet does
+//     (AllocateContainer): a key set twice with different values keeps the first value and logs
+//     the conflict ("Environment variable has conflicting setting"); the container is not
+//     refused;
 //   - Start() first removes every socket in <dir> (kubelet's start-up cleanup, kubelet.sock
 //     included); Stop() leaves kubelet.sock in place, as a kubelet stopped with SIGTERM does.
 // It can also play kubelet's plugin watcher: RegisterViaPluginWatcher() calls GetInfo on a
@@ -25,6 +36,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
@@ -57,7 +69,9 @@ class FakeKubelet {
   // Every Register request received (accepted or not), in order.
   std::vector<v1beta1::RegisterRequest> Registrations() const;
   // A log of what happened, in order: "register <resource> ok", "register <resource> failed:
-  // <why>", "stream <resource> open", "stream <resource> closed".
+  // <why>", "stream <resource> open", "stream <resource> closed", "disconnect <resource>" (the
+  // resource's devices all Unhealthy until it registers again), "env conflict <key>: kept
+  // <value>, dropped <value>".
   std::vector<std::string> Events() const;
   // True once at least `count` accepted registrations of `resource` were seen before `timeout`.
   bool WaitForRegistrations(const std::string& resource, size_t count,
@@ -82,6 +96,25 @@ class FakeKubelet {
   void SetUpdateCallback(
       std::function<void(const std::string&, const v1beta1::ListAndWatchResponse&)> cb);
 
+  // Waits until the current stream of `resource` sent an update with at least `count` Healthy
+  // devices (or, with `ids`, every one of them Healthy); returns it, or nullopt after `timeout`.
+  // What kubelet's scheduler-side accounting waits for before it admits a pod.
+  std::optional<v1beta1::ListAndWatchResponse> WaitForHealthy(const std::string& resource,
+                                                               size_t count,
+                                                               const std::vector<std::string>& ids,
+                                                               Clock::duration timeout) const;
+
+  // What one container got from several resources (kubelet's deviceRunContainerOptions).
+  struct ContainerAllocation {
+    std::map<std::string, std::string> envs;  // merged: the first value of a key is kept
+    std::vector<std::string> conflicts;       // "<key>: kept <value>, dropped <value>"
+    std::vector<v1beta1::ContainerAllocateResponse> responses;  // one per resource, in order
+  };
+  // One Allocate per resource (in the order given) for one container, env merged as kubelet
+  // does. The first failed Allocate is the error.
+  StatusOr<ContainerAllocation> AllocateContainer(
+      const std::vector<std::pair<std::string, std::vector<std::string>>>& ids_per_resource);
+
   // RPCs on the registered plugin of `resource`. kNotFound when it never registered.
   StatusOr<v1beta1::AllocateResponse> Allocate(
       const std::string& resource, const std::vector<std::vector<std::string>>& ids_per_container);
@@ -103,6 +136,8 @@ class FakeKubelet {
   void StreamLoop(std::shared_ptr<Plugin> plugin);
   void AddEvent(std::string event);
   void CloseAllPlugins();
+  // Joins the stream threads of retired plugins that ended. Caller holds connect_mu_.
+  void ReapRetired();
   std::shared_ptr<Plugin> FindPlugin(const std::string& resource) const;
 
   const std::string dir_;
@@ -119,6 +154,9 @@ class FakeKubelet {
   std::vector<std::string> events_;
   std::map<std::string, size_t> accepted_;
   std::map<std::string, std::shared_ptr<Plugin>> plugins_;
+  // Replaced or disconnected plugins whose stream threads are still to be joined (guarded by
+  // mu_; joined under connect_mu_).
+  std::vector<std::shared_ptr<Plugin>> retired_;
   std::map<std::string, v1beta1::ListAndWatchResponse> latest_;
   std::map<std::string, size_t> update_count_;
   std::function<void(const std::string&, const v1beta1::ListAndWatchResponse&)> on_update_;

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <iostream>
 #include <mutex>
@@ -115,6 +116,7 @@ int main(int argc, char** argv) {
   bool as_json = false;
   bool watch = false;
   bool restart = false;
+  bool one_container = false;
   app.add_option("--dir", dir, "kubelet device-plugins directory (kubelet.sock is created here)")
       ->required();
   app.add_option("--wait-resource", wait_resources,
@@ -123,13 +125,17 @@ int main(int argc, char** argv) {
   app.add_option("--allocate", allocations,
                  "RESOURCE:N allocates N healthy devices (asking GetPreferredAllocation first when "
                  "the plugin offers it); RESOURCE=ID1,ID2 allocates those IDs (repeatable; implies "
-                 "--wait-resource)");
+                 "--wait-resource). Each first waits, up to --timeout, for a ListAndWatch update "
+                 "with N healthy devices (or every named ID healthy)");
   app.add_option("--plugin-watcher", plugin_watcher_sockets,
                  "register through the plugin-watcher API: call GetInfo and "
                  "NotifyRegistrationStatus on this socket (repeatable)");
   app.add_option("--timeout", timeout_s, "seconds to wait for each registration (default 30)");
   app.add_flag("--restart", restart,
                "before serving, delete every socket in --dir as a restarting kubelet does");
+  app.add_flag("--one-container", one_container,
+               "the --allocate answers are one container's: print its env merged as kubelet does "
+               "(a key set twice keeps the first value; each conflict listed and logged)");
   app.add_flag("--json", as_json, "print one JSON document (one line) with registrations, "
                                   "devices and allocations");
   app.add_flag("--watch", watch, "keep running until SIGINT/SIGTERM, printing each ListAndWatch "
@@ -235,10 +241,16 @@ int main(int argc, char** argv) {
     out["resources"][res] = entry;
   }
 
+  json merged_env = json::object();
+  json env_conflicts = json::array();
   for (const auto& alloc : allocs) {
     std::vector<std::string> ids = alloc.ids;
+    // kubelet allocates only what the plugin advertised Healthy: wait for that update (the first
+    // one may still be on its way, or say Unhealthy), not for a time.
+    auto devs = kubelet.WaitForHealthy(alloc.resource, static_cast<size_t>(std::max(alloc.count, 0)),
+                                       alloc.ids, timeout);
+    if (!devs) devs = kubelet.LatestDevices(alloc.resource);
     if (ids.empty()) {
-      auto devs = kubelet.LatestDevices(alloc.resource);
       std::vector<std::string> healthy;
       if (devs) {
         for (const auto& d : devs->devices()) {
@@ -248,7 +260,8 @@ int main(int argc, char** argv) {
       if (static_cast<int>(healthy.size()) < alloc.count) {
         Fail(out, as_json, "resource " + alloc.resource + " has " +
                                std::to_string(healthy.size()) + " healthy devices, wanted " +
-                               std::to_string(alloc.count));
+                               std::to_string(alloc.count) + " (waited " +
+                               std::to_string(timeout_s) + " s for a ListAndWatch update with them)");
         continue;
       }
       auto opts = kubelet.Options(alloc.resource);
@@ -269,6 +282,18 @@ int main(int argc, char** argv) {
     }
     out["allocations"].push_back(
         {{"resource", alloc.resource}, {"ids", ids}, {"containers", AllocateJson(*resp)}});
+    if (one_container && resp->container_responses_size() == 1) {
+      // kubelet's deviceRunContainerOptions: the first value of a key stays.
+      for (const auto& [k, v] : resp->container_responses(0).envs()) {
+        if (!merged_env.contains(k)) {
+          merged_env[k] = v;
+        } else if (merged_env[k] != v) {
+          std::string c = k + ": kept " + merged_env[k].get<std::string>() + ", dropped " + v;
+          std::cerr << "rdmak8s-fake-kubelet: Environment variable has conflicting setting " << c << "\n";
+          env_conflicts.push_back(c);
+        }
+      }
+    }
     if (!as_json) {
       std::string line = "allocated " + alloc.resource + ":";
       for (const auto& id : ids) line += " " + id;
@@ -276,6 +301,7 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (one_container) out["container"] = {{"envs", merged_env}, {"env_conflicts", env_conflicts}};
   // One line, written now: with --watch the process lives on, and a reader of the file sees the
   // whole document, on a line of its own, at once.
   if (as_json) out_lines.Write(OneLine(out));

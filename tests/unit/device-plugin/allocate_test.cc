@@ -101,6 +101,34 @@ TEST(AllocateTest, NcclUcxAndExtraEnvWhenOptedIn) {
   EXPECT_EQ(r->envs().at("NCCL_DEBUG"), "INFO");
 }
 
+// kubelet keeps one value of a key two Allocate answers of a container set: a device-list
+// variable two pools opt into is written by neither (NCCL/UCX then use every device the
+// container has); a pool alone in opting in writes it.
+TEST(AllocateTest, DeviceListEnvSeveralPoolsOptIntoIsLeftOutAndThePoolsListStays) {
+  PluginConfig cfg;
+  PoolConfig a;
+  a.name = "a";
+  a.allocate.nccl_env = true;
+  a.allocate.ucx_env = true;
+  PoolConfig b;
+  b.name = "b";
+  b.allocate.nccl_env = true;
+  PoolConfig c;
+  c.name = "c";
+  cfg.pools = {a, b, c};
+  EXPECT_EQ(SharedDeviceListEnv(cfg, a), std::set<std::string>{"NCCL_IB_HCA"});
+  EXPECT_EQ(SharedDeviceListEnv(cfg, b), std::set<std::string>{"NCCL_IB_HCA"});
+  EXPECT_EQ(SharedDeviceListEnv(cfg, c), std::set<std::string>{});
+
+  auto s = State({Ib("mlx5_0", 0)}, PoolMode::kExclusive, a.allocate);
+  s.env_left_out = SharedDeviceListEnv(cfg, a);
+  auto r = BuildContainerResponse(s, {"0000:3b:00.0"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->envs().count("NCCL_IB_HCA"), 0u);
+  EXPECT_EQ(r->envs().at("UCX_NET_DEVICES"), "mlx5_0:1") << "a is the only ucxEnv pool";
+  EXPECT_EQ(r->envs().at("RDMAK8S_P_DEVICES"), "mlx5_0");
+}
+
 TEST(AllocateTest, CdiModeNamesCdiDevicesInsteadOfDeviceSpecs) {
   auto s = State({Ib("mlx5_0", 0)});
   s.cdi = true;

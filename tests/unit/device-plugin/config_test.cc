@@ -49,9 +49,11 @@ TEST(ConfigTest, PoolEnvNameUppercasesAndReplacesNonAlnum) {
   EXPECT_EQ(PoolEnvName("hca-shared.v2"), "RDMAK8S_HCA_SHARED_V2_DEVICES");
 }
 
-// kubelet merges the env of every Allocate answer a container gets and refuses a key with two
-// values ("Environment variable has conflicting setting"); one pool's Allocate cannot see the
-// other's. So two pools that would both set a key to different values are named at load.
+// kubelet merges the env of every Allocate answer a container gets and keeps one value of a key
+// set twice (kubelet v1.36.2: "Environment variable has conflicting setting", the container
+// starts with the other value lost); one pool's Allocate cannot see the other's. So ncclEnv on two
+// pools is left unset by both (said once), and other keys two pools would set to different values
+// are named at load.
 TEST(ConfigTest, EnvConflictsBetweenPoolsAreNamed) {
   auto cfg = ParseConfig(R"({"pools": [
       {"name": "a", "selectors": {"rdmaDevices": ["mlx5_0"]},
@@ -60,14 +62,17 @@ TEST(ConfigTest, EnvConflictsBetweenPoolsAreNamed) {
        "allocate": {"ncclEnv": true, "env": {"NCCL_DEBUG": "INFO", "X": "2"}}},
       {"name": "c", "selectors": {}, "allocate": {"env": {"UCX_NET_DEVICES": "all"}}}]})");
   ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  const std::string lost =
+      ": a container given devices of both gets only one of the values (kubelet keeps one and "
+      "logs \"Environment variable has conflicting setting\")";
   EXPECT_EQ(EnvConflicts(*cfg),
             (std::vector<std::string>{
-                "pools a and b both set NCCL_IB_HCA (ncclEnv): a container given devices of both "
-                "would get two values and kubelet refuses that; give a pod's NCCL devices from one pool",
-                "pools a and c both set UCX_NET_DEVICES (ucxEnv, env): a container given devices of both "
-                "would get two values and kubelet refuses that",
-                "pools a and b both set X (env): a container given devices of both would get two "
-                "values and kubelet refuses that"}));
+                "pools a, b all opt into ncclEnv: none sets NCCL_IB_HCA (kubelet keeps one value "
+                "of a key two Allocate answers set, so a container given devices of two of them "
+                "would lose the other's); unset, NCCL uses every RDMA device the container has, "
+                "and RDMAK8S_<POOL>_DEVICES names each pool's",
+                "pools a and c both set UCX_NET_DEVICES (ucxEnv, env)" + lost,
+                "pools a and b both set X (env)" + lost}));
 }
 
 TEST(ConfigTest, OneNcclPoolAndEqualStaticEnvAreNoConflict) {

@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <filesystem>
@@ -43,6 +44,9 @@ using fake::FakeKubelet;
 using Resp = v1beta1::ListAndWatchResponse;
 
 inline constexpr auto kWait = 10s;
+// A pool whose stream kubelet ended registers again after KubeletLink's stream wait (5 s), its
+// stream end seen within a second: bound for that, on a loaded machine.
+inline constexpr auto kStreamLost = 30s;
 
 inline std::vector<std::string> Ids(const Resp& r) {
   std::vector<std::string> out;

@@ -139,6 +139,64 @@ TEST_F(DaemonTest, SharedCapacityIdsAllAllocateTheSameDevice) {
   }
 }
 
+// kubelet v1.36.2 merges the env of a container's Allocate answers and keeps ONE value of a key
+// two answers set (it logs "Environment variable has conflicting setting"): with ncclEnv on two
+// pools, a container given devices of both lost one pool's HCAs from NCCL_IB_HCA. Now no key is
+// written twice: NCCL_IB_HCA is left to NCCL (unset, it uses every device the container has) and
+// each pool names its own devices.
+TEST_F(DaemonTest, AContainerOfTwoNcclPoolsGetsEveryDeviceNamedAndNoEnvConflict) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(R"({"pools": [
+    {"name": "vfs", "mode": "exclusive", "selectors": {"isVF": true},
+     "allocate": {"ncclEnv": true, "ucxEnv": true}},
+    {"name": "pf", "mode": "exclusive", "selectors": {"vendors": ["15b3"]},
+     "allocate": {"ncclEnv": true, "ucxEnv": true}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  auto vfs = kubelet_->WaitForHealthy("rdma/vfs", 1, {}, kWait);
+  auto pf = kubelet_->WaitForHealthy("rdma/pf", 1, {}, kWait);
+  ASSERT_TRUE(vfs && pf);
+  const std::string vf_id = vfs->devices(0).id();
+  const std::string pf_id = pf->devices(0).id();
+  auto c = kubelet_->AllocateContainer({{"rdma/vfs", {vf_id}}, {"rdma/pf", {pf_id}}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->conflicts, std::vector<std::string>{});
+  ASSERT_EQ(c->responses.size(), 2u);
+  const std::string vf_dev = c->responses[0].envs().at("RDMAK8S_VFS_DEVICES");
+  const std::string pf_dev = c->responses[1].envs().at("RDMAK8S_PF_DEVICES");
+  EXPECT_FALSE(vf_dev.empty());
+  EXPECT_FALSE(pf_dev.empty());
+  EXPECT_NE(vf_dev, pf_dev);
+  EXPECT_EQ(c->envs.at("RDMAK8S_VFS_DEVICES"), vf_dev);
+  EXPECT_EQ(c->envs.at("RDMAK8S_PF_DEVICES"), pf_dev);
+  EXPECT_EQ(c->envs.count("NCCL_IB_HCA"), 0u);
+  EXPECT_EQ(c->envs.count("UCX_NET_DEVICES"), 0u);
+  // What NCCL and UCX use instead: the container's device nodes, one uverbs per device.
+  int uverbs = 0;
+  for (const auto& r : c->responses) {
+    for (const auto& d : r.devices()) uverbs += d.container_path().find("uverbs") != std::string::npos;
+  }
+  EXPECT_EQ(uverbs, 2);
+}
+
+// The fake kubelet merges env like kubelet: a key two Allocate answers set keeps the first value,
+// and the conflict is logged, not refused.
+TEST_F(DaemonTest, TwoPoolsSettingOneStaticEnvKeyKeepOneValueInAContainer) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(R"({"pools": [
+    {"name": "vfs", "mode": "exclusive", "selectors": {"isVF": true}, "allocate": {"env": {"X": "1"}}},
+    {"name": "pf", "mode": "exclusive", "selectors": {"vendors": ["15b3"]},
+     "allocate": {"env": {"X": "2"}}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  auto vfs = kubelet_->WaitForHealthy("rdma/vfs", 1, {}, kWait);
+  auto pf = kubelet_->WaitForHealthy("rdma/pf", 1, {}, kWait);
+  ASSERT_TRUE(vfs && pf);
+  auto c = kubelet_->AllocateContainer({{"rdma/vfs", {vfs->devices(0).id()}},
+                                        {"rdma/pf", {pf->devices(0).id()}}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->envs.at("X"), "1");
+  EXPECT_EQ(c->conflicts, std::vector<std::string>{"X: kept 1, dropped 2"});
+}
+
 TEST_F(DaemonTest, ExclusivePoolIsUnhealthyWhileNetnsModeIsShared) {
   netns_mode_ = RdmaNetnsMode::kShared;
   UseFixture("mlx5_roce_sriov");

@@ -158,6 +158,11 @@ TEST_F(DaemonTest, AnOldInstanceStoppingLeavesTheNewInstancesSocket) {
   close(ifd);
   EXPECT_EQ(std::count(removed.begin(), removed.end(), name), 0) << "the old instance removed it";
   EXPECT_TRUE(fs::exists(kubelet_dir_ + "/" + name));
+  // kubelet v1.36 tracks a plugin by resource name: the old instance's stream ending makes it
+  // disconnect whichever connection has the name now, the new instance's (the fake does the
+  // same). The new instance sees its stream gone and registers again.
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 3, kStreamLost)) << "not registered again";
+  ASSERT_TRUE(kubelet_->WaitForHealthy("rdma/p", 1, {"rxe0"}, kWait));
   auto alloc = kubelet_->Allocate("rdma/p", {{"rxe0"}});
   EXPECT_TRUE(alloc.ok()) << alloc.status().ToString();
 
@@ -165,6 +170,47 @@ TEST_F(DaemonTest, AnOldInstanceStoppingLeavesTheNewInstancesSocket) {
   next_thread.join();
   EXPECT_TRUE(next_status.ok());
   EXPECT_FALSE(fs::exists(kubelet_dir_ + "/" + name));
+}
+
+// Against kubelet v1.36.2 a second Register for a pool (the race of a kubelet restart: our
+// socket served again registers with the new kubelet, then its kubelet.sock event registers
+// again) made kubelet end the first stream, close the second connection and keep the pool at 0
+// allocatable, for good, while /readyz said ok. The fake kubelet does what kubelet did; the
+// plugin must see that its stream is gone and register again.
+TEST_F(DaemonTest, APoolKubeletDroppedAfterASecondRegisterIsRegisteredAgain) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
+  ASSERT_TRUE(kubelet_->WaitForHealthy("rdma/p", 1, {"rxe0"}, kWait));
+
+  Status again = RegisterWithKubelet(kubelet_->socket_path(), "rdmak8s-rdma-p.sock", "rdma/p", 3000ms);
+  ASSERT_TRUE(again.ok()) << again.ToString();
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 3, kStreamLost)) << "never registered again";
+  auto events = kubelet_->Events();
+  EXPECT_NE(std::find(events.begin(), events.end(), "disconnect rdma/p"), events.end())
+      << "the fake kubelet did not drop the pool as kubelet does";
+  ASSERT_TRUE(kubelet_->WaitForHealthy("rdma/p", 1, {"rxe0"}, kWait));
+  auto alloc = kubelet_->Allocate("rdma/p", {{"rxe0"}});
+  EXPECT_TRUE(alloc.ok()) << alloc.status().ToString();
+}
+
+// kubelet restarts, one after another: each new kubelet gets one Register per pool (a second
+// would drop the pool to 0 on kubelet v1.36), and every pool streams Healthy devices after each.
+TEST_F(DaemonTest, EachKubeletRestartRegistersEveryPoolOnce) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(kSriovConfig);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/vfs", 1, kWait));
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/pf", 1, kWait));
+  for (size_t restart = 1; restart <= 5; ++restart) {
+    ASSERT_TRUE(kubelet_->Restart().ok());
+    for (const char* res : {"rdma/vfs", "rdma/pf"}) {
+      ASSERT_TRUE(kubelet_->WaitForRegistrations(res, restart + 1, kWait)) << res << " restart " << restart;
+      EXPECT_TRUE(kubelet_->WaitForHealthy(res, 2, {}, kWait)) << res << " restart " << restart;
+    }
+  }
+  for (const auto& e : kubelet_->Events()) EXPECT_EQ(e.find("disconnect"), std::string::npos) << e;
 }
 
 TEST_F(DaemonTest, ConfigInTheKubeletDirDoesNotHideKubeletRestarts) {

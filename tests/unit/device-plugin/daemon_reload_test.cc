@@ -96,7 +96,7 @@ TEST_F(DaemonTest, ReloadKeepingResourceAndModeUpdatesTheOpenStream) {
   EXPECT_EQ(daemon_->config().pools[1].capacity, 3);
 }
 
-TEST_F(DaemonTest, TwoPoolsSettingNcclEnvAreAWarningAtStart) {
+TEST_F(DaemonTest, TwoPoolsOptingIntoNcclEnvAreAWarningAtStart) {
   UseFixture("mlx5_roce_sriov");
   WriteConfig(R"({"pools": [
     {"name": "vfs", "mode": "exclusive", "selectors": {"isVF": true}, "allocate": {"ncclEnv": true}},
@@ -107,7 +107,8 @@ TEST_F(DaemonTest, TwoPoolsSettingNcclEnvAreAWarningAtStart) {
     ASSERT_TRUE(StartDaemon().ok());
     log = capture.Text();
   }
-  EXPECT_NE(log.find("W config: pools vfs and pf both set NCCL_IB_HCA (ncclEnv)"), std::string::npos) << log;
+  EXPECT_NE(log.find("W config: pools vfs, pf all opt into ncclEnv: none sets NCCL_IB_HCA"),
+            std::string::npos) << log;
 }
 
 TEST_F(DaemonTest, WithCdiAPoolNameThatIsNoCdiClassIsAnErrorAtStart) {

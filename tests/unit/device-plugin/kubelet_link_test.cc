@@ -9,6 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "device-plugin/metrics.h"
 #include "support/fake_kubelet.h"
 #include "support/temp_dir.h"
 
@@ -28,6 +30,7 @@ using namespace std::chrono_literals;
 using Clock = KubeletLink::Clock;
 
 constexpr auto kWait = 10s;
+constexpr std::chrono::milliseconds kStreamWait = 5s;
 
 TEST(KubeletLinkRulesTest, RegisterBackoffDoublesFromOneSecondUpToThirty) {
   std::vector<int64_t> got;
@@ -64,9 +67,10 @@ class KubeletLinkTest : public ::testing::Test {
     fs::remove_all(root_);
   }
 
-  KubeletLink& NewLink(RegistrationMode mode = RegistrationMode::kDevicePlugin) {
+  KubeletLink& NewLink(RegistrationMode mode = RegistrationMode::kDevicePlugin,
+                       Metrics* metrics = nullptr) {
     link_ = std::make_unique<KubeletLink>(KubeletLink::Options{
-        mode, kubelet_dir_, root_ + "/registry", register_timeout_, nullptr});
+        mode, kubelet_dir_, root_ + "/registry", register_timeout_, metrics, kStreamWait});
     EXPECT_TRUE(link_->Start().ok());
     return *link_;
   }
@@ -83,12 +87,18 @@ class KubeletLinkTest : public ::testing::Test {
     return *servers_.back();
   }
 
-  // Waits until a Register result is back, then hands the results to the link at `now`.
+  // Waits until the Register in flight is back (the link's fd also wakes for stream changes),
+  // then hands the results to the link at `now`. With nothing in flight: the next wakeup.
   bool HandleResultAt(Clock::time_point now) {
-    pollfd p{link_->fd(), POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(std::chrono::milliseconds(kWait).count())) != 1) return false;
-    link_->HandleRegistrations(now);
-    return true;
+    for (auto deadline = Clock::now() + kWait; Clock::now() < deadline;) {
+      pollfd p{link_->fd(), POLLIN, 0};
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+      if (poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 1))) != 1) return false;
+      const uint64_t in_flight = P().register_seq;
+      link_->HandleRegistrations(now);
+      if (in_flight == 0 || P().register_seq != in_flight) return true;
+    }
+    return false;
   }
 
   const KubeletLink::PoolLink& P() const { return *link_->pool("p"); }
@@ -306,17 +316,104 @@ TEST_F(KubeletLinkTest, EveryRegisterClosesItsConnectionWhenSupersededOrCancelle
     MuteKubelet::Answer(conn);  // kubelet's answer comes after the attempt ended
     EXPECT_TRUE(MuteKubelet::ClosedByPlugin(conn)) << "superseded attempt " << i;
   }
-  int answered = kubelet.Accept();  // the Register in flight, answered and waiting for its call
+  int answered = kubelet.Accept();  // the Register in flight, answered and in its call
   ASSERT_GE(answered, 0);
   MuteKubelet::Answer(answered);
+  // A call on the kubelet there now is not cancelled (it may have the Register: sending another
+  // would register twice); a kubelet that started since (a new kubelet.sock) makes it moot.
+  ASSERT_EQ(unlink((kubelet_dir_ + "/" + kKubeletSocket).c_str()), 0);
+  MuteKubelet next(kubelet_dir_ + "/" + kKubeletSocket);
+  ASSERT_TRUE(next.ok());
   link_->Register("p");
   ASSERT_TRUE(HandleResultAt(Clock::now()));
   EXPECT_TRUE(MuteKubelet::ClosedByPlugin(answered)) << "superseded in the call";
-  int last = kubelet.Accept();
+  int last = next.Accept();
   ASSERT_GE(last, 0);
   link_->Shutdown();
   MuteKubelet::Answer(last);
   EXPECT_TRUE(MuteKubelet::ClosedByPlugin(last)) << "cancelled by Shutdown";
+}
+
+// The race seen against kubelet v1.36.2 (30 of 151 restarts): a starting kubelet's sweep removes
+// our socket; serving it again registers at once, and that Register reaches the new kubelet
+// before the "kubelet.sock created" event is read. A second Register with that kubelet would make
+// it end the first stream, close the second connection and keep the resource at 0.
+TEST_F(KubeletLinkTest, APoolRegisteredWithTheNewKubeletBeforeItsSocketEventIsNotRegisteredTwice) {
+  kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
+  ASSERT_TRUE(kubelet_->Start().ok());
+  NewLink();
+  PoolServer& server = AddPool();
+  link_->RegisterAll();
+  ASSERT_TRUE(HandleResultAt(Clock::now()));
+  ASSERT_TRUE(P().registered);
+  ASSERT_TRUE(server.WaitForOpenStreams(1, kWait));
+
+  ASSERT_TRUE(kubelet_->Restart().ok());  // its sweep (kubelet.sock and ours), a new kubelet.sock
+  const auto t0 = Clock::now();
+  link_->OnDirEvent(IN_DELETE, kKubeletSocket, t0);
+  link_->OnDirEvent(IN_DELETE, SocketFileName("rdma/p"), t0);  // served again: registers at once
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 2, kWait));
+  ASSERT_TRUE(HandleResultAt(Clock::now()));
+  ASSERT_TRUE(P().registered);
+  EXPECT_EQ(P().instance, KubeletInstanceOf(kubelet_->socket_path()));
+
+  link_->OnDirEvent(IN_MOVED_TO, kKubeletSocket, Clock::now());  // the new kubelet.sock, read late
+  EXPECT_EQ(P().register_seq, 0u) << "a second Register with the same kubelet";
+  EXPECT_TRUE(P().registered);
+  ASSERT_TRUE(server.WaitForOpenStreams(1, kWait));
+  auto alloc = kubelet_->Allocate("rdma/p", {{"x"}});  // the pool has no device: refused by it
+  EXPECT_NE(alloc.status().code(), StatusCode::kNotFound) << alloc.status().ToString();
+  for (const auto& e : kubelet_->Events()) EXPECT_EQ(e.find("disconnect"), std::string::npos) << e;
+}
+
+// kubelet v1.36 ending a pool's stream (two Registers for one resource, or its connection gone)
+// keeps the resource at 0 until the plugin registers again: the pool registers again when no new
+// stream came within the stream wait, and is not ready meanwhile.
+TEST_F(KubeletLinkTest, APoolWhoseStreamKubeletEndedRegistersAgainAfterTheStreamWaitAndIsUnreadyTill) {
+  kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
+  ASSERT_TRUE(kubelet_->Start().ok());
+  Metrics metrics(root_ + "/sys");
+  metrics.SetServing(true);
+  NewLink(RegistrationMode::kDevicePlugin, &metrics);
+  PoolServer& server = AddPool();
+  link_->RegisterAll();
+  ASSERT_TRUE(HandleResultAt(Clock::now()));
+  ASSERT_TRUE(server.WaitForOpenStreams(1, kWait));
+  link_->HandleRegistrations(Clock::now());
+  EXPECT_EQ(metrics.Unready(), "");
+
+  // A second Register for the resource, as the race sent: kubelet ends the first stream when
+  // the second opens, then closes the second connection too.
+  Status again = RegisterWithKubelet(kubelet_->socket_path(), SocketFileName("rdma/p"), "rdma/p", 3000ms);
+  ASSERT_TRUE(again.ok()) << again.ToString();
+  ASSERT_TRUE(server.WaitForOpenStreams(0, kWait)) << "kubelet kept a stream";
+  auto events = kubelet_->Events();
+  EXPECT_NE(std::find(events.begin(), events.end(), "disconnect rdma/p"), events.end());
+  EXPECT_EQ(kubelet_->Allocate("rdma/p", {{"x"}}).status().code(), StatusCode::kNotFound);
+
+  const auto t0 = Clock::now();
+  link_->HandleRegistrations(t0);
+  EXPECT_EQ(metrics.Unready(), "no ListAndWatch stream from kubelet: rdma/p");
+  EXPECT_EQ(link_->NextWakeup(t0 + 1h), t0 + kStreamWait);
+  link_->OnTimer(t0 + kStreamWait - 1ms);
+  EXPECT_EQ(P().register_seq, 0u) << "not due yet";
+  link_->OnTimer(t0 + kStreamWait);
+  EXPECT_NE(P().register_seq, 0u) << "due: registering again";
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 3, kWait));
+  ASSERT_TRUE(HandleResultAt(Clock::now()));
+  ASSERT_TRUE(server.WaitForOpenStreams(1, kWait));
+  link_->HandleRegistrations(Clock::now());
+  EXPECT_EQ(metrics.Unready(), "");
+  // A second loss in a row waits longer.
+  EXPECT_EQ(P().stream_losses, 1);
+  EXPECT_EQ(StreamWait(kStreamWait, 1), 10s);
+}
+
+TEST(KubeletLinkRulesTest, StreamWaitDoublesFromTheFirstUpToThirtySeconds) {
+  std::vector<int64_t> got;
+  for (int losses = 0; losses <= 4; ++losses) got.push_back(StreamWait(5s, losses).count());
+  EXPECT_EQ(got, (std::vector<int64_t>{5000, 10000, 20000, 30000, 30000}));
+  EXPECT_EQ(StreamWait(45s, 3), 45s);
 }
 
 }  // namespace

@@ -22,10 +22,17 @@ Status ReadVersions(const nlohmann::json& group, bool* v1, bool* v1beta1) {
 
 }  // namespace
 
-StatusOr<ResourceApiVersion> ApiVersionSource::Get() {
-  std::lock_guard<std::mutex> lock(mu_);
+StatusOr<ResourceApiVersion> ApiVersionSource::Get(std::optional<std::chrono::steady_clock::time_point> deadline) {
+  std::unique_lock<std::timed_mutex> lock(mu_, std::defer_lock);
+  if (!deadline) {
+    lock.lock();
+  } else if (!lock.try_lock_until(*deadline)) {
+    return DeadlineExceededError("discover resource.k8s.io versions: another discovery of " + api_->server() +
+                                 " is still waiting for its answer past the caller's deadline");
+  }
   if (version_) return *version_;
   HttpRequest req{"GET", "/apis/resource.k8s.io", ""};
+  req.deadline = deadline;
   StatusOr<HttpResponse> sent = api_->Send(req);
   if (!sent.ok()) return sent.status().Prepend("discover resource.k8s.io versions");
   const HttpResponse& resp = *sent;
@@ -51,7 +58,7 @@ StatusOr<ResourceApiVersion> ApiVersionSource::Get() {
 }
 
 bool ApiVersionSource::Forget(ResourceApiVersion seen) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::timed_mutex> lock(mu_);
   if (version_ != seen) return false;
   SPDLOG_WARN("API server {}: resource.k8s.io/{} answered 404: asking which versions it serves again",
               api_->server(), ResourceApiVersionName(seen));

@@ -13,9 +13,14 @@
 // to v1, or downgraded): the next Get discovers again. Each user calls it on a 404 of the
 // collection, never of one named object.
 //
+// Get(deadline): the same, but neither the wait for another caller's discovery nor the
+// discovery's own request goes past `deadline` (kDeadlineExceeded then): a claim read inside
+// kubelet's call deadline must not hang behind a discovery the server does not answer.
+//
 // Thread safety: Get may be called from any thread; discoveries are serialized.
 #pragma once
 
+#include <chrono>
 #include <mutex>
 #include <optional>
 
@@ -29,14 +34,14 @@ class ApiVersionSource {
  public:
   // `api` is not owned and must outlive the source.
   explicit ApiVersionSource(KubeApi* api) : api_(api) {}
-  StatusOr<ResourceApiVersion> Get();
+  StatusOr<ResourceApiVersion> Get(std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
   // Drops the cached version when it is still `seen` (true then); false when another user
   // already did, or the version moved on.
   bool Forget(ResourceApiVersion seen);
 
  private:
   KubeApi* api_;
-  std::mutex mu_;
+  std::timed_mutex mu_;
   std::optional<ResourceApiVersion> version_;      // guarded by mu_
   std::optional<ResourceApiVersion> last_logged_;  // guarded by mu_
 };

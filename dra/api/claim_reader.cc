@@ -151,7 +151,7 @@ StatusOr<ResourceClaim> ApiClaimReader::GetClaim(const std::string& ns, const st
   const std::string what = "get ResourceClaim " + ns + "/" + name;
   ResourceApiVersion version = version_;
   if (versions_) {
-    StatusOr<ResourceApiVersion> v = versions_->Get();
+    StatusOr<ResourceApiVersion> v = versions_->Get(deadline);
     if (!v.ok()) return v.status().Prepend(what);
     version = *v;
   }

@@ -165,6 +165,32 @@ TEST_F(ClaimReaderTest, TheApiVersionIsAskedWhenFirstNeededUntilTheServerAnswers
   EXPECT_EQ(*v, ResourceApiVersion::kV1);
 }
 
+// Issue 24 item 2: the version discovery a first claim read makes is bounded by that read's
+// deadline, and so is a second read's wait for it.
+TEST_F(ClaimReaderTest, AHungVersionDiscoveryEndsByEachReadsDeadline) {
+  ApiVersionSource versions(client_.get());
+  ApiClaimReader reader(client_.get(), &versions);
+  server_.HoldRequests("/apis/resource.k8s.io");
+  auto first = std::async(std::launch::async, [&] {
+    return reader.GetClaim("ml", "train-nic", std::chrono::steady_clock::now() + std::chrono::seconds(2));
+  });
+  ASSERT_TRUE(server_.WaitForHeld(1, std::chrono::seconds(30))) << "the discovery never reached the server";
+  auto second = reader.GetClaim("ml", "train-nic", std::chrono::steady_clock::now() + std::chrono::milliseconds(200));
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kDeadlineExceeded) << second.status().ToString();
+  EXPECT_NE(second.status().message().find("another discovery"), std::string::npos) << second.status().message();
+  ASSERT_EQ(first.wait_for(std::chrono::seconds(30)), std::future_status::ready)
+      << "the first read waited on the hung discovery past its deadline";
+  auto r = first.get();
+  server_.ReleaseHeld();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("discover resource.k8s.io"), std::string::npos) << r.status().message();
+  // Nothing was cached from the failed discovery: once the server answers, the read works.
+  auto again = reader.GetClaim("ml", "train-nic", Soon());
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+}
+
 TEST_F(ClaimReaderTest, AfterTheServerDropsV1beta1ForV1TheNextReadUsesV1) {
   server_.SetServedVersions(/*v1=*/false, /*v1beta1=*/true);
   ApiVersionSource versions(client_.get());

@@ -31,6 +31,10 @@ slice_device_of() {
 
 # claim_write NAME UID POD POD_UID POOL DEVICE [REQUEST]: an allocated ResourceClaim reserved
 # for the pod; REQUEST "nic/<sub>" makes it a firstAvailable claim allocated from that subrequest.
+# claim_name <pod>: the pod's claim name. A ResourceClaim's name is a DNS-1123 subdomain (lower
+# case), which the driver checks before it asks the API server; our pod names have capitals.
+claim_name() { echo "nic-$1" | tr 'A-Z' 'a-z'; }
+
 claim_write() {
   jq -n --arg name "$1" --arg uid "$2" --arg pod "$3" --arg puid "$4" --arg pool "$5" \
     --arg dev "$6" --arg req "${7:-nic}" --arg drv "$DRIVER" '{
@@ -107,12 +111,12 @@ dra_up() {
 $s
 EOF_POD
     pd=$(slice_device_of "rxe_$slot")
-    claim_write "nic-$pod" "$cuid" "$pod" "$puid" ${pd% *} ${pd#* } "$req"
+    claim_write "$(claim_name "$pod")" "$cuid" "$pod" "$puid" ${pd% *} ${pd#* } "$req"
     # The fake API server loads the claim file on its own thread: prepare until it knows it
     # (NotFound until then; anything else is the answer).
     n=0
     while :; do
-      prep=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" prepare --claim "default/nic-$pod/$cuid" --request nic 2>&1) && break
+      prep=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" prepare --claim "default/$(claim_name "$pod")/$cuid" --request nic 2>&1) && break
       echo "$prep" | grep -q -i 'not found' || break
       [ $n -ge 50 ] && break
       sleep 0.1
@@ -121,7 +125,7 @@ EOF_POD
     if echo "$prep" | jq -e --arg u "$cuid" '.claims[$u].error == "" and (.claims[$u].devices | length) == 1' >/dev/null 2>&1; then
       result "$pod-prepare" PASS "$(echo "$prep" | jq -c --arg u "$cuid" '{service, devices: .claims[$u].devices}')"
     else
-      result "$pod-prepare" FAIL "NodePrepareResources of default/nic-$pod: $prep"
+      result "$pod-prepare" FAIL "NodePrepareResources of default/$(claim_name "$pod"): $prep"
       show "$DRA_LOG" 30
       return 1
     fi
@@ -187,7 +191,7 @@ dra_down() {
       IFS=: read -r pod slot puid cuid req <<EOF_POD
 $s
 EOF_POD
-      if out=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" unprepare --claim "default/nic-$pod/$cuid" 2>&1) &&
+      if out=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" unprepare --claim "default/$(claim_name "$pod")/$cuid" 2>&1) &&
          [ ! -e "$CDI_DIR/$DRIVER-claim_$cuid.json" ] && [ ! -e "$DRA_PODS_DIR/$puid" ]; then
         result "$pod-unprepare" PASS "claim unprepared: its CDI spec and the pod's device record are gone"
       else
@@ -222,7 +226,7 @@ dra_kubelet_restart_republishes() {
   local puid=33333333-cccc-4ccc-8ccc-000000000003 cuid=c3c3c3c3-0000-4000-8000-00000000000c
   # podB's end: CNI DEL, unprepare, its pause process gone.
   cni podB DEL
-  rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" unprepare --claim "default/nic-podB/c2b2b2b2-0000-4000-8000-00000000000b" > /dev/null 2>&1
+  rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" unprepare --claim "default/nic-podb/c2b2b2b2-0000-4000-8000-00000000000b" > /dev/null 2>&1
   pod_delete podB
   server=$(jq -r '.clusters[0].cluster.server' "$DRA_DIR/tls/kubeconfig")
   # What the DeleteCollection answered is what it deleted: the driver may have published
@@ -248,17 +252,17 @@ dra_kubelet_restart_republishes() {
   t1=$(now_ms)
   figure dra-slices-republished $((t1 - t0)) ms
   result slices-republished PASS "after kubelet's restart the driver published $pd again"
-  claim_write nic-podC "$cuid" podC "$puid" ${pd% *} ${pd#* }
+  claim_write nic-podc "$cuid" podC "$puid" ${pd% *} ${pd#* }
   n=0
   while :; do
-    prep=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" prepare --claim "default/nic-podC/$cuid" 2>&1) && break
+    prep=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" prepare --claim "default/nic-podc/$cuid" 2>&1) && break
     echo "$prep" | grep -q -i 'not found' || break
     [ $n -ge 50 ] && break
     sleep 0.1
     n=$((n + 1))
   done
   if ! echo "$prep" | jq -e --arg u "$cuid" '.claims[$u].error == "" and (.claims[$u].devices | length) == 1' >/dev/null 2>&1; then
-    result podC-prepare FAIL "NodePrepareResources of default/nic-podC after the kubelet restart: $prep"
+    result podC-prepare FAIL "NodePrepareResources of default/nic-podc after the kubelet restart: $prep"
     show "$DRA_LOG" 30
     return 1
   fi
@@ -277,10 +281,10 @@ dra_kubelet_restart_republishes() {
   battery_raw_verbs dra-after-kubelet-restart podA rxe_slot1 "$A_IP" podC rxe_slot2 "$c_ip"
   # podC's end, as kubelet does it.
   cni podC DEL
-  if rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" unprepare --claim "default/nic-podC/$cuid" > /dev/null 2>&1; then
+  if rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" unprepare --claim "default/nic-podc/$cuid" > /dev/null 2>&1; then
     result podC-unprepare PASS "claim of the pod made after the kubelet restart unprepared"
   else
-    result podC-unprepare FAIL "unprepare of default/nic-podC failed"
+    result podC-unprepare FAIL "unprepare of default/nic-podc failed"
   fi
   pod_delete podC
 }

@@ -347,10 +347,10 @@ tn_dra_node_up() {
   fi
   figure dra-slices-published $(($(now_ms) - t0)) ms
   result slices-published PASS "node $NODE: $(api_get /apis/resource.k8s.io/v1/resourceslices | jq -c '[.items[] | {pool: .spec.pool.name, node: .spec.nodeName, devices: [.spec.devices[].name]}]')"
-  claim_write "nic-$pod" "$cuid" "$pod" "$puid" ${pd% *} ${pd#* }
+  claim_write "$(claim_name "$pod")" "$cuid" "$pod" "$puid" ${pd% *} ${pd#* }
   n=0
   while :; do
-    prep=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" prepare --claim "default/nic-$pod/$cuid" 2>&1) && break
+    prep=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" prepare --claim "default/$(claim_name "$pod")/$cuid" 2>&1) && break
     echo "$prep" | grep -q -i 'not found' || break
     [ $n -ge 50 ] && break
     sleep 0.1
@@ -359,7 +359,7 @@ tn_dra_node_up() {
   if echo "$prep" | jq -e --arg u "$cuid" '.claims[$u].error == "" and (.claims[$u].devices | length) == 1' >/dev/null 2>&1; then
     result "$pod-prepare" PASS "$(echo "$prep" | jq -c --arg u "$cuid" '{devices: .claims[$u].devices}')"
   else
-    result "$pod-prepare" FAIL "NodePrepareResources of default/nic-$pod: $prep"
+    result "$pod-prepare" FAIL "NodePrepareResources of default/$(claim_name "$pod"): $prep"
     show "$DRA_LOG" 30
     return 1
   fi
@@ -398,7 +398,7 @@ tn_dra_node_down() {
       result device-home FAIL "rxe_slot1 not back in the root namespace after DEL (slot1: $($IP netns exec slot1 $RDMA dev 2>&1 | tr '\n' ' '))"
     fi
   fi
-  if out=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" unprepare --claim "default/nic-$pod/$cuid" 2>&1) &&
+  if out=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" unprepare --claim "default/$(claim_name "$pod")/$cuid" 2>&1) &&
      [ ! -e "$CDI_DIR/rdmak8s-dra-$cuid.json" ]; then
     result "$pod-unprepare" PASS "claim unprepared: its CDI spec is gone"
   else

@@ -85,6 +85,30 @@ std::optional<std::chrono::milliseconds> RetryAfter(const std::string& v, std::c
 
 std::string Url(const std::string& server, const HttpRequest& r) { return server + r.path; }
 
+// The transport and TLS settings of every request, one-shot or streamed: the unix socket (tests),
+// the server verified against our CA unless the kubeconfig opted out, the client certificate.
+// The blobs are CURL_BLOB_COPY: libcurl keeps its own copy, so they may go out of scope here.
+void SetTransport(CURL* curl, const KubeConfig& config) {
+  if (!config.unix_socket.empty()) curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, config.unix_socket.c_str());
+  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, config.insecure_skip_tls_verify ? 0L : 1L);
+  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, config.insecure_skip_tls_verify ? 0L : 2L);
+  if (!config.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, config.ca_file.c_str());
+  curl_blob ca_blob{const_cast<char*>(config.ca_pem.data()), config.ca_pem.size(), CURL_BLOB_COPY};
+  if (!config.ca_pem.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &ca_blob);
+  if (!config.client_cert_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLCERT, config.client_cert_file.c_str());
+  if (!config.client_key_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLKEY, config.client_key_file.c_str());
+  curl_blob cert_blob{const_cast<char*>(config.client_cert_pem.data()), config.client_cert_pem.size(), CURL_BLOB_COPY};
+  curl_blob key_blob{const_cast<char*>(config.client_key_pem.data()), config.client_key_pem.size(), CURL_BLOB_COPY};
+  if (!config.client_cert_pem.empty()) {
+    curl_easy_setopt(curl, CURLOPT_SSLCERT_BLOB, &cert_blob);
+    curl_easy_setopt(curl, CURLOPT_SSLCERTTYPE, "PEM");
+  }
+  if (!config.client_key_pem.empty()) {
+    curl_easy_setopt(curl, CURLOPT_SSLKEY_BLOB, &key_blob);
+    curl_easy_setopt(curl, CURLOPT_SSLKEYTYPE, "PEM");
+  }
+}
+
 }  // namespace
 
 std::string PathSegment(std::string_view segment) {
@@ -224,25 +248,7 @@ StatusOr<HttpResponse> CurlKubeClient::SendOnce(void* handle, const HttpRequest&
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.c_str());
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(request.body.size()));
   }
-  if (!config_.unix_socket.empty()) curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, config_.unix_socket.c_str());
-  // TLS: verify the server against our CA unless the kubeconfig opted out.
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, config_.insecure_skip_tls_verify ? 0L : 1L);
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, config_.insecure_skip_tls_verify ? 0L : 2L);
-  if (!config_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, config_.ca_file.c_str());
-  curl_blob ca_blob{const_cast<char*>(config_.ca_pem.data()), config_.ca_pem.size(), CURL_BLOB_COPY};
-  if (!config_.ca_pem.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &ca_blob);
-  if (!config_.client_cert_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLCERT, config_.client_cert_file.c_str());
-  if (!config_.client_key_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLKEY, config_.client_key_file.c_str());
-  curl_blob cert_blob{const_cast<char*>(config_.client_cert_pem.data()), config_.client_cert_pem.size(), CURL_BLOB_COPY};
-  curl_blob key_blob{const_cast<char*>(config_.client_key_pem.data()), config_.client_key_pem.size(), CURL_BLOB_COPY};
-  if (!config_.client_cert_pem.empty()) {
-    curl_easy_setopt(curl, CURLOPT_SSLCERT_BLOB, &cert_blob);
-    curl_easy_setopt(curl, CURLOPT_SSLCERTTYPE, "PEM");
-  }
-  if (!config_.client_key_pem.empty()) {
-    curl_easy_setopt(curl, CURLOPT_SSLKEY_BLOB, &key_blob);
-    curl_easy_setopt(curl, CURLOPT_SSLKEYTYPE, "PEM");
-  }
+  SetTransport(curl, config_);
 
   CURLcode rc = curl_easy_perform(curl);
   curl_slist_free_all(headers);
@@ -413,25 +419,7 @@ StatusOr<HttpResponse> CurlKubeClient::Stream(const HttpRequest& request,
   curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, StreamProgress);
   curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &st);
-  // The same transport and TLS settings as SendOnce.
-  if (!config_.unix_socket.empty()) curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, config_.unix_socket.c_str());
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, config_.insecure_skip_tls_verify ? 0L : 1L);
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, config_.insecure_skip_tls_verify ? 0L : 2L);
-  if (!config_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, config_.ca_file.c_str());
-  curl_blob ca_blob{const_cast<char*>(config_.ca_pem.data()), config_.ca_pem.size(), CURL_BLOB_COPY};
-  if (!config_.ca_pem.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &ca_blob);
-  if (!config_.client_cert_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLCERT, config_.client_cert_file.c_str());
-  if (!config_.client_key_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLKEY, config_.client_key_file.c_str());
-  curl_blob cert_blob{const_cast<char*>(config_.client_cert_pem.data()), config_.client_cert_pem.size(), CURL_BLOB_COPY};
-  curl_blob key_blob{const_cast<char*>(config_.client_key_pem.data()), config_.client_key_pem.size(), CURL_BLOB_COPY};
-  if (!config_.client_cert_pem.empty()) {
-    curl_easy_setopt(curl, CURLOPT_SSLCERT_BLOB, &cert_blob);
-    curl_easy_setopt(curl, CURLOPT_SSLCERTTYPE, "PEM");
-  }
-  if (!config_.client_key_pem.empty()) {
-    curl_easy_setopt(curl, CURLOPT_SSLKEY_BLOB, &key_blob);
-    curl_easy_setopt(curl, CURLOPT_SSLKEYTYPE, "PEM");
-  }
+  SetTransport(curl, config_);
 
   CURLcode rc = curl_easy_perform(curl);
   HttpResponse response;

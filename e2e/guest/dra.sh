@@ -35,6 +35,22 @@ slice_device_of() {
 # case), which the driver checks before it asks the API server; our pod names have capitals.
 claim_name() { echo "nic-$1" | tr 'A-Z' 'a-z'; }
 
+# claim_prepare <claim name> <claim uid> [prepare flags...]: NodePrepareResources' answer (or
+# error) for default/<claim>. The fake API server loads a claim file on its own thread, so
+# NotFound is asked again, at most 50 times 0.1 s; anything else is the answer.
+claim_prepare() {
+  local claim=$1 uid=$2 out n=0
+  shift 2
+  while :; do
+    out=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" prepare --claim "default/$claim/$uid" "$@" 2>&1) && break
+    echo "$out" | grep -q -i 'not found' || break
+    [ $n -ge 50 ] && break
+    sleep 0.1
+    n=$((n + 1))
+  done
+  echo "$out"
+}
+
 claim_write() {
   jq -n --arg name "$1" --arg uid "$2" --arg pod "$3" --arg puid "$4" --arg pool "$5" \
     --arg dev "$6" --arg req "${7:-nic}" --arg drv "$DRIVER" '{
@@ -112,16 +128,7 @@ $s
 EOF_POD
     pd=$(slice_device_of "rxe_$slot")
     claim_write "$(claim_name "$pod")" "$cuid" "$pod" "$puid" ${pd% *} ${pd#* } "$req"
-    # The fake API server loads the claim file on its own thread: prepare until it knows it
-    # (NotFound until then; anything else is the answer).
-    n=0
-    while :; do
-      prep=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" prepare --claim "default/$(claim_name "$pod")/$cuid" --request nic 2>&1) && break
-      echo "$prep" | grep -q -i 'not found' || break
-      [ $n -ge 50 ] && break
-      sleep 0.1
-      n=$((n + 1))
-    done
+    prep=$(claim_prepare "$(claim_name "$pod")" "$cuid" --request nic)
     if echo "$prep" | jq -e --arg u "$cuid" '.claims[$u].error == "" and (.claims[$u].devices | length) == 1' >/dev/null 2>&1; then
       result "$pod-prepare" PASS "$(echo "$prep" | jq -c --arg u "$cuid" '{service, devices: .claims[$u].devices}')"
     else
@@ -253,14 +260,7 @@ dra_kubelet_restart_republishes() {
   figure dra-slices-republished $((t1 - t0)) ms
   result slices-republished PASS "after kubelet's restart the driver published $pd again"
   claim_write nic-podc "$cuid" podC "$puid" ${pd% *} ${pd#* }
-  n=0
-  while :; do
-    prep=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" prepare --claim "default/nic-podc/$cuid" 2>&1) && break
-    echo "$prep" | grep -q -i 'not found' || break
-    [ $n -ge 50 ] && break
-    sleep 0.1
-    n=$((n + 1))
-  done
+  prep=$(claim_prepare "nic-podc" "$cuid")
   if ! echo "$prep" | jq -e --arg u "$cuid" '.claims[$u].error == "" and (.claims[$u].devices | length) == 1' >/dev/null 2>&1; then
     result podC-prepare FAIL "NodePrepareResources of default/nic-podc after the kubelet restart: $prep"
     show "$DRA_LOG" 30

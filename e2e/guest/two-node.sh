@@ -348,14 +348,7 @@ tn_dra_node_up() {
   figure dra-slices-published $(($(now_ms) - t0)) ms
   result slices-published PASS "node $NODE: $(api_get /apis/resource.k8s.io/v1/resourceslices | jq -c '[.items[] | {pool: .spec.pool.name, node: .spec.nodeName, devices: [.spec.devices[].name]}]')"
   claim_write "$(claim_name "$pod")" "$cuid" "$pod" "$puid" ${pd% *} ${pd#* }
-  n=0
-  while :; do
-    prep=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" prepare --claim "default/$(claim_name "$pod")/$cuid" 2>&1) && break
-    echo "$prep" | grep -q -i 'not found' || break
-    [ $n -ge 50 ] && break
-    sleep 0.1
-    n=$((n + 1))
-  done
+  prep=$(claim_prepare "$(claim_name "$pod")" "$cuid")
   if echo "$prep" | jq -e --arg u "$cuid" '.claims[$u].error == "" and (.claims[$u].devices | length) == 1' >/dev/null 2>&1; then
     result "$pod-prepare" PASS "$(echo "$prep" | jq -c --arg u "$cuid" '{devices: .claims[$u].devices}')"
   else

@@ -57,7 +57,7 @@ RoceIntent RoceIntentOf(const CheckPolicy& policy) {
   RoceIntent r;
   std::map<uint8_t, std::string> map_owner;
   for (const cni::NetConf& nc : policy.netconfs) {
-    const cni::QosConfig& q = nc.qos;
+    const QosPolicy& q = nc.qos;
     if (q.empty()) continue;
     r.any = true;
     if (q.trust) r.trusts.insert(*q.trust);

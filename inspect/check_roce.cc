@@ -7,8 +7,8 @@
 
 #include "check_device.h"
 #include "cni/knobs.h"
-#include "cni/rdma_sysfs.h"  // GidForIp: the RoCE v2 GID of an address, the CNI's rule
 #include "rdmak8s/device_lookup.h"
+#include "rdmak8s/roce_gid.h"
 #include "rdmak8s/strings.h"
 
 namespace rdmak8s::inspect {
@@ -290,7 +290,7 @@ void CheckGids(const RdmaDevice& dev, const Port& port, const CheckEnv& env, Che
       continue;
     }
     for (const IpAddress& a : *addrs) {
-      std::string gid = cni::GidForIp(a.address);
+      std::string gid = GidForIp(a.address);
       if (gid.empty()) continue;
       bool found = std::any_of(port.gids.begin(), port.gids.end(), [&](const GidEntry& g) {
         return g.type == GidType::kRoceV2 && g.gid == gid;

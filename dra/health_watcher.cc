@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 
@@ -14,15 +15,19 @@
 namespace rdmak8s::dra {
 
 HealthWatcher::HealthWatcher(HealthWatcherDeps deps, std::string sysfs_root, DeviceCatalog* catalog,
-                             std::chrono::seconds rescan_interval)
+                             std::chrono::seconds rescan_interval,
+                             std::chrono::milliseconds port_poll_interval)
     : deps_(std::move(deps)),
       tracker_(deps_.discovery.get(), std::move(sysfs_root)),
       catalog_(catalog),
       rescan_interval_(rescan_interval),
-      stop_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+      port_poll_interval_(port_poll_interval),
+      stop_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      rescan_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
 HealthWatcher::~HealthWatcher() {
   if (stop_fd_ >= 0) ::close(stop_fd_);
+  if (rescan_fd_ >= 0) ::close(rescan_fd_);
 }
 
 void HealthWatcher::Publish() { catalog_->Update(deps_.filter.Apply(tracker_.devices())); }
@@ -43,8 +48,15 @@ void HealthWatcher::Rescan() {
   Publish();
 }
 
+void HealthWatcher::PollPorts() {
+  const dp::TrackerEventOutcome o = dp::PollPortStates(tracker_);
+  if (!o.changed) return;
+  if (o.devices_reread) WatchAsync();
+  Publish();
+}
+
 Status HealthWatcher::Start() {
-  if (stop_fd_ < 0) return ErrnoError(errno, "eventfd");
+  if (stop_fd_ < 0 || rescan_fd_ < 0) return ErrnoError(errno, "eventfd");
   RDMAK8S_RETURN_IF_ERROR(tracker_.Rescan());
   WatchAsync();
   Publish();
@@ -58,32 +70,55 @@ void HealthWatcher::Stop() {
   }
 }
 
+void HealthWatcher::RequestRescan() {
+  uint64_t one = 1;
+  if (::write(rescan_fd_, &one, sizeof(one)) < 0) {
+    // EAGAIN only when the counter is full: a rescan is already asked for.
+  }
+}
+
 Status HealthWatcher::Run() {
-  auto next_rescan = std::chrono::steady_clock::now() + rescan_interval_;
+  using Clock = std::chrono::steady_clock;
+  auto next_rescan = Clock::now() + rescan_interval_;
+  const bool polling = port_poll_interval_.count() > 0;
+  auto next_port_poll = Clock::now() + port_poll_interval_;
   while (true) {
-    pollfd fds[4];
+    pollfd fds[5];
     int n = 0;
     fds[n++] = {stop_fd_, POLLIN, 0};
+    fds[n++] = {rescan_fd_, POLLIN, 0};
     int link_i = deps_.links ? n : -1;
     if (deps_.links) fds[n++] = {deps_.links->fd(), POLLIN, 0};
     int uevent_i = deps_.uevents ? n : -1;
     if (deps_.uevents) fds[n++] = {deps_.uevents->fd(), POLLIN, 0};
     int async_i = deps_.async_events ? n : -1;
     if (deps_.async_events) fds[n++] = {deps_.async_events->fd(), POLLIN, 0};
-    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
-        next_rescan - std::chrono::steady_clock::now());
-    int timeout = static_cast<int>(std::max<int64_t>(0, wait.count()));
+    const auto wake_at = polling ? std::min(next_rescan, next_port_poll) : next_rescan;
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - Clock::now());
+    int timeout = static_cast<int>(std::clamp<int64_t>(wait.count(), 0, 3600 * 1000));
     int r = ::poll(fds, n, timeout);
     if (r < 0) {
       if (errno == EINTR) continue;
       return ErrnoError(errno, "poll");
     }
     if (fds[0].revents) return Status::Ok();
-    if (r == 0) {
-      Rescan();
-      next_rescan = std::chrono::steady_clock::now() + rescan_interval_;
-      continue;
+    // The timers first, whether or not an event came too: a steady stream of events must not
+    // starve the rescan or the port poll.
+    bool rescan_asked = false;
+    if (fds[1].revents) {
+      uint64_t asked = 0;
+      rescan_asked = ::read(rescan_fd_, &asked, sizeof(asked)) == sizeof(asked);
     }
+    const auto now = Clock::now();
+    if (rescan_asked || now >= next_rescan) {
+      Rescan();
+      next_rescan = Clock::now() + rescan_interval_;
+      next_port_poll = Clock::now() + port_poll_interval_;  // the rescan read the ports too
+    } else if (polling && now >= next_port_poll) {
+      PollPorts();
+      next_port_poll = Clock::now() + port_poll_interval_;
+    }
+    if (r == 0) continue;
     auto apply = [&](const dp::TrackerEventOutcome& o) {
       if (o.rescan) return Rescan();
       if (!o.changed) return;

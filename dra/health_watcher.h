@@ -3,11 +3,14 @@
 // kernel uevents and verbs async events through dp::tracker_events.h, exactly as the device
 // plugin's daemon does; after every change the tracker's devices go to DeviceCatalog::Update
 // (and so to the health stream and to NodePrepareResources), those the DeviceFilter takes
-// (device_filter.h). A slow periodic rescan is the
-// safety net, as in the daemon.
+// (device_filter.h). Every `port_poll_interval` (0: off) each device's port state files are
+// re-read (dp::PollPortStates), as the daemon's --port-poll-interval does: an InfiniBand port
+// that goes down without a netdev event, in the default deployment without verbs, turns its
+// device Unhealthy within seconds, not at the rescan. A slow periodic rescan is the safety net,
+// as in the daemon.
 //
 // Every source is optional (null: not listened to); tests pass a uevent source on a socketpair.
-// Thread safety: Start and Run on one thread; Stop from any.
+// Thread safety: Start and Run on one thread; Stop and RequestRescan from any.
 #pragma once
 
 #include <chrono>
@@ -37,7 +40,8 @@ class HealthWatcher {
   // `catalog` is not owned and must outlive the watcher; `sysfs_root` is the root `discovery`
   // reads.
   HealthWatcher(HealthWatcherDeps deps, std::string sysfs_root, DeviceCatalog* catalog,
-                std::chrono::seconds rescan_interval);
+                std::chrono::seconds rescan_interval,
+                std::chrono::milliseconds port_poll_interval = std::chrono::milliseconds::zero());
   ~HealthWatcher();
   HealthWatcher(const HealthWatcher&) = delete;
   HealthWatcher& operator=(const HealthWatcher&) = delete;
@@ -48,17 +52,22 @@ class HealthWatcher {
   // Waits for events and applies them until Stop(). An error is a broken poll, not an event.
   Status Run();
   void Stop();
+  // A full rescan on Run's thread as soon as it wakes (SIGHUP: the operator's "look again").
+  void RequestRescan();
 
  private:
   void Rescan();
   void Publish();
   void WatchAsync();
+  void PollPorts();
 
   HealthWatcherDeps deps_;
   dp::DeviceTracker tracker_;
   DeviceCatalog* catalog_;
   const std::chrono::seconds rescan_interval_;
+  const std::chrono::milliseconds port_poll_interval_;
   int stop_fd_ = -1;
+  int rescan_fd_ = -1;
 };
 
 }  // namespace rdmak8s::dra

@@ -100,8 +100,9 @@ bool DeleteSlicesOnExit(dra::SlicePublisher& publisher, const std::string& drive
 }
 
 // Until SIGTERM/SIGINT: serves the registration socket again whenever the registry directory
-// says it may be gone.
-void WaitForSignal(int signal_fd, dra::DraPlugin& plugin, dra::RegistrationWatch& watch) {
+// says it may be gone; SIGHUP asks the health watcher for a full rescan.
+void WaitForSignal(int signal_fd, dra::DraPlugin& plugin, dra::RegistrationWatch& watch,
+                   dra::HealthWatcher& health) {
   while (true) {
     pollfd fds[2] = {{signal_fd, POLLIN, 0}, {watch.fd(), POLLIN, 0}};
     // Without a watch (the directory went away), look again each second.
@@ -111,8 +112,11 @@ void WaitForSignal(int signal_fd, dra::DraPlugin& plugin, dra::RegistrationWatch
       return;
     }
     if (fds[0].revents) {
-      signalfd_siginfo si;
-      if (::read(signal_fd, &si, sizeof(si)) == sizeof(si)) {
+      signalfd_siginfo si{};
+      if (::read(signal_fd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo == SIGHUP) {
+        SPDLOG_INFO("SIGHUP: rescanning the node's devices");
+        health.RequestRescan();
+      } else if (si.ssi_signo != 0) {
         SPDLOG_INFO("signal {}: shutting down", strsignal(static_cast<int>(si.ssi_signo)));
         return;
       }
@@ -134,6 +138,7 @@ int RealMain(int argc, char** argv) {
   std::string kubeconfig;
   std::string service_account_dir = dra::kServiceAccountDir;
   int rescan_s = 300;
+  double port_poll_s = 2;
   int shares = 0;
   int verbosity = 0;
   bool no_verbs = false;
@@ -194,6 +199,11 @@ int RealMain(int argc, char** argv) {
   app.add_option("--rescan-interval", rescan_s, "seconds between safety-net full rescans")
       ->capture_default_str()
       ->check(CLI::Range(1, 86400));
+  app.add_option("--port-poll-interval", port_poll_s,
+                 "seconds between re-reads of every device's port state files (a port that goes "
+                 "down without a netdev event, e.g. InfiniBand without verbs); 0 disables")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   app.add_flag("--no-verbs", no_verbs, "do not open devices with libibverbs");
   std::string devices_file;
   app.add_option("--devices", devices_file,
@@ -215,6 +225,7 @@ int RealMain(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -273,7 +284,8 @@ int RealMain(int argc, char** argv) {
   }
 
   dra::DeviceCatalog catalog(node_name, nullptr, shares);
-  dra::HealthWatcher watcher(std::move(deps), sysfs_root, &catalog, std::chrono::seconds(rescan_s));
+  dra::HealthWatcher watcher(std::move(deps), sysfs_root, &catalog, std::chrono::seconds(rescan_s),
+                             std::chrono::milliseconds(static_cast<int64_t>(port_poll_s * 1000)));
   if (Status s = watcher.Start(); !s.ok()) {
     SPDLOG_ERROR("start: {}", s.message());
     return 1;
@@ -320,7 +332,7 @@ int RealMain(int argc, char** argv) {
   std::thread sync;
   if (slice_sync) sync = std::thread([&] { slice_sync->Run(); });
 
-  WaitForSignal(signal_fd, plugin, registration_watch);
+  WaitForSignal(signal_fd, plugin, registration_watch, watcher);
   ::close(signal_fd);
 
   if (api) api->StopRetries();  // a publish in a 429/5xx backoff ends now

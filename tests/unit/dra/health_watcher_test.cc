@@ -24,7 +24,8 @@ constexpr char kPool[] = "node-a";
 
 class HealthWatcherTest : public ::testing::Test {
  protected:
-  void StartOn(const std::string& fixture, DeviceFilter filter = {}) {
+  void StartOn(const std::string& fixture, DeviceFilter filter = {},
+               std::chrono::milliseconds port_poll = std::chrono::milliseconds::zero()) {
     ASSERT_FALSE(tmp_.path().empty());
     sys_ = tmp_.path() + "/sys";
     fs::copy(std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/" + fixture, sys_,
@@ -39,7 +40,8 @@ class HealthWatcherTest : public ::testing::Test {
     deps.links = std::move(links);
     deps.async_events = std::move(events);
     // No periodic rescan within the test: only the events can make the change visible.
-    watcher_ = std::make_unique<HealthWatcher>(std::move(deps), sys_, &catalog_, std::chrono::hours(1));
+    watcher_ = std::make_unique<HealthWatcher>(std::move(deps), sys_, &catalog_, std::chrono::hours(1),
+                                               port_poll);
     ASSERT_TRUE(watcher_->Start().ok());
     run_ = std::thread([this] { run_status_ = watcher_->Run(); });
   }
@@ -156,6 +158,30 @@ TEST_F(HealthWatcherTest, NetdevDownLinkEventTurnsASoftRoceDeviceUnhealthy) {
   Write("class/net/veth0/operstate", "up\n");
   links_->Inject("veth0", true);
   EXPECT_TRUE(AfterChange(while_down, "rxe0", true).has_value());
+}
+
+// An InfiniBand port that goes down with no event at all (no netdev, no verbs: the default
+// deployment) is seen by the port poll, not at the rescan an hour away.
+TEST_F(HealthWatcherTest, APortThatGoesDownWithoutAnyEventIsSeenByThePortPoll) {
+  StartOn("mlx5_ib_2port", {}, std::chrono::milliseconds(20));
+  uint64_t before = catalog_.generation();
+  Write("class/infiniband/mlx5_0/ports/1/state", "1: DOWN\n");
+  auto down = AfterChange(before, "mlx5-0", false);
+  ASSERT_TRUE(down.has_value()) << "the port poll did not see the port go down";
+  EXPECT_NE(down->health.reason.find("DOWN"), std::string::npos) << down->health.reason;
+
+  uint64_t while_down = catalog_.generation();
+  Write("class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n");
+  EXPECT_TRUE(AfterChange(while_down, "mlx5-0", true).has_value());
+}
+
+// SIGHUP's rescan: a change no event and no poll reported reaches the catalog when asked.
+TEST_F(HealthWatcherTest, ARequestedRescanSeesAChangeNoEventReported) {
+  StartOn("mlx5_ib_2port");  // no port poll, the rescan an hour away
+  uint64_t before = catalog_.generation();
+  Write("class/infiniband/mlx5_0/ports/1/state", "1: DOWN\n");
+  watcher_->RequestRescan();
+  ASSERT_TRUE(AfterChange(before, "mlx5-0", false).has_value()) << "the requested rescan did not run";
 }
 
 }  // namespace

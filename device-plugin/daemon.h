@@ -20,8 +20,9 @@
 // Every change kubelet should see is published to the pool's ListAndWatch streams at once.
 //
 // The daemon owns the fds (epoll, inotify, signalfd, its wakeup eventfd) and the pools, and
-// dispatches; each reaction is a room of its own: kubelet_link.h (registration modes, serving
-// again, the registration state machine and its backoff), config_watcher.h (the config file,
+// dispatches; each reaction is a file of its own: kubelet/pool_registration.h (serving again,
+// the registration state machine and its backoff; the Register call and the registration modes
+// in kubelet/register_call.h), config_watcher.h (the config file,
 // its watch and the diff a reload applies), pool_publisher.h (from tracked devices to what each
 // pool publishes: IDs, ListAndWatch, CDI specs, pool metrics), device_tracker.h (the devices
 // and their health).
@@ -44,7 +45,7 @@
 #include "device-plugin/config_watcher.h"
 #include "device-plugin/device_events.h"
 #include "device-plugin/device_tracker.h"
-#include "device-plugin/kubelet_link.h"  // RegistrationMode, ParseRegistrationMode
+#include "device-plugin/kubelet/pool_registration.h"  // RegistrationMode, ParseRegistrationMode
 #include "device-plugin/metrics.h"
 #include "device-plugin/plugin_server.h"
 #include "device-plugin/pool_publisher.h"

@@ -76,7 +76,7 @@ class PoolServer::DevicePluginService final : public v1beta1::DevicePlugin::Serv
     while (true) {
       // Updates and Stop() wake us at once; the timeout only notices a kubelet that went away
       // (sync gRPC has no cancellation callback). Within a second: a stream kubelet ended is what
-      // makes the kubelet link register again (kubelet_link.h), and readiness follows it.
+      // makes the kubelet link register again (kubelet/pool_registration.h), and readiness follows it.
       s_->cv_.wait_for(lock, std::chrono::seconds(1), [&] {
         return s_->stopping_ || first || s_->publish_count_ != sent || s_->stream_generation_ != generation;
       });

@@ -1,6 +1,6 @@
 // PoolServer: the gRPC server of one pool on its own unix socket — the v1beta1 DevicePlugin
 // service, plus (plugin-watcher mode) the pluginregistration Registration service on the same
-// socket. Registering with kubelet is kubelet_link.h's.
+// socket. Registering with kubelet is kubelet/pool_registration.h's.
 //
 // The daemon publishes a new PoolState whenever something kubelet should see changed; every
 // open ListAndWatch stream sends the full list at once; a new stream ends the ones before it (kubelet

@@ -1,4 +1,4 @@
-// Registration with kubelet and serving our sockets (kubelet_link.h, through the daemon):
+// Registration with kubelet and serving our sockets (kubelet/pool_registration.h, through the daemon):
 // registering only once serving, surviving kubelet restarts and sockets removed, plugin-watcher
 // mode, an unanswered kubelet.sock, and /healthz following registration.
 #include <gtest/gtest.h>

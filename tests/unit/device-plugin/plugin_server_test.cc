@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "device-plugin/kubelet_link.h"
+#include "device-plugin/kubelet/pool_registration.h"
 #include "support/fake_kubelet.h"
 #include "support/log_capture.h"
 #include "unit/device-plugin/test_devices.h"

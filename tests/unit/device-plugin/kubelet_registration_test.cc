@@ -1,7 +1,7 @@
-// The kubelet link without the daemon: registration modes, the Register backoff, and the
+// Registration with kubelet without the daemon (device-plugin/kubelet/): registration modes, the Register backoff, and the
 // registration state machine driven by hand (times passed in) against a real stale kubelet.sock,
 // the fake kubelet and real PoolServers on unix sockets.
-#include "device-plugin/kubelet_link.h"
+#include "device-plugin/kubelet/pool_registration.h"
 
 #include <poll.h>
 #include <sys/inotify.h>

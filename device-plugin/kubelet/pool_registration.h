@@ -1,6 +1,6 @@
-// The link between our pools and kubelet: which registration kubelet expects, where the pool
-// sockets live, the v1beta1 Register call (run off the event loop by KubeletRegistrar), and the
-// registration state machine of each pool (KubeletLink).
+// KubeletLink: each pool's registration with kubelet, a state machine on the daemon's event
+// loop: serve each pool's socket, register it once per kubelet start (through KubeletRegistrar),
+// serve and register again when kubelet or anything else removes what it needs.
 //
 // What kubelet expects of a device plugin (the sriov-network-device-plugin's lessons): register
 // only once the socket serves (the kubelet dials back inside Register); register again whenever
@@ -10,163 +10,18 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
-#include <string_view>
-#include <thread>
 #include <vector>
 
-#include <grpcpp/grpcpp.h>
-
+#include "device-plugin/kubelet/register_call.h"
+#include "device-plugin/kubelet/registrar.h"
 #include "device-plugin/metrics.h"
 #include "device-plugin/plugin_server.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dp {
-
-inline constexpr char kKubeletSocket[] = "kubelet.sock";
-
-// kDevicePlugin: our sockets in kubelet's device-plugins dir, and we call Register on its
-// kubelet.sock. kPluginWatcher: our sockets in the plugins_registry dir, and kubelet's plugin
-// watcher dials us (GetInfo, NotifyRegistrationStatus). kAuto: pick one (ResolveRegistrationMode).
-enum class RegistrationMode { kAuto, kDevicePlugin, kPluginWatcher };
-// "auto" | "device-plugin" | "plugin-watcher"; anything else is kInvalidArgument naming the flag.
-StatusOr<RegistrationMode> ParseRegistrationMode(std::string_view s);
-// `requested`, with kAuto made kDevicePlugin when `kubelet_dir` exists or `plugins_registry_dir`
-// does not, else kPluginWatcher. Never returns kAuto.
-RegistrationMode ResolveRegistrationMode(RegistrationMode requested, const std::string& kubelet_dir,
-                                         const std::string& plugins_registry_dir);
-// File name of a resource's socket (also the endpoint told to kubelet):
-// "rdmak8s-<resource>.sock" with every '/' made '-'.
-std::string SocketFileName(const std::string& resource);
-// How long to wait after the `failures`-th Register in a row failed (failures >= 1): 1 s,
-// doubling, at most 30 s.
-std::chrono::seconds RegisterBackoff(int failures);
-// How long a registered pool waits for a ListAndWatch stream after `losses` re-registrations for
-// a lost stream in a row: `first`, doubling, at most 30 s (and never less than `first`).
-std::chrono::milliseconds StreamWait(std::chrono::milliseconds first, int losses);
-
-// Which kubelet serves a kubelet.sock. Every kubelet start makes a new socket file, so the file's
-// (st_dev, st_ino, st_ctim) tells one kubelet start from the next: registering twice with one
-// kubelet is what makes kubelet v1.36 drop the resource to 0 (see KubeletLink). All zero: none
-// or unknown.
-struct KubeletInstance {
-  uint64_t dev = 0;
-  uint64_t ino = 0;
-  int64_t ctime_ns = 0;
-  bool known() const { return ino != 0; }
-  friend bool operator==(const KubeletInstance&, const KubeletInstance&) = default;
-};
-// The instance behind `kubelet_socket` now (lstat); unknown when there is no file.
-KubeletInstance KubeletInstanceOf(const std::string& kubelet_socket);
-
-// Lets another thread cancel a RegisterWithKubelet at any step: connecting, waiting for
-// kubelet's first frame, or in the call. Cancel() is sticky and may come before the call starts.
-//
-// Thread safety: Cancel() and cancelled() from any thread; SetCall() from the thread running the
-// Register.
-class RegisterCancellation {
- public:
-  RegisterCancellation();  // an eventfd; without one, a cancel is still seen between steps
-  ~RegisterCancellation();
-  RegisterCancellation(const RegisterCancellation&) = delete;
-  RegisterCancellation& operator=(const RegisterCancellation&) = delete;
-
-  void Cancel();
-  bool cancelled() const;
-  // Readable once cancelled; -1 when no eventfd could be made.
-  int fd() const { return event_fd_; }
-  // The context of the call in flight (null: none any more) and the kubelet it was made on;
-  // Cancel() cancels it. False, with nothing set, when already cancelled.
-  bool SetCall(grpc::ClientContext* ctx, const KubeletInstance& instance = {});
-  // True while the Register call itself is in flight: kubelet may already have it.
-  bool in_call() const;
-  // The kubelet the call was made on (unknown before the call, or when kubelet.sock changed
-  // while connecting).
-  KubeletInstance instance() const;
-
- private:
-  mutable std::mutex mu_;
-  bool cancelled_ = false;
-  grpc::ClientContext* call_ = nullptr;  // guarded by mu_
-  KubeletInstance instance_;             // guarded by mu_
-  int event_fd_ = -1;
-};
-
-// v1beta1 Registration.Register on `kubelet_socket` for `endpoint` (a file name in the kubelet
-// dir), all within `timeout`. Connects itself, retrying every 10 ms (doubling, at most 200 ms)
-// while the socket is missing, refuses (a kubelet between its bind and its listen) or closes
-// before kubelet's first frame (a kubelet going away), then makes the call on that one
-// connection; the connection is closed when this returns, whatever the outcome (gRPC 1.51's own
-// channels leak a connection whose call is cancelled just as it connects). `cancel`, when given,
-// may stop it from another thread at any step, and records which kubelet the call went to
-// (kubelet.sock's instance, when it was the same just before and just after connecting).
-// kDeadlineExceeded (no kubelet answered in time),
-// kUnavailable / kInternal from kubelet's answer, kInternal when cancelled, each prefixed
-// "register <resource> with kubelet <socket>".
-Status RegisterWithKubelet(const std::string& kubelet_socket, const std::string& endpoint,
-                           const std::string& resource, std::chrono::milliseconds timeout,
-                           RegisterCancellation* cancel = nullptr);
-
-// KubeletRegistrar runs RegisterWithKubelet on a thread of its own, so that a kubelet.sock nobody
-// answers on (a stale file, a kubelet that has bound but does not serve yet) cannot stall the
-// caller's event loop for the registration timeout. Results queue up and fd() (an eventfd) turns
-// readable; Drain() hands them over. Submit() for a resource replaces that resource's queued
-// request; Supersede() cancels its attempt in flight unless kubelet may have it (see there).
-// Wake() makes fd() readable with no result (news for the caller's loop from other threads).
-//
-// Thread safety: Submit/Supersede/Drain/Shutdown from one thread (the event loop); Wake from any;
-// the worker is internal.
-class KubeletRegistrar {
- public:
-  struct Request {
-    uint64_t seq = 0;  // echoed in the result, so the caller can drop superseded ones
-    std::string kubelet_socket;
-    std::string endpoint;
-    std::string resource;
-    std::chrono::milliseconds timeout{5000};
-  };
-  struct Result {
-    uint64_t seq = 0;
-    std::string resource;
-    Status status;
-    KubeletInstance instance;  // the kubelet the call was made on (unknown: none, or unsure)
-  };
-
-  KubeletRegistrar();
-  ~KubeletRegistrar();  // Shutdown()
-  KubeletRegistrar(const KubeletRegistrar&) = delete;
-  KubeletRegistrar& operator=(const KubeletRegistrar&) = delete;
-
-  // Creates the eventfd and starts the worker.
-  Status Start();
-  int fd() const { return event_fd_; }
-  void Submit(Request request);
-  // The attempt in flight for `resource`, if any, is cancelled unless it is in its call on
-  // `current` (that kubelet may have the Register already: cancelling and registering again
-  // would register twice). True when nothing of `resource` is left in a call on `current`.
-  bool Supersede(const std::string& resource, const KubeletInstance& current);
-  void Wake() const;
-  std::vector<Result> Drain();
-  // Cancels the call in flight, drops queued requests, joins the worker. Idempotent.
-  void Shutdown();
-
- private:
-  void Loop();
-
-  int event_fd_ = -1;
-  std::thread worker_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::vector<Request> queue_;
-  std::vector<Result> results_;
-  std::string inflight_resource_;
-  RegisterCancellation* inflight_cancel_ = nullptr;  // guarded by mu_
-};
 
 // KubeletLink keeps each pool's socket served and registered with kubelet, once per kubelet:
 //   - Register(pool) submits a Register (device-plugin mode) when kubelet.sock is there, else

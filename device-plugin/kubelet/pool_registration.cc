@@ -1,0 +1,274 @@
+// Each pool's registration with kubelet (pool_registration.h).
+#include "device-plugin/kubelet/pool_registration.h"
+
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+namespace rdmak8s::dp {
+
+namespace {
+
+using Clock = KubeletLink::Clock;
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+KubeletLink::KubeletLink(Options options)
+    : options_(std::move(options)),
+      socket_dir_(options_.mode == RegistrationMode::kPluginWatcher ? options_.plugins_registry_dir
+                                                                    : options_.kubelet_dir) {}
+
+KubeletLink::~KubeletLink() { Shutdown(); }
+
+Status KubeletLink::Start() { return registrar_.Start(); }
+
+void KubeletLink::Shutdown() { registrar_.Shutdown(); }
+
+PoolServer::Options KubeletLink::ServerOptions(const std::string& resource) const {
+  PoolServer::Options so;
+  so.socket_path = socket_dir_ + "/" + SocketFileName(resource);
+  so.plugin_watcher = options_.mode == RegistrationMode::kPluginWatcher;
+  Metrics* metrics = options_.metrics;
+  so.hooks.on_watcher_status = [metrics](const std::string& resource, bool ok, const std::string&) {
+    if (!metrics) return;
+    metrics->CountRegistration(resource, ok);
+    metrics->SetRegistered(resource, ok);
+  };
+  // A stream opened or ended: HandleRegistrations looks (the server stops before this link goes).
+  const KubeletRegistrar* registrar = &registrar_;
+  so.hooks.on_streams_changed = [registrar] { registrar->Wake(); };
+  return so;
+}
+
+void KubeletLink::Add(const std::string& pool, const std::string& resource, PoolServer* server) {
+  PoolLink link;
+  link.resource = resource;
+  link.server = server;
+  if (options_.metrics) {
+    options_.metrics->SetRegistered(resource, false);
+    options_.metrics->SetStreaming(resource, false);
+  }
+  pools_[pool] = std::move(link);
+}
+
+void KubeletLink::Remove(const std::string& pool) { pools_.erase(pool); }
+
+const KubeletLink::PoolLink* KubeletLink::pool(const std::string& name) const {
+  auto it = pools_.find(name);
+  return it == pools_.end() ? nullptr : &it->second;
+}
+
+void KubeletLink::SetRegistered(PoolLink& pool, bool registered) {
+  pool.registered = registered;
+  if (!registered) {
+    pool.instance = {};
+    pool.stream_deadline = {};
+  }
+  if (options_.metrics) options_.metrics->SetRegistered(pool.resource, registered);
+}
+
+void KubeletLink::Register(const std::string& pool) {
+  auto it = pools_.find(pool);
+  if (it != pools_.end()) Register(it->second);
+}
+
+void KubeletLink::RegisterAll() {
+  for (auto& [name, pool] : pools_) Register(pool);
+}
+
+void KubeletLink::Register(PoolLink& pool) {
+  if (options_.mode != RegistrationMode::kDevicePlugin) return;  // kubelet's plugin watcher dials us
+  if (pool.serve_retry_at != Clock::time_point{}) return;  // not serving: after ServeAgain
+  const std::string kubelet_sock = KubeletSocket();
+  if (pool.register_seq != 0) {
+    // A Register in flight. One that kubelet may have already is not cancelled to be sent again
+    // (two Registers drop the resource to 0, see the header): its result decides.
+    pool.recheck = true;
+    registrar_.Supersede(pool.resource, KubeletInstanceOf(kubelet_sock));
+    return;
+  }
+  if (!Exists(kubelet_sock)) {
+    SetRegistered(pool, false);
+    pool.retry_at = {};  // waits for kubelet.sock to appear (inotify)
+    SPDLOG_DEBUG("kubelet not up ({} missing): {} registers when it appears", kubelet_sock,
+                 pool.resource);
+    return;
+  }
+  // Off the loop: a kubelet.sock nobody answers on would otherwise hold SIGTERM, health updates
+  // and inotify back for the whole timeout. The result comes back through HandleRegistrations.
+  pool.register_seq = ++register_seq_;
+  pool.recheck = false;
+  pool.retry_at = {};
+  registrar_.Submit({pool.register_seq, kubelet_sock, SocketFileName(pool.resource), pool.resource,
+                     options_.register_timeout});
+}
+
+void KubeletLink::HandleRegistrations(Clock::time_point now) {
+  for (auto& r : registrar_.Drain()) {
+    auto it = std::find_if(pools_.begin(), pools_.end(), [&](const auto& p) {
+      return p.second.resource == r.resource && p.second.register_seq == r.seq;
+    });
+    if (it == pools_.end()) continue;  // superseded, or the pool is gone
+    PoolLink& pool = it->second;
+    pool.register_seq = 0;
+    const Status& s = r.status;
+    if (std::exchange(pool.recheck, false)) {
+      // Asked again while this one was in flight (kubelet restarted, our socket was served
+      // again): it stands only if the kubelet there now accepted it.
+      const KubeletInstance current = KubeletInstanceOf(KubeletSocket());
+      if (!(s.ok() && r.instance.known() && r.instance == current)) {
+        if (s.ok() && options_.metrics) options_.metrics->CountRegistration(pool.resource, true);
+        SPDLOG_INFO("{}: the Register in flight {}; registering again with the kubelet there now",
+                    pool.resource, s.ok() ? "reached a kubelet that has gone" : "ended: " + s.message());
+        SetRegistered(pool, false);
+        pool.register_failures = 0;
+        Register(pool);
+        continue;
+      }
+    }
+    if (options_.metrics) options_.metrics->CountRegistration(pool.resource, s.ok());
+    SetRegistered(pool, s.ok());
+    if (s.ok()) {
+      pool.instance = r.instance;
+      pool.register_failures = 0;
+      pool.retry_at = {};
+      SPDLOG_INFO("registered {} with kubelet (endpoint {})", pool.resource,
+                  SocketFileName(pool.resource));
+      continue;
+    }
+    pool.register_failures++;
+    auto backoff = RegisterBackoff(pool.register_failures);
+    pool.retry_at = now + backoff;
+    SPDLOG_ERROR("{}; retrying in {}s", s.message(), backoff.count());
+  }
+  for (auto& [name, pool] : pools_) CheckStream(pool, now);
+}
+
+void KubeletLink::CheckStream(PoolLink& pool, Clock::time_point now) {
+  const bool streaming = pool.server->open_streams() > 0;
+  if (streaming != pool.streaming) {
+    if (streaming) {
+      pool.streaming_since = now;
+    } else if (now - pool.streaming_since > std::chrono::minutes(1)) {
+      pool.stream_losses = 0;  // a stream that lived: this loss is a fresh incident
+    }
+    pool.streaming = streaming;
+    if (options_.metrics) options_.metrics->SetStreaming(pool.resource, streaming);
+  }
+  // kubelet's plugin watcher dials us again on its own; in device-plugin mode only a Register
+  // brings a stream back.
+  if (options_.mode != RegistrationMode::kDevicePlugin || streaming || !pool.registered) {
+    pool.stream_deadline = {};
+    return;
+  }
+  if (pool.stream_deadline == Clock::time_point{}) {
+    pool.stream_deadline = now + StreamWait(options_.stream_wait, pool.stream_losses);
+    return;
+  }
+  if (now < pool.stream_deadline) return;
+  SPDLOG_WARN("kubelet holds no ListAndWatch stream of {} (it ended it, or never opened one) and "
+              "opened none within {} ms: registering again", pool.resource,
+              StreamWait(options_.stream_wait, pool.stream_losses).count());
+  pool.stream_losses++;
+  SetRegistered(pool, false);
+  pool.register_failures = 0;
+  Register(pool);
+}
+
+void KubeletLink::ServeAgain(PoolLink& pool, Clock::time_point now) {
+  SetRegistered(pool, false);
+  pool.server->Stop();
+  Status s = pool.server->Start();
+  if (s.ok()) {
+    pool.serve_retry_at = {};
+    return;
+  }
+  // Nothing else would bring the socket back (kubelet only dials what registers): try again.
+  pool.serve_retry_at = now + std::chrono::seconds(1);
+  SPDLOG_ERROR("re-serve {}: {}; retrying in 1s", pool.resource, s.message());
+}
+
+void KubeletLink::ServeAndRegisterAgain(PoolLink& pool, Clock::time_point now) {
+  ServeAgain(pool, now);
+  pool.register_failures = 0;
+  Register(pool);  // nothing while the socket could not be served, or in plugin-watcher mode
+}
+
+void KubeletLink::OnDirEvent(uint32_t mask, const std::string& name, Clock::time_point now) {
+  const bool device_plugin = options_.mode == RegistrationMode::kDevicePlugin;
+  if (device_plugin && name == kKubeletSocket) {
+    if (mask & (IN_CREATE | IN_MOVED_TO)) {
+      SPDLOG_INFO("kubelet.sock created: kubelet started, registering");
+      const KubeletInstance current = KubeletInstanceOf(KubeletSocket());
+      for (auto& [pname, pool] : pools_) {
+        if (!pool.server->SocketPresent()) ServeAgain(pool, now);
+        // Our socket served again (kubelet's sweep removed it) may have registered with this
+        // kubelet already, before this event was read: once per kubelet.
+        if (pool.registered && current.known() && pool.instance == current) {
+          SPDLOG_DEBUG("{} is registered with this kubelet already", pool.resource);
+          continue;
+        }
+        pool.register_failures = 0;
+        pool.stream_losses = 0;
+        Register(pool);
+      }
+    } else {
+      // A kubelet stopped with SIGTERM leaves kubelet.sock: the next kubelet removes it (with
+      // every socket in the directory) when it starts, then listens on a new one.
+      SPDLOG_INFO("kubelet.sock removed: a kubelet is starting (it clears its directory); "
+                  "registering when its new socket appears");
+      for (auto& [pname, pool] : pools_) {
+        SetRegistered(pool, false);
+        // A Register in flight goes on: its result decides (it may reach the new kubelet).
+        if (pool.register_seq != 0) pool.recheck = true;
+      }
+    }
+    return;
+  }
+  if (!(mask & (IN_DELETE | IN_MOVED_FROM))) return;
+  for (auto& [pname, pool] : pools_) {
+    if (SocketFileName(pool.resource) != name || pool.server->SocketPresent()) continue;
+    // A kubelet starting clears its directory; `rm`, or another process, can remove it too.
+    // kubelet only dials what registers: serve again now, and register again at once when
+    // kubelet.sock is there (else when it appears).
+    SPDLOG_INFO("{} was removed: serving {} again", name, pool.resource);
+    ServeAndRegisterAgain(pool, now);
+  }
+}
+
+void KubeletLink::OnTimer(Clock::time_point now) {
+  for (auto& [name, pool] : pools_) {
+    if (pool.serve_retry_at != Clock::time_point{} && now >= pool.serve_retry_at) {
+      ServeAndRegisterAgain(pool, now);
+    }
+    if (!pool.registered && pool.retry_at != Clock::time_point{} && now >= pool.retry_at) {
+      Register(pool);
+    }
+    CheckStream(pool, now);
+  }
+}
+
+Clock::time_point KubeletLink::NextWakeup(Clock::time_point bound) const {
+  Clock::time_point wake_at = bound;
+  for (const auto& [name, pool] : pools_) {
+    if (!pool.registered && pool.retry_at != Clock::time_point{}) {
+      wake_at = std::min(wake_at, pool.retry_at);
+    }
+    if (pool.serve_retry_at != Clock::time_point{}) wake_at = std::min(wake_at, pool.serve_retry_at);
+    if (pool.stream_deadline != Clock::time_point{}) wake_at = std::min(wake_at, pool.stream_deadline);
+  }
+  return wake_at;
+}
+
+}  // namespace rdmak8s::dp

@@ -61,6 +61,7 @@ void HealthWatcher::Stop() {
 Status HealthWatcher::Run() {
   auto next_rescan = std::chrono::steady_clock::now() + rescan_interval_;
   while (true) {
+    if (deps_.on_wakeup) deps_.on_wakeup();
     pollfd fds[4];
     int n = 0;
     fds[n++] = {stop_fd_, POLLIN, 0};

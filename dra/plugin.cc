@@ -23,10 +23,16 @@ std::string StagingPath(const std::string& path) {
 DraPlugin::DraPlugin(DraPluginOptions options, Preparer* preparer, DeviceCatalog* catalog,
                      DraMetrics* metrics)
     : options_(std::move(options)), preparer_(preparer), catalog_(catalog), metrics_(metrics) {
-  registration_state_.SetListener([this](const RegistrationVerdict& v) {
-    if (metrics_ != nullptr) metrics_->SetRegistered(v.registered);
-    if (listener_) listener_(v);
-  });
+  OnRegistration(nullptr);
+}
+
+void DraPlugin::OnRegistration(std::function<void(const RegistrationVerdict&)> listener) {
+  // RegistrationState keeps the listener under its lock: kubelet's call may come at any time.
+  registration_state_.SetListener(
+      [metrics = metrics_, listener = std::move(listener)](const RegistrationVerdict& v) {
+        if (metrics != nullptr) metrics->SetRegistered(v.registered);
+        if (listener) listener(v);
+      });
 }
 
 DraPlugin::~DraPlugin() { Stop(); }

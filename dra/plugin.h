@@ -71,9 +71,7 @@ class DraPlugin {
   }
   std::optional<RegistrationVerdict> verdict() const { return registration_state_.Get(); }
   // See RegistrationState::SetListener; before Start.
-  void OnRegistration(std::function<void(const RegistrationVerdict&)> listener) {
-    listener_ = std::move(listener);
-  }
+  void OnRegistration(std::function<void(const RegistrationVerdict&)> listener);
 
  private:
   // One gRPC server on one unix socket path, remembering the inode it bound.
@@ -92,7 +90,6 @@ class DraPlugin {
   Preparer* preparer_;
   DeviceCatalog* catalog_;
   DraMetrics* metrics_;
-  std::function<void(const RegistrationVerdict&)> listener_;  // set before Start
   RegistrationState registration_state_;
   std::atomic<bool> stopping_{false};  // read by the health streams
   Served dra_;

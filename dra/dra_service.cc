@@ -31,14 +31,17 @@ ClaimRef RefOf(const ClaimMsg& c) {
 template <class Base, class PrepareReq, class PrepareResp, class UnprepareReq, class UnprepareResp>
 class DraService final : public Base {
  public:
-  DraService(Preparer* preparer, const char* version) : preparer_(preparer), version_(version) {}
+  DraService(Preparer* preparer, DraMetrics* metrics, const char* version)
+      : preparer_(preparer), metrics_(metrics), version_(version) {}
 
   grpc::Status NodePrepareResources(grpc::ServerContext* ctx, const PrepareReq* req,
                                     PrepareResp* resp) override {
     const std::optional<ClaimDeadline> deadline = CallDeadline(ctx);
     for (const auto& c : req->claims()) {
       auto& out = (*resp->mutable_claims())[c.uid()];
+      const auto started = std::chrono::steady_clock::now();
       StatusOr<std::vector<PreparedDevice>> devices = preparer_->Prepare(RefOf(c), deadline);
+      if (metrics_ != nullptr) metrics_->ObservePrepare(devices.ok(), std::chrono::steady_clock::now() - started);
       if (!devices.ok()) {
         SPDLOG_ERROR("{} NodePrepareResources: {}", version_, devices.status().message());
         out.set_error(devices.status().message());
@@ -60,6 +63,7 @@ class DraService final : public Base {
     for (const auto& c : req->claims()) {
       auto& out = (*resp->mutable_claims())[c.uid()];
       Status s = preparer_->Unprepare(RefOf(c));
+      if (metrics_ != nullptr) metrics_->CountUnprepare(s.ok());
       if (!s.ok()) {
         SPDLOG_ERROR("{} NodeUnprepareResources: {}", version_, s.message());
         out.set_error(s.message());
@@ -70,6 +74,7 @@ class DraService final : public Base {
 
  private:
   Preparer* preparer_;
+  DraMetrics* metrics_;
   const char* version_;
 };
 
@@ -79,17 +84,17 @@ std::string ParentRequestName(const std::string& request) {
   return request.substr(0, request.find('/'));
 }
 
-std::unique_ptr<grpc::Service> NewDraServiceV1(Preparer* preparer) {
+std::unique_ptr<grpc::Service> NewDraServiceV1(Preparer* preparer, DraMetrics* metrics) {
   return std::make_unique<DraService<v1::DRAPlugin::Service, v1::NodePrepareResourcesRequest,
                                      v1::NodePrepareResourcesResponse, v1::NodeUnprepareResourcesRequest,
-                                     v1::NodeUnprepareResourcesResponse>>(preparer, "v1");
+                                     v1::NodeUnprepareResourcesResponse>>(preparer, metrics, "v1");
 }
 
-std::unique_ptr<grpc::Service> NewDraServiceV1beta1(Preparer* preparer) {
+std::unique_ptr<grpc::Service> NewDraServiceV1beta1(Preparer* preparer, DraMetrics* metrics) {
   return std::make_unique<
       DraService<v1beta1::DRAPlugin::Service, v1beta1::NodePrepareResourcesRequest,
                  v1beta1::NodePrepareResourcesResponse, v1beta1::NodeUnprepareResourcesRequest,
-                 v1beta1::NodeUnprepareResourcesResponse>>(preparer, "v1beta1");
+                 v1beta1::NodeUnprepareResourcesResponse>>(preparer, metrics, "v1beta1");
 }
 
 }  // namespace rdmak8s::dra

@@ -6,6 +6,7 @@
 // it: a `firstAvailable` result's request is "<request>/<subrequest>" ("nic/iwarp"), and kubelet
 // gives a container that asks for `request: nic` only the devices whose request_names hold
 // "nic" exactly (verified with kubelet v1.36), so the parent name is what goes back.
+// With `metrics`, each claim's prepare (result and time) and unprepare is counted there.
 #pragma once
 
 #include <memory>
@@ -14,6 +15,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/service_type.h>
 
+#include "dra/metrics.h"
 #include "dra/preparer.h"
 
 namespace rdmak8s::dra {
@@ -28,8 +30,8 @@ inline constexpr char kDraResourceHealthV1alpha1[] = "v1alpha1.DRAResourceHealth
 // "nic" of "nic/iwarp" (and of "nic"): the name a container's claim reference uses. Pure.
 std::string ParentRequestName(const std::string& request);
 
-// `preparer` is not owned and must outlive the services.
-std::unique_ptr<grpc::Service> NewDraServiceV1(Preparer* preparer);
-std::unique_ptr<grpc::Service> NewDraServiceV1beta1(Preparer* preparer);
+// `preparer` and `metrics` (may be null) are not owned and must outlive the services.
+std::unique_ptr<grpc::Service> NewDraServiceV1(Preparer* preparer, DraMetrics* metrics = nullptr);
+std::unique_ptr<grpc::Service> NewDraServiceV1beta1(Preparer* preparer, DraMetrics* metrics = nullptr);
 
 }  // namespace rdmak8s::dra

@@ -83,6 +83,7 @@ Status HealthWatcher::Run() {
   const bool polling = port_poll_interval_.count() > 0;
   auto next_port_poll = Clock::now() + port_poll_interval_;
   while (true) {
+    if (deps_.on_wakeup) deps_.on_wakeup();
     pollfd fds[5];
     int n = 0;
     fds[n++] = {stop_fd_, POLLIN, 0};

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -33,6 +34,9 @@ struct HealthWatcherDeps {
   std::unique_ptr<dp::DeviceEventSource> uevents;        // optional
   std::unique_ptr<dp::DeviceEventSource> async_events;   // optional
   DeviceFilter filter;  // which devices go to the catalog (--devices); default: all
+  // Called on every wakeup of Run's loop (events, rescans; at least once per rescan interval):
+  // the driver's liveness heartbeat (metrics.h). May be null.
+  std::function<void()> on_wakeup;
 };
 
 class HealthWatcher {

@@ -25,6 +25,7 @@
 #include "dra/claim_reader.h"
 #include "dra/device_catalog.h"
 #include "dra/health_watcher.h"
+#include "dra/metrics.h"
 #include "dra/plugin.h"
 #include "dra/preparer.h"
 #include "dra/registration_watch.h"
@@ -100,13 +101,15 @@ bool DeleteSlicesOnExit(dra::SlicePublisher& publisher, const std::string& drive
 }
 
 // Until SIGTERM/SIGINT: serves the registration socket again whenever the registry directory
-// says it may be gone; SIGHUP asks the health watcher for a full rescan.
+// says it may be gone; SIGHUP asks the health watcher for a full rescan. Wakes at least every
+// 30 s, so /livez sees the loop alive.
 void WaitForSignal(int signal_fd, dra::DraPlugin& plugin, dra::RegistrationWatch& watch,
-                   dra::HealthWatcher& health) {
+                   dra::HealthWatcher& health, dra::DraMetrics& metrics) {
   while (true) {
+    metrics.Heartbeat("registration loop", std::chrono::minutes(2));
     pollfd fds[2] = {{signal_fd, POLLIN, 0}, {watch.fd(), POLLIN, 0}};
     // Without a watch (the directory went away), look again each second.
-    int r = ::poll(fds, 2, watch.watching() ? -1 : 1000);
+    int r = ::poll(fds, 2, watch.watching() ? 30000 : 1000);
     if (r < 0 && errno != EINTR) {
       SPDLOG_ERROR("poll: {}", std::strerror(errno));
       return;
@@ -144,6 +147,9 @@ int RealMain(int argc, char** argv) {
   bool no_verbs = false;
   bool no_api_server = false;
   bool delete_slices_on_exit = false;
+  // As the device plugin's: loopback unless told (the paths have no authentication); the
+  // DaemonSet binds the node's IP. The same port: a node runs one agent or the other.
+  std::string metrics_address = "127.0.0.1:9470";
   plugin_opts.registry_dir = "/var/lib/kubelet/plugins_registry";
   CLI::App app{"rdmak8s-dra-driver: prepares RDMA devices (InfiniBand HCAs, RoCE and iWARP NICs) "
                "allocated through Dynamic Resource Allocation, as kubelet's DRA plugin, and "
@@ -210,6 +216,10 @@ int RealMain(int argc, char** argv) {
                  "which RDMA devices this driver takes: a JSON file {\"selectors\": {...}} with "
                  "the device plugin's selector keys (default: every RDMA device of the node)")
       ->transform(AbsolutePath());
+  app.add_option("--metrics-address", metrics_address,
+                 "host:port for /metrics, /livez and /readyz (\"[<IPv6>]:port\" too); empty "
+                 "disables")
+      ->capture_default_str();
   app.add_option("-v,--v", verbosity, "log verbosity: 0 info, 1 debug, 2 trace")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -228,6 +238,18 @@ int RealMain(int argc, char** argv) {
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+
+  // Before everything that reports to the metrics, so it outlives them all.
+  dra::DeviceCatalog catalog(node_name, nullptr, shares);
+  dra::DraMetrics metrics(&catalog, !no_api_server);
+  if (!metrics_address.empty()) {
+    if (Status s = metrics.Serve(metrics_address); !s.ok()) {
+      SPDLOG_ERROR("start: {}", s.message());
+      return 1;
+    }
+    SPDLOG_INFO("serving /metrics, /livez and /readyz on {}:{}",
+                metrics_address.substr(0, metrics_address.rfind(':')), metrics.port());
+  }
 
   dra::DeviceFilter filter;
   if (!devices_file.empty()) {
@@ -256,6 +278,9 @@ int RealMain(int argc, char** argv) {
       return 1;
     }
     api = std::move(connected).value();
+    api->SetErrorObserver([&metrics](std::string_view verb, std::string_view code) {
+      metrics.CountApiError(verb, code);
+    });
     versions = std::make_unique<dra::ApiVersionSource>(api.get());
     dra::PublisherOptions publisher_opts{prep.driver_name, node_name};
     publisher_opts.shares = shares;
@@ -268,6 +293,9 @@ int RealMain(int argc, char** argv) {
   dra::HealthWatcherDeps deps;
   deps.filter = std::move(filter);
   deps.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{sysfs_root, verbs.get()});
+  // The loop wakes at least once per rescan; a rescan (discovery) itself is short.
+  const auto watch_stall = 2 * std::chrono::seconds(rescan_s) + std::chrono::minutes(1);
+  deps.on_wakeup = [&metrics, watch_stall] { metrics.Heartbeat("device watch loop", watch_stall); };
   if (auto links = NewLinkMonitor(); links.ok()) {
     deps.links = std::move(links).value();
   } else {
@@ -283,7 +311,6 @@ int RealMain(int argc, char** argv) {
     if (auto events = dp::NewIbverbsEventSource(); events.ok()) deps.async_events = std::move(events).value();
   }
 
-  dra::DeviceCatalog catalog(node_name, nullptr, shares);
   dra::HealthWatcher watcher(std::move(deps), sysfs_root, &catalog, std::chrono::seconds(rescan_s),
                              std::chrono::milliseconds(static_cast<int64_t>(port_poll_s * 1000)));
   if (Status s = watcher.Start(); !s.ok()) {
@@ -302,9 +329,12 @@ int RealMain(int argc, char** argv) {
   if (publisher) {
     dra::SliceSyncOptions sync_opts;
     sync_opts.sysfs_root = sysfs_root;
+    sync_opts.on_publish = [&metrics, pub = publisher.get()](const Status& s) {
+      metrics.ObservePublish(s.ok(), pub->published().slices, pub->published().devices);
+    };
     slice_sync = std::make_unique<dra::SliceSync>(publisher.get(), &catalog, sync_opts, api.get());
   }
-  dra::DraPlugin plugin(plugin_opts, preparer->get(), &catalog);
+  dra::DraPlugin plugin(plugin_opts, preparer->get(), &catalog, &metrics);
   if (slice_sync) {
     plugin.OnRegistration([sync = slice_sync.get()](const dra::RegistrationVerdict& v) {
       if (v.registered) sync->Trigger("kubelet registered the driver");
@@ -332,7 +362,7 @@ int RealMain(int argc, char** argv) {
   std::thread sync;
   if (slice_sync) sync = std::thread([&] { slice_sync->Run(); });
 
-  WaitForSignal(signal_fd, plugin, registration_watch, watcher);
+  WaitForSignal(signal_fd, plugin, registration_watch, watcher, metrics);
   ::close(signal_fd);
 
   if (api) api->StopRetries();  // a publish in a 429/5xx backoff ends now

@@ -20,8 +20,20 @@ std::string StagingPath(const std::string& path) {
       .string();
 }
 
-DraPlugin::DraPlugin(DraPluginOptions options, Preparer* preparer, DeviceCatalog* catalog)
-    : options_(std::move(options)), preparer_(preparer), catalog_(catalog) {}
+DraPlugin::DraPlugin(DraPluginOptions options, Preparer* preparer, DeviceCatalog* catalog,
+                     DraMetrics* metrics)
+    : options_(std::move(options)), preparer_(preparer), catalog_(catalog), metrics_(metrics) {
+  OnRegistration(nullptr);
+}
+
+void DraPlugin::OnRegistration(std::function<void(const RegistrationVerdict&)> listener) {
+  // RegistrationState keeps the listener under its lock: kubelet's call may come at any time.
+  registration_state_.SetListener(
+      [metrics = metrics_, listener = std::move(listener)](const RegistrationVerdict& v) {
+        if (metrics != nullptr) metrics->SetRegistered(v.registered);
+        if (listener) listener(v);
+      });
+}
 
 DraPlugin::~DraPlugin() { Stop(); }
 
@@ -75,8 +87,8 @@ Status DraPlugin::Start() {
   if (ec) return InternalError("create " + options_.plugin_dir + ": " + ec.message());
 
   dra_.path = dra_socket();
-  dra_.services.push_back(NewDraServiceV1(preparer_));
-  dra_.services.push_back(NewDraServiceV1beta1(preparer_));
+  dra_.services.push_back(NewDraServiceV1(preparer_, metrics_));
+  dra_.services.push_back(NewDraServiceV1beta1(preparer_, metrics_));
   stopping_ = false;
   dra_.services.push_back(NewHealthService(catalog_, &stopping_, options_.health));
   if (Status s = Serve(dra_); !s.ok()) {
@@ -104,6 +116,8 @@ StatusOr<bool> DraPlugin::ServeRegistrationAgain() {
     registration_.server.reset();
     registration_.services.clear();
   }
+  // Whoever calls this socket next has not registered us yet.
+  if (metrics_ != nullptr) metrics_->SetRegistered(false);
   registration_.path = registration_socket();
   registration_.services.push_back(
       NewRegistrationService(DraPluginInfo(options_.driver_name, dra_socket()), &registration_state_));

@@ -11,11 +11,15 @@
 // Stop leaves the catalog alone: its owner (the driver's main) shuts it down. The plugin may be
 // started again after Stop. ServeRegistrationAgain() re-creates the registration socket if
 // someone removed it (call it on registration_watch.h's event).
+// With `metrics` (metrics.h), the DRA services count prepares and unprepares there, and the
+// registration state it reports for /readyz is kubelet's verdict, reset to "not registered"
+// whenever the registration socket is served (again): a new kubelet has yet to call it.
 //
 // Thread safety: Start, Stop and ServeRegistrationAgain on one thread; accessors from any.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <sys/types.h>
@@ -26,6 +30,7 @@
 
 #include "dra/device_catalog.h"
 #include "dra/health_service.h"
+#include "dra/metrics.h"
 #include "dra/preparer.h"
 #include "dra/registration.h"
 #include "rdmak8s/status.h"
@@ -45,9 +50,10 @@ struct DraPluginOptions {
 
 class DraPlugin {
  public:
-  // `preparer` and `catalog` are not owned and must outlive the plugin. Nothing is served until
-  // Start().
-  DraPlugin(DraPluginOptions options, Preparer* preparer, DeviceCatalog* catalog);
+  // `preparer`, `catalog` and `metrics` (may be null) are not owned and must outlive the plugin.
+  // Nothing is served until Start().
+  DraPlugin(DraPluginOptions options, Preparer* preparer, DeviceCatalog* catalog,
+            DraMetrics* metrics = nullptr);
   ~DraPlugin();
   DraPlugin(const DraPlugin&) = delete;
   DraPlugin& operator=(const DraPlugin&) = delete;
@@ -65,9 +71,7 @@ class DraPlugin {
   }
   std::optional<RegistrationVerdict> verdict() const { return registration_state_.Get(); }
   // See RegistrationState::SetListener; before Start.
-  void OnRegistration(std::function<void(const RegistrationVerdict&)> listener) {
-    registration_state_.SetListener(std::move(listener));
-  }
+  void OnRegistration(std::function<void(const RegistrationVerdict&)> listener);
 
  private:
   // One gRPC server on one unix socket path, remembering the inode it bound.
@@ -85,6 +89,7 @@ class DraPlugin {
   const DraPluginOptions options_;
   Preparer* preparer_;
   DeviceCatalog* catalog_;
+  DraMetrics* metrics_;
   RegistrationState registration_state_;
   std::atomic<bool> stopping_{false};  // read by the health streams
   Served dra_;

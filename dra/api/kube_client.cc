@@ -268,6 +268,15 @@ StatusOr<HttpResponse> CurlKubeClient::SendOnce(void* handle, const HttpRequest&
   return response;
 }
 
+void CurlKubeClient::Observe(std::string_view verb, const StatusOr<HttpResponse>& answer) const {
+  if (!observer_) return;
+  if (!answer.ok()) {
+    observer_(verb, "none");
+  } else if (answer->status >= 400) {
+    observer_(verb, std::to_string(answer->status));
+  }
+}
+
 void CurlKubeClient::StopRetries() {
   std::lock_guard<std::mutex> lock(stop_mu_);
   stopping_ = true;
@@ -289,6 +298,7 @@ StatusOr<HttpResponse> CurlKubeClient::SendLoop(const HttpRequest& request) {
     if (curl == nullptr) return InternalError(request.method + " " + Url(config_.server, request) + ": curl_easy_init failed");
     StatusOr<HttpResponse> sent = SendOnce(curl, request);
     ReturnHandle(curl);
+    Observe(request.method, sent);
     RDMAK8S_ASSIGN_OR_RETURN(HttpResponse response, std::move(sent));
     if (!Retryable(response.status) || attempt >= retry_.max_attempts) {
       if (Retryable(response.status)) {
@@ -427,9 +437,12 @@ StatusOr<HttpResponse> CurlKubeClient::Stream(const HttpRequest& request,
   if (rc != CURLE_OK && !st.ended_by_caller) {
     std::string detail = errbuf[0] != '\0' ? errbuf.data() : curl_easy_strerror(rc);
     while (!detail.empty() && detail.back() == '\n') detail.pop_back();
-    return UnavailableError(what + ": " + curl_easy_strerror(rc) + ": " + detail);
+    StatusOr<HttpResponse> failed = UnavailableError(what + ": " + curl_easy_strerror(rc) + ": " + detail);
+    Observe("WATCH", failed);
+    return failed;
   }
   if (response.status != 200) response.body = std::move(st.error_body);
+  Observe("WATCH", response);
   return response;
 }
 

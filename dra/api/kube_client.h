@@ -127,6 +127,13 @@ class CurlKubeClient : public KubeApi {
   // and each request is bounded to kStoppedRequestTimeout, so what the driver still sends on
   // its way out (the exit delete of slices) cannot hold it up. Does not block; any thread.
   void StopRetries();
+  // Told of every answer that is an error (HTTP status 400 or more: `code` is it) and of every
+  // attempt that got no answer (`code` "none": connection, TLS, timeout, token file), each
+  // attempt of a retried request on its own; `verb` is the method, "WATCH" for Stream. For the
+  // driver's metrics (dra/metrics.h). Set it before the first request; it is called on the
+  // requesting thread.
+  using ErrorObserver = std::function<void(std::string_view verb, std::string_view code)>;
+  void SetErrorObserver(ErrorObserver observer) { observer_ = std::move(observer); }
   static constexpr std::chrono::milliseconds kStoppedRequestTimeout{2000};
   static constexpr std::chrono::milliseconds kRequestTimeout{60000};
   // Idle handles kept for reuse (their connections stay open); more callers at once get new ones.
@@ -139,10 +146,12 @@ class CurlKubeClient : public KubeApi {
   // A handle of the pool, or a new one (nullptr when libcurl cannot make one); back to the pool.
   void* TakeHandle();
   void ReturnHandle(void* curl);
+  void Observe(std::string_view verb, const StatusOr<HttpResponse>& answer) const;
 
   const KubeConfig config_;
   const RetryPolicy retry_;
   const size_t max_response_bytes_;
+  ErrorObserver observer_;
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stopping_ = false;  // guarded by stop_mu_

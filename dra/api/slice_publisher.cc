@@ -230,8 +230,12 @@ Status SlicePublisher::PublishOnce(const std::vector<DeviceInput>& devices, bool
     same = same && c && c->pool_generation == server_gen && SameContent(*c, d);
   }
   rdma_dev_of_ = built.rdma_dev_of;
+  PublishedCounts counts;
+  counts.slices = static_cast<int>(desired.size());
+  for (const auto& d : desired) counts.devices += static_cast<int>(d.devices.size());
   if (same) {
     last_generation_ = server_gen;
+    published_ = counts;
     return Status::Ok();
   }
 
@@ -273,6 +277,7 @@ Status SlicePublisher::PublishOnce(const std::vector<DeviceInput>& devices, bool
     }
     ++stats_.deletes;
   }
+  published_ = counts;
   return Status::Ok();
 }
 
@@ -316,6 +321,7 @@ Status SlicePublisher::DeleteAll() {
     ++stats_.deletes;
   }
   rdma_dev_of_.clear();
+  published_ = {};
   return Status::Ok();
 }
 

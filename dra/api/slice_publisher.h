@@ -64,6 +64,12 @@ struct PublisherStats {
   int creates = 0, updates = 0, deletes = 0, conflicts = 0, relists = 0;
 };
 
+// What the server holds of the pool after the last successful Publish (zeros after DeleteAll).
+struct PublishedCounts {
+  int slices = 0;
+  int devices = 0;
+};
+
 // The slices Publish would write for `devices` (generation and owner left for it to set): the
 // pure part, also what `make bench` measures for 1,024 devices.
 std::vector<ResourceSlice> DesiredSlices(const std::vector<DeviceInput>& devices,
@@ -97,6 +103,7 @@ class SlicePublisher {
   ResourceApiVersion version() const { return version_.value_or(ResourceApiVersion::kV1); }
   const ServerFeatures& features() const { return features_; }
   const PublisherStats& stats() const { return stats_; }
+  const PublishedCounts& published() const { return published_; }
   const std::vector<std::string>& last_notes() const { return notes_; }
   // The RDMA device a published device name stands for; nullopt when not published.
   std::optional<std::string> RdmaDevOf(std::string_view device_name) const;
@@ -124,6 +131,7 @@ class SlicePublisher {
   int64_t last_generation_ = 0;
   std::string list_rv_;
   PublisherStats stats_;
+  PublishedCounts published_;
   std::vector<std::string> notes_;
   std::vector<std::pair<std::string, std::string>> rdma_dev_of_;
 };

@@ -2,9 +2,14 @@
 // 127.0.0.1 with a CA and a bearer token, found through a kubeconfig written here) and the fake
 // kubelet DRA client (plugin watcher and NodePrepare/Unprepare over unix-socket gRPC), on a copy
 // of a committed sysfs fixture (mlx5_ib_2port: one IB HCA, port 1 ACTIVE, port 2 DOWN).
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <array>
 
 #include <filesystem>
 #include <fstream>
@@ -92,7 +97,50 @@ class DraDriverBinaryTest : public ::testing::Test {
             "--plugins-registry-dir", root_ + "/reg", "--plugin-dir", root_ + "/plugin",
             "--state-dir", root_ + "/state", "--cdi-dir", root_ + "/cdi",
             "--pod-devices-dir", root_ + "/pods", "--sysfs-root", root_ + "/sys",
-            "--dev-root", root_ + "/dev", "--no-verbs", "--rescan-interval", "1"};
+            "--dev-root", root_ + "/dev", "--no-verbs", "--rescan-interval", "1",
+            // A port the kernel picks: tests run in parallel (MetricsPort finds it in the log).
+            "--metrics-address", "127.0.0.1:0"};
+  }
+
+  // The port the driver serves /metrics, /livez and /readyz on, from its log line; 0 when it
+  // never said.
+  int MetricsPort() {
+    const std::string said = "serving /metrics, /livez and /readyz on 127.0.0.1:";
+    int port = 0;
+    EXPECT_TRUE(WaitUntil([&] {
+      const std::string log = ReadAll(root_ + "/stderr.log");
+      const size_t at = log.find(said);
+      if (at == std::string::npos) return false;
+      port = std::stoi(log.substr(at + said.size()));
+      return true;
+    })) << ReadAll(root_ + "/stderr.log");
+    return port;
+  }
+
+  // One GET of `path` on 127.0.0.1:`port`: the whole answer; "" when nothing answered.
+  static std::string HttpGet(int port, const std::string& path) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    std::string out;
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+      close(fd);
+      return out;
+    }
+    const std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
+    (void)!write(fd, req.data(), req.size());
+    std::array<char, 4096> buf{};
+    ssize_t n = 0;
+    while ((n = read(fd, buf.data(), buf.size())) > 0) out.append(buf.data(), static_cast<size_t>(n));
+    close(fd);
+    return out;
+  }
+  static std::string StatusLine(const std::string& r) { return r.substr(0, r.find("\r\n")); }
+  static std::string Body(const std::string& r) {
+    const size_t at = r.find("\r\n\r\n");
+    return at == std::string::npos ? "" : r.substr(at + 4);
   }
 
   // Runs the driver; its stderr goes to <root>/stderr.log. No KUBERNETES_SERVICE_* in its
@@ -498,6 +546,75 @@ TEST_F(DraDriverBinaryTest, AfterTheApiServerUpgradesFromV1beta1ToV1ItPublishesA
   EXPECT_FALSE(Device("mlx5-0").is_null());
   AddClaim1();
   ASSERT_NO_FATAL_FAILURE(PrepareClaim1());
+}
+
+// Issue 26: the DaemonSet's readiness probe. Not ready before kubelet registered the driver, nor
+// before the slices were published once (a hung API server holds the first publish here).
+TEST_F(DraDriverBinaryTest, ReadyzIs503UntilKubeletRegisteredItAndTheSlicesArePublishedThen200) {
+  StartApiServer();
+  server_->HoldRequests("/apis/resource.k8s.io");
+  Spawn(DriverArgs());
+  const int port = MetricsPort();
+  ASSERT_GT(port, 0);
+  std::string r = HttpGet(port, "/readyz");
+  EXPECT_EQ(StatusLine(r), "HTTP/1.1 503 Service Unavailable");
+  EXPECT_EQ(Body(r), "not registered with kubelet\n");
+
+  Register();
+  r = HttpGet(port, "/readyz");
+  EXPECT_EQ(StatusLine(r), "HTTP/1.1 503 Service Unavailable");
+  EXPECT_EQ(Body(r), "ResourceSlices not published yet\n");
+  EXPECT_EQ(StatusLine(HttpGet(port, "/livez")), "HTTP/1.1 200 OK");
+
+  server_->ReleaseHeld();
+  EXPECT_TRUE(WaitUntil([&] { return StatusLine(HttpGet(port, "/readyz")) == "HTTP/1.1 200 OK"; }))
+      << HttpGet(port, "/readyz") << ReadAll(root_ + "/stderr.log");
+  const std::string metrics = Body(HttpGet(port, "/metrics"));
+  EXPECT_NE(metrics.find("\nrdmak8s_ready 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("\nrdmak8s_dra_published_devices 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("rdmak8s_dra_device_healthy{pool=\"node1\",device=\"mlx5-0\",rdma_dev=\"mlx5_0\"} 1"),
+            std::string::npos) << metrics;
+}
+
+// Issue 26: the liveness probe is the driver's own loops, never the API server: a prepare whose
+// claim read hangs leaves /livez (and /readyz, and a scrape) answering.
+TEST_F(DraDriverBinaryTest, LivezAnswersWhileAPrepareWaitsOnAHungApiServer) {
+  StartApiServer();
+  Spawn(DriverArgs());
+  const int port = MetricsPort();
+  ASSERT_GT(port, 0);
+  WaitForTheFixturesSlice();
+  Register();
+  AddClaim1();
+  ASSERT_TRUE(WaitUntil([&] { return StatusLine(HttpGet(port, "/readyz")) == "HTTP/1.1 200 OK"; }))
+      << HttpGet(port, "/readyz");
+
+  server_->HoldRequests("/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims");
+  StatusOr<fake::v1::NodePrepareResourcesResponse> prep = InternalError("not called");
+  std::thread kubelet([&] { prep = kubelet_->NodePrepareResources({{"ml", "claim-1", "nic"}}); });
+  const bool held = server_->WaitForHeld(1, std::chrono::milliseconds(kWait));
+  std::string live = HttpGet(port, "/livez");
+  std::string ready = HttpGet(port, "/readyz");
+  std::string scrape = HttpGet(port, "/metrics");
+  server_->ReleaseHeld();
+  kubelet.join();
+  ASSERT_TRUE(held) << "the claim read never reached the API server: " << ReadAll(root_ + "/stderr.log");
+  EXPECT_EQ(StatusLine(live), "HTTP/1.1 200 OK");
+  EXPECT_EQ(Body(live), "ok\n");
+  EXPECT_EQ(StatusLine(ready), "HTTP/1.1 200 OK");
+  EXPECT_EQ(StatusLine(scrape), "HTTP/1.1 200 OK");
+
+  // Counted once it answered, whichever way (a machine slow enough ends the read at its deadline),
+  // in the first scrape computed after the one above (a scrape is shared for 2 s).
+  ASSERT_TRUE(prep.ok()) << prep.status().ToString();
+  const bool ok = prep->claims().at("claim-1").error().empty();
+  const std::string counted = std::string("rdmak8s_dra_prepare_total{result=\"") + (ok ? "ok" : "error") + "\"} 1";
+  std::string metrics;
+  EXPECT_TRUE(WaitUntil([&] {
+    metrics = Body(HttpGet(port, "/metrics"));
+    return metrics.find(counted) != std::string::npos;
+  })) << metrics;
+  EXPECT_NE(metrics.find("rdmak8s_dra_prepare_duration_seconds_count 1"), std::string::npos) << metrics;
 }
 
 }  // namespace

@@ -22,6 +22,8 @@ DEVICE_CLASS_V1BETA1_SPEC_FIELDS = {"selectors", "config"}
 DRA_EXAMPLE = "examples/dra-gpu-rdma"
 STANDARD_PREFIX = "resource.kubernetes.io/"
 TRANSPORTS = {"ib", "roce", "iwarp"}
+# The agents' /metrics, /livez and /readyz port (docs/deploy.md).
+METRICS_PORT = 9470
 # resource.k8s.io/v1 DeviceClassSpec fields.
 DEVICE_CLASS_SPEC_FIELDS = {"selectors", "config", "extendedResourceName"}
 
@@ -80,6 +82,35 @@ class ManifestsDraTest(unittest.TestCase):
         self.assertEqual(mounts.get(records), records)
         for flag in ("--plugins-registry-dir", "--cdi-dir", "--state-dir", "--sysfs-root", "--dev-root"):
             self.assertIn(args[flag], mounts.values(), flag)
+
+    def test_dra_driver_probes_livez_and_readyz_on_the_scraped_port_bound_to_the_node_ip(self):
+        # Issue 26: the DRA DaemonSet has metrics and probes as the device plugin's has
+        # (docs/dra.md#metrics-and-the-probes): liveness on /livez (its own loops), readiness on
+        # /readyz (registered with kubelet, slices published), the port bound to the node's IP.
+        for rel in DRA_OVERLAY, DRA_V1BETA1_OVERLAY:
+            with self.subTest(rel):
+                ds = one(render(rel), "DaemonSet", "rdmak8s-dra-driver")
+                c = ds["spec"]["template"]["spec"]["containers"][0]
+                ports = {p["name"]: p for p in c["ports"]}
+                self.assertEqual(ports["metrics"]["containerPort"], METRICS_PORT)
+                # hostNetwork: the hostPort makes the scheduler see a clash with the device plugin.
+                self.assertEqual(ports["metrics"]["hostPort"], METRICS_PORT)
+                for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
+                    get = c[probe]["httpGet"]
+                    self.assertEqual(get["path"], path, probe)
+                    self.assertEqual(get["port"], "metrics", probe)
+                    self.assertLessEqual(c[probe]["timeoutSeconds"], c[probe]["periodSeconds"], probe)
+                self.assertEqual(args_map(c)["--metrics-address"], f"[$(NODE_IP)]:{METRICS_PORT}")
+                env = {e["name"]: e for e in c.get("env", [])}
+                self.assertEqual(env["NODE_IP"]["valueFrom"]["fieldRef"]["fieldPath"], "status.hostIP")
+                ann = ds["spec"]["template"]["metadata"]["annotations"]
+                self.assertEqual(ann["prometheus.io/scrape"], "true")
+                self.assertEqual(int(ann["prometheus.io/port"]), METRICS_PORT)
+                self.assertEqual(ann["prometheus.io/path"], "/metrics")
+        # The flag is the driver's, with the device plugin's default (loopback unless told).
+        for main in ("dra/main.cc", "device-plugin/main.cc"):
+            self.assertIn('"--metrics-address"', source(main), main)
+            self.assertEqual(default_of(main, "metrics_address"), f"127.0.0.1:{METRICS_PORT}", main)
 
     def test_device_classes_select_our_driver_by_transport_with_extended_resource_names(self):
         driver = default_of("dra/preparer.h", "driver_name")

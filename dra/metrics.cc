@@ -1,0 +1,241 @@
+#include "dra/metrics.h"
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+#include <prometheus/client_metric.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+namespace rdmak8s::dra {
+
+namespace {
+
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// As the device plugin's (metrics.cc): several scrapers within this share one computation.
+constexpr std::chrono::milliseconds kScrapeFreshFor{2000};
+
+dp::HttpResponse Probe(const std::string& why) {
+  if (why.empty()) return dp::HttpResponse{200, "text/plain; charset=utf-8", "ok\n"};
+  return dp::HttpResponse{503, "text/plain; charset=utf-8", why + "\n"};
+}
+
+}  // namespace
+
+class DraMetrics::Impl {
+ public:
+  Impl(const DeviceCatalog* catalog_in, bool slices_expected_in)
+      : catalog(catalog_in),
+        slices_expected(slices_expected_in),
+        registry(std::make_shared<prometheus::Registry>()),
+        published(prometheus::BuildCounter()
+                      .Name("rdmak8s_dra_slices_published_total")
+                      .Help("Publish passes that left this node's ResourceSlices saying what the "
+                            "driver holds (each writes only what differs)")
+                      .Register(*registry)
+                      .Add({})),
+        publish_errors(prometheus::BuildCounter()
+                           .Name("rdmak8s_dra_slice_publish_errors_total")
+                           .Help("Publish passes of the ResourceSlices that failed (retried "
+                                 "with backoff)")
+                           .Register(*registry)
+                           .Add({})),
+        slices(prometheus::BuildGauge()
+                   .Name("rdmak8s_dra_published_slices")
+                   .Help("ResourceSlices of this node's pool after the last successful publish")
+                   .Register(*registry)
+                   .Add({})),
+        devices(prometheus::BuildGauge()
+                    .Name("rdmak8s_dra_published_devices")
+                    .Help("Devices in this node's ResourceSlices after the last successful "
+                          "publish")
+                    .Register(*registry)
+                    .Add({})),
+        prepares(prometheus::BuildCounter()
+                     .Name("rdmak8s_dra_prepare_total")
+                     .Help("Claims of NodePrepareResources calls, by result")
+                     .Register(*registry)),
+        unprepares(prometheus::BuildCounter()
+                       .Name("rdmak8s_dra_unprepare_total")
+                       .Help("Claims of NodeUnprepareResources calls, by result")
+                       .Register(*registry)),
+        // Answered from the checkpoint: well under a millisecond; read from the API server: a
+        // round trip or more; kubelet gives the whole call 45 s.
+        prepare_seconds(prometheus::BuildHistogram()
+                            .Name("rdmak8s_dra_prepare_duration_seconds")
+                            .Help("Time to prepare one claim (checkpoint answer, or the claim "
+                                  "read from the API server and its files written)")
+                            .Register(*registry)
+                            .Add({}, prometheus::Histogram::BucketBoundaries{
+                                         0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 45})),
+        api_errors(prometheus::BuildCounter()
+                       .Name("rdmak8s_dra_api_errors_total")
+                       .Help("API server answers that were errors (code: HTTP status; none: no "
+                             "answer), each attempt of a retried request counted, by verb")
+                       .Register(*registry)),
+        ready(prometheus::BuildGauge()
+                  .Name("rdmak8s_ready")
+                  .Help("1 when /readyz answers 200: registered with kubelet, the slices "
+                        "published since start, every loop alive")
+                  .Register(*registry)
+                  .Add({})) {}
+
+  const DeviceCatalog* catalog;
+  const bool slices_expected;
+  std::shared_ptr<prometheus::Registry> registry;
+  std::mutex mu;  // guards the families
+  prometheus::Counter& published;
+  prometheus::Counter& publish_errors;
+  prometheus::Gauge& slices;
+  prometheus::Gauge& devices;
+  prometheus::Family<prometheus::Counter>& prepares;
+  prometheus::Family<prometheus::Counter>& unprepares;
+  prometheus::Histogram& prepare_seconds;
+  prometheus::Family<prometheus::Counter>& api_errors;
+  prometheus::Gauge& ready;
+  std::unique_ptr<dp::HttpServer> server;
+
+  // What the probes read: never held while anything slow runs.
+  mutable std::mutex probe_mu;
+  bool registered = false;
+  bool published_once = false;
+  struct Beat {
+    int64_t at_ns = 0;
+    int64_t stall_after_ns = 0;
+  };
+  std::map<std::string, Beat> beats;  // by loop name
+};
+
+DraMetrics::DraMetrics(const DeviceCatalog* catalog, bool slices_expected)
+    : impl_(std::make_unique<Impl>(catalog, slices_expected)) {}
+
+DraMetrics::~DraMetrics() { Stop(); }
+
+Status DraMetrics::Serve(const std::string& address) {
+  if (impl_->server != nullptr) return FailedPreconditionError("metrics: already serving");
+  dp::HttpServer::Options options;
+  dp::HttpServer::CachedRoute scrape{"/metrics", "text/plain; version=0.0.4; charset=utf-8",
+                                     kScrapeFreshFor, [this] { return Scrape(); }};
+  auto server = std::make_unique<dp::HttpServer>(
+      options,
+      [this](const std::string& path) {
+        if (path == "/livez") return Probe(NotLive());
+        if (path == "/readyz") return Probe(Unready());
+        return dp::HttpResponse{404, "text/plain; charset=utf-8", "not found\n"};
+      },
+      std::move(scrape));
+  Status s = server->Listen(address);
+  if (!s.ok()) return UnavailableError("metrics listen on " + address + ": " + s.message());
+  impl_->server = std::move(server);
+  return Status::Ok();
+}
+
+void DraMetrics::Stop() {
+  if (impl_->server) impl_->server->Stop();
+}
+
+int DraMetrics::port() const { return impl_->server ? impl_->server->port() : 0; }
+
+void DraMetrics::ObservePrepare(bool ok, std::chrono::duration<double> took) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->prepares.Add({{"result", ok ? "ok" : "error"}}).Increment();
+  impl_->prepare_seconds.Observe(took.count());
+}
+
+void DraMetrics::CountUnprepare(bool ok) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->unprepares.Add({{"result", ok ? "ok" : "error"}}).Increment();
+}
+
+void DraMetrics::ObservePublish(bool ok, int slices, int devices) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (ok) {
+      impl_->published.Increment();
+      impl_->slices.Set(slices);
+      impl_->devices.Set(devices);
+    } else {
+      impl_->publish_errors.Increment();
+    }
+  }
+  if (ok) {
+    std::lock_guard<std::mutex> lock(impl_->probe_mu);
+    impl_->published_once = true;
+  }
+}
+
+void DraMetrics::CountApiError(std::string_view verb, std::string_view code) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->api_errors.Add({{"verb", std::string(verb)}, {"code", std::string(code)}}).Increment();
+}
+
+void DraMetrics::SetRegistered(bool registered) {
+  std::lock_guard<std::mutex> lock(impl_->probe_mu);
+  impl_->registered = registered;
+}
+
+void DraMetrics::Heartbeat(const std::string& loop, std::chrono::seconds stall_after) {
+  const int64_t now = SteadyNowNs();
+  std::lock_guard<std::mutex> lock(impl_->probe_mu);
+  impl_->beats[loop] = {now, std::chrono::nanoseconds(stall_after).count()};
+}
+
+std::string DraMetrics::NotLive() const {
+  const int64_t now = SteadyNowNs();
+  std::lock_guard<std::mutex> lock(impl_->probe_mu);
+  for (const auto& [loop, beat] : impl_->beats) {
+    const int64_t age = now - beat.at_ns;
+    if (age > beat.stall_after_ns) {
+      return loop + " stalled: no wakeup for " + std::to_string(age / 1'000'000'000) + "s";
+    }
+  }
+  return "";
+}
+
+std::string DraMetrics::Unready() const {
+  if (std::string why = NotLive(); !why.empty()) return why;
+  std::lock_guard<std::mutex> lock(impl_->probe_mu);
+  if (!impl_->registered) return "not registered with kubelet";
+  if (impl_->slices_expected && !impl_->published_once) return "ResourceSlices not published yet";
+  return "";
+}
+
+std::string DraMetrics::Scrape() const {
+  std::vector<prometheus::MetricFamily> fams;
+  const bool is_ready = Unready().empty();
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->ready.Set(is_ready ? 1 : 0);
+    fams = impl_->registry->Collect();
+  }
+  // The catalog's health now: what the next health message tells kubelet.
+  if (impl_->catalog != nullptr) {
+    prometheus::MetricFamily health;
+    health.name = "rdmak8s_dra_device_healthy";
+    health.help = "1 when the device is healthy as the driver reports it to kubelet (the "
+                  "dra-health stream), else 0, by DRA pool and device and RDMA device";
+    health.type = prometheus::MetricType::Gauge;
+    for (const CatalogDevice& d : impl_->catalog->All()) {
+      prometheus::ClientMetric m;
+      m.label = {{"pool", d.pool}, {"device", d.device}, {"rdma_dev", d.dev.name}};
+      m.gauge.value = d.health.healthy ? 1 : 0;
+      health.metric.push_back(std::move(m));
+    }
+    fams.push_back(std::move(health));
+  }
+  return prometheus::TextSerializer().Serialize(fams);
+}
+
+}  // namespace rdmak8s::dra

@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 DEPS := scripts/install-deps.sh
 
-.PHONY: deps build test test-sanitize fuzz demo demo-dra demo-inspect bench bench-e2e images clean e2e
+.PHONY: deps build payload test test-sanitize fuzz demo demo-dra demo-inspect bench bench-e2e images clean e2e
 .PHONY: e2e-two-nodes demo-two-nodes
 
 deps:
@@ -12,6 +12,12 @@ deps:
 build: deps
 	@bash scripts/configure.sh default
 	@cmake --build --preset default -j $(JOBS)
+
+# What the e2e VM runs (CMake target rdmak8s_e2e_payload: the binaries e2e/build-image.sh copies),
+# without the tests, fuzz targets and benchmarks `make build` adds: the demos and e2e build only this.
+payload: deps
+	@bash scripts/configure.sh default
+	@cmake --build --preset default -j $(JOBS) --target rdmak8s_e2e_payload
 
 # The VM image cache lives outside the checkout so that fresh clones on the same machine (CI)
 # reuse it; it is keyed by content, so a stale entry is never used.
@@ -55,28 +61,28 @@ reliability: build
 
 # End to end: real RDMA traffic (soft RoCE v2 and iWARP) between pods in a qemu VM, wired by the
 # device plugin and the CNI plugin. Some scenarios: make e2e E2E_SCENARIO="rxe-shared failures". See e2e/README.md.
-e2e: build
+e2e: payload
 	@python3 e2e/run.py --build-dir build/default $(foreach s,$(E2E_SCENARIO),-s $(s))
 
 # Two nodes: two qemu VMs (one vCPU each) joined by one virtual Ethernet link, each with its own
 # device plugin or DRA driver, fake kubelet and CNI chain; RDMA traffic between pods on different
 # nodes (RoCE v2 shared, iWARP shared, RoCE v2 exclusive with DRA). See e2e/README.md.
-e2e-two-nodes: build
+e2e-two-nodes: payload
 	@python3 e2e/run.py --two-nodes --build-dir build/default
 
 # The two-node RoCE v2 run, with its figures (cross-node verbs and rdma_cm bandwidth/latency).
-demo-two-nodes: build
+demo-two-nodes: payload
 	@python3 e2e/run.py -q -s two-node-rxe-shared --build-dir build/default
 
 # Two pods exchanging RDMA traffic in the e2e VM, narrated step by step (advertised devices,
 # Allocate's answers, CNI results, GIDs, bandwidth and latency); fails when no traffic happened.
-demo: build
+demo: payload
 	@python3 e2e/run.py --demo --build-dir build/default
 
 # make demo, the DRA way: the driver's ResourceSlices on a (fake) API server, one allocated claim
 # per pod, NodePrepareResources and the CDI spec each pod's devices come from, CNI ADD by pod UID,
 # RDMA traffic, teardown (e2e/guest/scenarios/demo-dra.sh).
-demo-dra: build
+demo-dra: payload
 	@python3 e2e/run.py --demo --demo-scenario demo-dra --build-dir build/default
 
 # What rdmak8s discovers on this host and on the bundled sysfs trees of every kind of hardware.
@@ -90,7 +96,7 @@ bench: deps
 
 # The CNI's ADD/DEL figures where only the kernel can give them: our binary exec'ed 270 times per
 # command on a real rxe in exclusive mode, in the e2e VM (e2e/guest/scenarios/cni-bench.sh).
-bench-e2e: build
+bench-e2e: payload
 	@python3 e2e/run.py --build-dir build/default -s cni-bench
 
 # Container images (images/*/Dockerfile) with docker, podman or buildah, whichever works. Exits 2

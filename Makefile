@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 DEPS := scripts/install-deps.sh
 
 .PHONY: deps build payload test test-sanitize fuzz demo demo-dra demo-inspect bench bench-e2e images clean e2e
-.PHONY: e2e-two-nodes demo-two-nodes
+.PHONY: e2e-two-nodes demo-two-nodes demo-payload demo-dra-payload
 
 deps:
 	@bash $(DEPS)
@@ -14,10 +14,20 @@ build: deps
 	@cmake --build --preset default -j $(JOBS)
 
 # What the e2e VM runs (CMake target rdmak8s_e2e_payload: the binaries e2e/build-image.sh copies),
-# without the tests, fuzz targets and benchmarks `make build` adds: the demos and e2e build only this.
+# without the tests, fuzz targets and benchmarks `make build` adds: make e2e and the two-node rules build
+# only this (make demo and demo-dra less, below).
 payload: deps
 	@bash scripts/configure.sh default
 	@cmake --build --preset default -j $(JOBS) --target rdmak8s_e2e_payload
+
+# make demo's and make demo-dra's part of the payload: only the binaries their scenario runs.
+demo-payload: deps
+	@bash scripts/configure.sh default
+	@cmake --build --preset default -j $(JOBS) --target rdmak8s_demo_payload
+
+demo-dra-payload: deps
+	@bash scripts/configure.sh default
+	@cmake --build --preset default -j $(JOBS) --target rdmak8s_demo_dra_payload
 
 # The VM image cache lives outside the checkout so that fresh clones on the same machine (CI)
 # reuse it; it is keyed by content, so a stale entry is never used.
@@ -79,13 +89,13 @@ demo-two-nodes: payload
 
 # Two pods exchanging RDMA traffic in the e2e VM, narrated step by step (advertised devices,
 # Allocate's answers, CNI results, GIDs, bandwidth and latency); fails when no traffic happened.
-demo: payload
+demo: demo-payload
 	@python3 e2e/run.py --demo --build-dir build/default
 
 # make demo, the DRA way: the driver's ResourceSlices on a (fake) API server, one allocated claim
 # per pod, NodePrepareResources and the CDI spec each pod's devices come from, CNI ADD by pod UID,
 # RDMA traffic, teardown (e2e/guest/scenarios/demo-dra.sh).
-demo-dra: payload
+demo-dra: demo-dra-payload
 	@python3 e2e/run.py --demo --demo-scenario demo-dra --build-dir build/default
 
 # What rdmak8s discovers on this host and on the bundled sysfs trees of every kind of hardware.

@@ -3,8 +3,8 @@
 JOBS ?= $(shell nproc)
 DEPS := scripts/install-deps.sh
 
-.PHONY: deps build test test-sanitize fuzz demo demo-dra demo-inspect bench bench-e2e images clean e2e
-.PHONY: e2e-two-nodes demo-two-nodes
+.PHONY: deps build payload test test-sanitize fuzz demo demo-dra demo-inspect bench bench-e2e images clean e2e
+.PHONY: e2e-two-nodes demo-two-nodes demo-payload demo-dra-payload
 
 deps:
 	@bash $(DEPS)
@@ -12,6 +12,22 @@ deps:
 build: deps
 	@bash scripts/configure.sh default
 	@cmake --build --preset default -j $(JOBS)
+
+# What the e2e VM runs (CMake target rdmak8s_e2e_payload: the binaries e2e/build-image.sh copies),
+# without the tests, fuzz targets and benchmarks `make build` adds: make e2e and the two-node rules build
+# only this (make demo and demo-dra less, below).
+payload: deps
+	@bash scripts/configure.sh default
+	@cmake --build --preset default -j $(JOBS) --target rdmak8s_e2e_payload
+
+# make demo's and make demo-dra's part of the payload: only the binaries their scenario runs.
+demo-payload: deps
+	@bash scripts/configure.sh default
+	@cmake --build --preset default -j $(JOBS) --target rdmak8s_demo_payload
+
+demo-dra-payload: deps
+	@bash scripts/configure.sh default
+	@cmake --build --preset default -j $(JOBS) --target rdmak8s_demo_dra_payload
 
 # The VM image cache lives outside the checkout so that fresh clones on the same machine (CI)
 # reuse it; it is keyed by content, so a stale entry is never used.
@@ -56,7 +72,7 @@ reliability: build
 
 # End to end: real RDMA traffic (soft RoCE v2 and iWARP) between pods in a qemu VM, wired by the
 # device plugin and the CNI plugin. Some scenarios: make e2e E2E_SCENARIO="rxe-shared failures". See e2e/README.md.
-e2e: build
+e2e: payload
 	@python3 e2e/run.py --build-dir build/default $(foreach s,$(E2E_SCENARIO),-s $(s))
 
 # Two nodes: two qemu VMs (one vCPU each) joined by one virtual Ethernet link, each with its own
@@ -64,22 +80,22 @@ e2e: build
 # nodes (RoCE v2 shared, iWARP shared, RoCE v2 exclusive with DRA: make test runs those), and the
 # two make test leaves out (two-node-link, two-node-mtu: what the others prove too). See
 # e2e/README.md.
-e2e-two-nodes: build
+e2e-two-nodes: payload
 	@python3 e2e/run.py --two-nodes --with-optional --build-dir build/default
 
 # The two-node RoCE v2 run, with its figures (cross-node verbs and rdma_cm bandwidth/latency).
-demo-two-nodes: build
+demo-two-nodes: payload
 	@python3 e2e/run.py -q -s two-node-rxe-shared --build-dir build/default
 
 # Two pods exchanging RDMA traffic in the e2e VM, narrated step by step (advertised devices,
 # Allocate's answers, CNI results, GIDs, bandwidth and latency); fails when no traffic happened.
-demo: build
+demo: demo-payload
 	@python3 e2e/run.py --demo --build-dir build/default
 
 # make demo, the DRA way: the driver's ResourceSlices on a (fake) API server, one allocated claim
 # per pod, NodePrepareResources and the CDI spec each pod's devices come from, CNI ADD by pod UID,
 # RDMA traffic, teardown (e2e/guest/scenarios/demo-dra.sh).
-demo-dra: build
+demo-dra: demo-dra-payload
 	@python3 e2e/run.py --demo --demo-scenario demo-dra --build-dir build/default
 
 # What rdmak8s discovers on this host and on the bundled sysfs trees of every kind of hardware.
@@ -93,7 +109,7 @@ bench: deps
 
 # The CNI's ADD/DEL figures where only the kernel can give them: our binary exec'ed 270 times per
 # command on a real rxe in exclusive mode, in the e2e VM (e2e/guest/scenarios/cni-bench.sh).
-bench-e2e: build
+bench-e2e: payload
 	@python3 e2e/run.py --build-dir build/default -s cni-bench
 
 # Container images (images/*/Dockerfile) with docker, podman or buildah, whichever works. Exits 2

@@ -38,6 +38,7 @@
 #include "device-plugin/preferred_allocation.h"
 #include "device-plugin/tracker_events.h"
 #include "support/fake_kubelet.h"
+#include "support/loopback_http.h"
 #include "support/sysfs_builder.h"
 #include "unit/device-plugin/fake_event_sources.h"
 
@@ -346,34 +347,9 @@ int FreePort() {
   return port;
 }
 
-int ConnectTo(int port, int recv_timeout_s) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  timeval tv{};
-  tv.tv_sec = recv_timeout_s;
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 // One GET; the bytes of the answer (0: none within the timeout or the server closed first).
 size_t Get(int port, const char* path, int timeout_s) {
-  int fd = ConnectTo(port, timeout_s);
-  if (fd < 0) return 0;
-  std::string req = std::string("GET ") + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
-  (void)!write(fd, req.data(), req.size());
-  size_t got = 0;
-  std::vector<char> buf(1 << 16);
-  ssize_t n;
-  while ((n = read(fd, buf.data(), buf.size())) > 0) got += static_cast<size_t>(n);
-  close(fd);
-  return got;
+  return rdmak8s::testing::HttpRequest(port, path, "GET", std::chrono::seconds(timeout_s)).size();
 }
 
 // Issue 24 item 8: probes while 4 scrapers loop on /metrics and 32 slow readers ask for it and
@@ -397,12 +373,11 @@ void ScrapeFlood(pid_t pid, int port) {
       for (int fd : slow) close(fd);
       slow.clear();
       for (int i = 0; i < 32; ++i) {
-        int fd = ConnectTo(port, 1);
+        int fd = rdmak8s::testing::ConnectLoopback(port, std::chrono::seconds(1));
         if (fd < 0) continue;
         int small = 4096;
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-        const char req[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
-        (void)!write(fd, req, sizeof(req) - 1);
+        rdmak8s::testing::SendRequest(fd, "/metrics");
         slow.push_back(fd);
       }
       for (int t = 0; t < 40 && !stop; ++t) {

@@ -239,8 +239,9 @@ StatusOr<std::vector<PreparedDevice>> Preparer::Prepare(const ClaimRef& ref,
         {d.request, options_.driver_name, d.pool, d.device, d.rdma_dev, d.bus_id});
   }
   for (const auto& pod : rec.pod_uids) {
-    RDMAK8S_RETURN_IF_ERROR_CTX(WritePodClaimRecord(options_.pod_devices_dir, pod, pod_record),
-                                "prepare " + Named(ref));
+    RDMAK8S_RETURN_IF_ERROR_CTX(
+        WritePodClaimRecord(options_.pod_devices_dir, pod, options_.driver_name, pod_record),
+        "prepare " + Named(ref));
   }
 
   rec.phase = ClaimPhase::kPrepared;
@@ -272,7 +273,8 @@ Status Preparer::RemoveFromNode(const PreparedClaim& claim, const std::vector<st
       SPDLOG_WARN("claim UID {}: skipping a pod record that cannot exist: {}", claim.uid, plain.message());
       continue;
     }
-    RDMAK8S_RETURN_IF_ERROR(RemovePodClaimRecord(options_.pod_devices_dir, pod, claim.uid));
+    RDMAK8S_RETURN_IF_ERROR(
+        RemovePodClaimRecord(options_.pod_devices_dir, pod, options_.driver_name, claim.uid));
   }
   return Status::Ok();
 }

@@ -21,8 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::filesystem::remove_all(dir, ec);
   PodClaimRecord seed;
   seed.claim_uid = "claim-a";
-  FUZZ_CHECK(WritePodClaimRecord(dir, pod, seed).ok(), "seed record");
-  const std::string file = dir + "/" + pod + "/claim-a.json";
+  FUZZ_CHECK(WritePodClaimRecord(dir, pod, "rdma.rdmak8s.io", seed).ok(), "seed record");
+  const std::string file = dir + "/" + pod + "/claim-a.rdma.rdmak8s.io.json";
   fuzz::WriteInput(file, fuzz::AsText(data, size));
   FUZZ_CHECK(chmod(file.c_str(), 0600) == 0, "chmod " + file);
 
@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   PodClaimRecord r = (*records)[0];
   // The writer names the file by the claim UID: write it under the UID the file was found as.
   r.claim_uid = "claim-a";
-  FUZZ_CHECK(WritePodClaimRecord(dir, pod, r).ok(), "write back");
+  FUZZ_CHECK(WritePodClaimRecord(dir, pod, "rdma.rdmak8s.io", r).ok(), "write back");
   auto again = ReadPodClaimRecords(dir, pod);
   FUZZ_CHECK(again.ok() && again->size() == 1, again.status().ToString());
   FUZZ_CHECK((*again)[0] == r, "record changed in a round trip");

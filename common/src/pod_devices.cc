@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -124,25 +125,77 @@ Status CheckRecordUid(const std::string& what, const std::string& uid) {
   return Status::Ok();
 }
 
+Status CheckRecordDriver(const std::string& driver) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  bool ok = !driver.empty() && driver.size() <= 63;
+  for (size_t begin = 0; ok && begin <= driver.size();) {
+    size_t dot = driver.find('.', begin);
+    if (dot == std::string::npos) dot = driver.size();
+    const std::string_view label(driver.data() + begin, dot - begin);
+    ok = !label.empty() && alnum(label.front()) && alnum(label.back()) &&
+         std::all_of(label.begin(), label.end(), [&](char c) { return alnum(c) || c == '-'; });
+    begin = dot + 1;
+  }
+  if (!ok) {
+    return InvalidArgumentError("driver name " + Quoted(driver) +
+                                " is not a DNS subdomain of at most 63 characters");
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// The claim's record as a driver of before issue 23 wrote it (<claim_uid>.json) goes when it
+// names no device of another driver: it was ours, or a record of nobody's devices.
+Status RemoveOldLayoutRecord(const std::string& pod_dir, const std::string& driver,
+                             const std::string& claim_uid) {
+  const std::string path = pod_dir + "/" + claim_uid + kSuffix;
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::Ok();
+    return ErrnoError(errno, "stat old-layout pod record " + path);
+  }
+  StatusOr<PodClaimRecord> old = ReadRecord(path);
+  if (old.ok() && std::any_of(old->devices.begin(), old->devices.end(),
+                              [&](const PodClaimDevice& d) { return d.driver != driver; })) {
+    return Status::Ok();  // another driver's record: its own unprepare removes it
+  }
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return ErrnoError(errno, "remove old-layout pod record " + path);
+  }
+  return Status::Ok();
+}
+
+std::string RecordPath(const std::string& pod_dir, const std::string& driver,
+                       const std::string& claim_uid) {
+  return pod_dir + "/" + claim_uid + "." + driver + kSuffix;
+}
+
+}  // namespace
+
 Status WritePodClaimRecord(const std::string& dir, const std::string& pod_uid,
-                           const PodClaimRecord& record) {
+                           const std::string& driver, const PodClaimRecord& record) {
   RDMAK8S_RETURN_IF_ERROR(CheckRecordUid("pod UID", pod_uid));
   RDMAK8S_RETURN_IF_ERROR(CheckRecordUid("claim UID", record.claim_uid));
+  RDMAK8S_RETURN_IF_ERROR(CheckRecordDriver(driver));
   RDMAK8S_RETURN_IF_ERROR_CTX(EnsurePrivateDir(dir), "pod records dir");
   std::string pod_dir = dir + "/" + pod_uid;
   RDMAK8S_RETURN_IF_ERROR_CTX(EnsurePrivateDir(pod_dir), "pod records dir");
-  return WriteFileAtomic(pod_dir + "/" + record.claim_uid + kSuffix, ToJson(record).dump(2) + "\n",
-                         0600)
-      .Prepend("write pod record");
+  RDMAK8S_RETURN_IF_ERROR(WriteFileAtomic(RecordPath(pod_dir, driver, record.claim_uid),
+                                          ToJson(record).dump(2) + "\n", 0600)
+                              .Prepend("write pod record"));
+  return RemoveOldLayoutRecord(pod_dir, driver, record.claim_uid);
 }
 
 Status RemovePodClaimRecord(const std::string& dir, const std::string& pod_uid,
-                            const std::string& claim_uid) {
+                            const std::string& driver, const std::string& claim_uid) {
   RDMAK8S_RETURN_IF_ERROR(CheckRecordUid("pod UID", pod_uid));
   RDMAK8S_RETURN_IF_ERROR(CheckRecordUid("claim UID", claim_uid));
+  RDMAK8S_RETURN_IF_ERROR(CheckRecordDriver(driver));
   std::string pod_dir = dir + "/" + pod_uid;
-  std::string path = pod_dir + "/" + claim_uid + kSuffix;
+  std::string path = RecordPath(pod_dir, driver, claim_uid);
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoError(errno, "remove " + path);
+  RDMAK8S_RETURN_IF_ERROR(RemoveOldLayoutRecord(pod_dir, driver, claim_uid));
   // Only an empty directory goes; another claim's record keeps it.
   if (::rmdir(pod_dir.c_str()) != 0 && errno != ENOENT && errno != ENOTEMPTY && errno != EEXIST) {
     return ErrnoError(errno, "remove " + pod_dir);

@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <filesystem>
+#include <vector>
 
 #include "plugin_fixture.h"
 #include "rdmak8s/pod_devices.h"
@@ -34,11 +36,11 @@ class PluginDraTest : public PluginTest {
     for (const auto& [request, dev] : devices) {
       r.devices.push_back({request, "rdma.rdmak8s.io", "node-a", "dev-" + dev, dev, ""});
     }
-    Status s = WritePodClaimRecord(pods_, pod_uid, r);
+    Status s = WritePodClaimRecord(pods_, pod_uid, "rdma.rdmak8s.io", r);
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
   void Unprepare(const std::string& claim) {
-    Status s = RemovePodClaimRecord(pods_, kUid, "uid-" + claim);
+    Status s = RemovePodClaimRecord(pods_, kUid, "rdma.rdmak8s.io", "uid-" + claim);
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
 
@@ -102,6 +104,37 @@ TEST_F(PluginDraTest, SeveralDraDevicesNeedADraRequestAndTheOneNamedIsTaken) {
   EXPECT_TRUE(In(node_key_, "mlx5_1"));
   ASSERT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
   EXPECT_TRUE(In(node_key_, "mlx5_2"));
+}
+
+// One claim whose two requests two drivers serve (or two instances of ours under two
+// --driver-name): each driver keeps its own record, so the CNI sees both devices and the
+// request picks one; one driver's unprepare leaves the other's device findable.
+TEST_F(PluginDraTest, AClaimServedByTwoDriversShowsBothDevicesAndTheRequestPicks) {
+  Pod pod = NewPod("10.78.0.12");
+  AddGid("mlx5_2", pod.ip);
+  for (const auto& [driver, request, dev] : std::vector<std::array<std::string, 3>>{
+           {"ib.rdmak8s.io", "ib", "mlx5_1"}, {"roce.rdmak8s.io", "roce", "mlx5_2"}}) {
+    PodClaimRecord r{"team", "both", "uid-both", {{request, driver, "node-a", "dev-" + dev, dev, ""}}};
+    ASSERT_TRUE(WritePodClaimRecord(pods_, kUid, driver, r).ok());
+  }
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
+  EXPECT_EQ(Code(out), kErrDeviceNotFound) << out.stdout_data;
+  EXPECT_NE(Msg(out).find("team/both/ib (mlx5_1)"), std::string::npos) << Msg(out);
+  EXPECT_NE(Msg(out).find("team/both/roce (mlx5_2)"), std::string::npos) << Msg(out);
+
+  json conf = Conf("1.0.0", &pod, {{"draRequest", "both/roce"}});
+  out = Run("ADD", "c1", &pod, conf);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_TRUE(In(pod.key, "mlx5_2"));
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  ASSERT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
+  EXPECT_TRUE(In(node_key_, "mlx5_2"));
+
+  // The ib driver's unprepare leaves the roce driver's record: the only device now.
+  ASSERT_TRUE(RemovePodClaimRecord(pods_, kUid, "ib.rdmak8s.io", "uid-both").ok());
+  out = Run("ADD", "c2", &pod, Conf("1.0.0", &pod));
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_TRUE(In(pod.key, "mlx5_2"));
 }
 
 TEST_F(PluginDraTest, ADeviceIdWinsOverTheDraRecords) {
@@ -177,7 +210,7 @@ TEST_F(PluginDraTest, ASymlinkedPodDirectoryIsRefusedNamingIt) {
 TEST_F(PluginDraTest, ARecordOwnedByAnotherUserIsRefusedNamingIt) {
   Pod pod = NewPod("10.78.0.11");
   Prepare("nic", {{"rdma", "mlx5_1"}});
-  const std::string record = pods_ + "/" + kUid + "/uid-nic.json";
+  const std::string record = pods_ + "/" + kUid + "/uid-nic.rdma.rdmak8s.io.json";
   ASSERT_EQ(chown(record.c_str(), 4242, 4242), 0);
   auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
   EXPECT_EQ(Code(out), kErrDeviceNotFound) << out.stdout_data;
@@ -196,7 +229,7 @@ TEST_F(PluginDraTest, TheRecordsDirIsTheNodesNeverTheNetconfs) {
   AddGid("mlx5_1", pod.ip);
   // Records a tenant would like the plugin to read, where the netconf points.
   const std::string elsewhere = tmp_.path() + "/tenant-pods";
-  ASSERT_TRUE(WritePodClaimRecord(elsewhere, kUid, {"team", "nic", "uid-nic",
+  ASSERT_TRUE(WritePodClaimRecord(elsewhere, kUid, "rdma.rdmak8s.io", {"team", "nic", "uid-nic",
                                   {{"rdma", "d", "p", "dev", "mlx5_1", ""}}}).ok());
   options_.node.allow_netconf_overrides = true;  // not even then
   for (const char* key : {"podDevicesDir", "draRecordsDir"}) {

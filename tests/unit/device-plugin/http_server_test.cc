@@ -4,10 +4,7 @@
 // "a scrape is in flight" is a state the test sets, not a time it hopes for.
 #include "device-plugin/http_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <array>
@@ -23,6 +20,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/loopback_http.h"
+
 namespace rdmak8s::dp {
 namespace {
 
@@ -31,45 +30,13 @@ using namespace std::chrono_literals;
 // Failure bound of every wait: generous for a loaded 2-core machine, never a pass criterion.
 constexpr auto kWait = 20s;
 
-int Connect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  timeval tv{};
-  tv.tv_sec = std::chrono::duration_cast<std::chrono::seconds>(kWait).count();
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-void SendGet(int fd, const std::string& path) {
-  std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
-  (void)!write(fd, req.data(), req.size());
-}
-
-// One GET; the whole response; "" when the server closed first or gave no answer in kWait.
+int Connect(int port) { return testing::ConnectLoopback(port, std::chrono::duration_cast<std::chrono::seconds>(kWait)); }
+void SendGet(int fd, const std::string& path) { testing::SendRequest(fd, path); }
 std::string HttpGet(int port, const std::string& path) {
-  int fd = Connect(port);
-  std::string out;
-  if (fd < 0) return out;
-  SendGet(fd, path);
-  std::array<char, 65536> buf{};
-  ssize_t n;
-  while ((n = read(fd, buf.data(), buf.size())) > 0) out.append(buf.data(), static_cast<size_t>(n));
-  close(fd);
-  return out;
+  return testing::HttpRequest(port, path, "GET", std::chrono::duration_cast<std::chrono::seconds>(kWait));
 }
-
-std::string StatusLine(const std::string& r) { return r.substr(0, r.find("\r\n")); }
-std::string Body(const std::string& r) {
-  size_t at = r.find("\r\n\r\n");
-  return at == std::string::npos ? "" : r.substr(at + 4);
-}
+using testing::Body;
+using testing::StatusLine;
 
 // Waits until `pred` holds (true) or kWait passes (false).
 bool WaitUntil(const std::function<bool()>& pred) {

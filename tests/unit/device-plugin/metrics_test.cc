@@ -2,8 +2,6 @@
 // and the HTTP server under idle connections, over real loopback TCP.
 #include "device-plugin/metrics.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,6 +14,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "support/loopback_http.h"
 
 namespace rdmak8s::dp {
 namespace {
@@ -52,31 +52,9 @@ TEST(MetricsTest, EventLoopIsStalledWhenItsLastHeartbeatIsOlderThanTheBound) {
   EXPECT_EQ(m.Unready(), "");
 }
 
-int Connect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// One GET; the whole response (status line, headers, body); "" when the server closed first.
+int Connect(int port) { return testing::ConnectLoopback(port, std::chrono::seconds(20)); }
 std::string HttpGet(int port, const std::string& path, const std::string& method = "GET") {
-  int fd = Connect(port);
-  std::string out;
-  if (fd < 0) return out;
-  std::string req = method + " " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
-  (void)!write(fd, req.data(), req.size());
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-  close(fd);
-  return out;
+  return testing::HttpRequest(port, path, method);
 }
 
 // True while the server has not closed `fd` (nothing to read yet, no EOF).
@@ -86,7 +64,7 @@ bool StillOpen(int fd) {
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
-std::string StatusLine(const std::string& response) { return response.substr(0, response.find("\r\n")); }
+using testing::StatusLine;
 
 TEST(MetricsTest, LivenessDoesNotDependOnRegistrationButReadinessDoes) {
   Metrics m("/nonexistent");

@@ -16,6 +16,7 @@
 
 #include "fakes/fake_claim_reader.h"
 #include "fakes/fake_dra_kubelet.h"
+#include "rdmak8s/pod_devices.h"
 #include "support/temp_dir.h"
 #include "unit/device-plugin/test_devices.h"
 
@@ -358,6 +359,18 @@ TEST(TwoDriversTest, BothDriversOfOneClaimPrepareAndEachCdiDeviceResolves) {
   EXPECT_THAT(ids, ElementsAre("ib.rdmak8s.io/claim=uid-2-mlx5-0", "roce.rdmak8s.io/claim=uid-2-mlx5-1"));
   for (const auto& id : ids) EXPECT_EQ(CdiDefinitions(tmp.path() + "/cdi", id), 1) << id;
   EXPECT_THAT(watcher.failing(), IsEmpty());
+  // The CNI finds both devices of the claim in the pod's records: one record per driver.
+  auto rdma_devs = [&] {
+    std::vector<std::string> out;
+    auto records = ReadPodClaimRecords(tmp.path() + "/pods", "pod-2");
+    EXPECT_TRUE(records.ok()) << records.status().ToString();
+    if (!records.ok()) return out;
+    for (const auto& r : *records) {
+      for (const auto& d : r.devices) out.push_back(d.driver + ":" + d.rdma_dev);
+    }
+    return out;
+  };
+  EXPECT_THAT(rdma_devs(), ElementsAre("ib.rdmak8s.io:mlx5_0", "roce.rdmak8s.io:mlx5_1"));
 
   // A restart of the first driver still knows its half of the claim: the second did not
   // overwrite its checkpoint.
@@ -371,6 +384,7 @@ TEST(TwoDriversTest, BothDriversOfOneClaimPrepareAndEachCdiDeviceResolves) {
   ASSERT_TRUE(drivers[1].preparer->Unprepare({"team", "uid-2", "both"}).ok());
   EXPECT_EQ(CdiDefinitions(tmp.path() + "/cdi", ids[0]), 1);
   EXPECT_EQ(CdiDefinitions(tmp.path() + "/cdi", ids[1]), 0);
+  EXPECT_THAT(rdma_devs(), ElementsAre("ib.rdmak8s.io:mlx5_0"));
   watcher.Stop();
   drivers[1].plugin->Stop();
 }

@@ -132,7 +132,7 @@ TEST_F(PreparerTest, PrepareCutShortBeforeItsLastStepIsRedoneOrUndoneAfterRestar
   ClaimMap half{{"uid-1", {"uid-1", "team", "nic-claim", ClaimPhase::kPreparing, {}, {"pod-old"},
                            options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-1.json"}}};
   ASSERT_TRUE(Checkpoint(options_.state_dir, kDriver).Save(half).ok());
-  ASSERT_TRUE(WritePodClaimRecord(options_.pod_devices_dir, "pod-old", {"team", "nic-claim", "uid-1", {}}).ok());
+  ASSERT_TRUE(WritePodClaimRecord(options_.pod_devices_dir, "pod-old", "rdma.rdmak8s.io", {"team", "nic-claim", "uid-1", {}}).ok());
   std::ofstream(options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-1.json") << "{}";
   Restart();
 
@@ -151,7 +151,7 @@ TEST_F(PreparerTest, UnprepareOfAHalfPreparedClaimRemovesWhatWasWritten) {
   ClaimMap half{{"uid-1", {"uid-1", "team", "nic-claim", ClaimPhase::kPreparing, {}, {"pod-1"},
                            options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-1.json"}}};
   ASSERT_TRUE(Checkpoint(options_.state_dir, kDriver).Save(half).ok());
-  ASSERT_TRUE(WritePodClaimRecord(options_.pod_devices_dir, "pod-1", {"team", "nic-claim", "uid-1", {}}).ok());
+  ASSERT_TRUE(WritePodClaimRecord(options_.pod_devices_dir, "pod-1", "rdma.rdmak8s.io", {"team", "nic-claim", "uid-1", {}}).ok());
   Restart();
   ASSERT_TRUE(preparer_->Unprepare(Ref("uid-1")).ok());
   EXPECT_EQ(ReadPodClaimRecords(options_.pod_devices_dir, "pod-1").status().code(), StatusCode::kNotFound);
@@ -388,7 +388,7 @@ TEST_F(PreparerTest, AClaimAnOlderDriverCheckpointedWithABadPodUidCanStillBeUnpr
   const std::string spec = options_.cdi_dir + "/rdma.rdmak8s.io-claim_uid-1.json";
   ClaimMap old{{"uid-1", {"uid-1", "team", "nic-claim", ClaimPhase::kPrepared, {}, {"../evil", "pod-1"}, spec}}};
   ASSERT_TRUE(Checkpoint(options_.state_dir, options_.driver_name).Save(old).ok());
-  ASSERT_TRUE(WritePodClaimRecord(options_.pod_devices_dir, "pod-1", {"team", "nic-claim", "uid-1", {}}).ok());
+  ASSERT_TRUE(WritePodClaimRecord(options_.pod_devices_dir, "pod-1", "rdma.rdmak8s.io", {"team", "nic-claim", "uid-1", {}}).ok());
   std::ofstream(spec) << "{}";
   Restart();
   Status s = preparer_->Unprepare(Ref("uid-1"));

@@ -357,8 +357,17 @@ if [[ $WITH_CONTAINERD == 1 ]]; then
   CTR_BIN=$(bash "$SRC_ROOT/scripts/fetch-trixie-containerd.sh" --print | sed -n 's/^CONTAINERD_BIN=//p') ||
     die "fetching containerd 1.7 and runc failed (scripts/fetch-trixie-containerd.sh)"
   [[ -n $CTR_BIN ]] || die "scripts/fetch-trixie-containerd.sh printed no CONTAINERD_BIN"
-  RT_KEY=$(for b in containerd containerd-shim-runc-v2 ctr runc; do readlink -f "$CTR_BIN/$b"; done |
-           sha256sum | cut -c1-16)
+  # The CRI client: Debian 12's Python with its gRPC and protobuf, and stubs of trixie's CRI
+  # api.proto (no Debian release packages crictl). gogoproto options only steer Go code.
+  PY_PACKAGES=(python3.11-minimal libpython3.11-stdlib python3-grpcio python3-protobuf python3-grpc-tools)
+  py_versions=""
+  for p in "${PY_PACKAGES[@]}"; do
+    v=$(dpkg-query -W -f='${Status} ${Version}' "$p" 2>/dev/null) || die "package $p is not installed (run scripts/install-deps.sh)"
+    [[ $v == "install ok installed "* ]] || die "package $p is not installed (run scripts/install-deps.sh)"
+    py_versions+="$p=${v##* } "
+  done
+  RT_KEY=$( { for b in containerd containerd-shim-runc-v2 ctr runc api.proto; do readlink -f "$CTR_BIN/$b"; done
+              echo "$py_versions"; sha256sum "$0" "$HERE/guest-src/cri.py" | cut -d' ' -f1; } | sha256sum | cut -c1-16)
   RUNTIME=$CACHE/runtime-$RT_KEY.cpio
   if [[ ! -f $RUNTIME ]]; then
     log "assembling the runtime layer (containerd 1.7, runc)"
@@ -374,6 +383,27 @@ if [[ $WITH_CONTAINERD == 1 ]]; then
         grep -qxF "${dest#/}" <<<"$BASE_LIST" || copy_file "$STAGE" "$lib"
       done < <(ldd "$f" 2>/dev/null | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p')
     done
+    PYLIB=/usr/lib/python3.11
+    tar -C / -cf - --exclude=__pycache__ --exclude="${PYLIB#/}/test" --exclude="${PYLIB#/}/idlelib" \
+      --exclude="${PYLIB#/}/tkinter" --exclude="${PYLIB#/}/ensurepip" --exclude="${PYLIB#/}/lib2to3" \
+      --exclude="${PYLIB#/}/config-3.11-x86_64-linux-gnu" "${PYLIB#/}" \
+      usr/lib/python3/dist-packages/grpc usr/lib/python3/dist-packages/google | tar -C "$STAGE" -xf - ||
+      die "copying Python's standard library, grpc and protobuf failed"
+    copy_file "$STAGE" /usr/bin/python3.11 /usr/bin/python3
+    while read -r f; do
+      while read -r lib; do
+        [[ -n $lib ]] || continue
+        dest=$lib; case $dest in /bin/*|/sbin/*|/lib/*|/lib64/*) dest=/usr$dest ;; esac
+        grep -qxF "${dest#/}" <<<"$BASE_LIST" || copy_file "$STAGE" "$lib"
+      done < <(ldd "$f" 2>/dev/null | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p')
+    done < <(echo /usr/bin/python3.11; find "$STAGE/usr/lib" -name '*.so' -path '*python3*')
+    # The pod network of the runtime scenarios' plain sandboxes (a veth with host-local IPAM).
+    copy_file "$STAGE" /usr/lib/cni/ptp /opt/cni/bin/ptp
+    mkdir -p "$STAGE/e2e/cri"
+    sed -e '/^import "github.com\/gogo/d' -e '/^option (gogoproto/d' "$(readlink -f "$CTR_BIN/api.proto")" > "$STAGE/e2e/cri/api.proto"
+    (cd "$STAGE/e2e/cri" && /usr/bin/python3 -m grpc_tools.protoc -I. --python_out=. --grpc_python_out=. api.proto) ||
+      die "compiling the CRI api.proto with grpc_tools failed"
+    install -m 0755 "$HERE/guest-src/cri.py" "$STAGE/e2e/cri/cri"
     (cd "$STAGE" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --reproducible --quiet) > "$RUNTIME.tmp"
     mv "$RUNTIME.tmp" "$RUNTIME"
     rm -rf "$STAGE"

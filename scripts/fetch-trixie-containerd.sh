@@ -7,6 +7,8 @@
 # and dpkg database are never touched), unpacked with dpkg-deb -x into
 #   $CACHE/<package>_<version>/     one tree per package version, never changed once complete
 #   $CACHE/bin/{containerd,containerd-shim-runc-v2,ctr,runc}   symlinks to the versions in use
+#   $CACHE/bin/api.proto   the CRI API (runtime.v1) of trixie's golang-github-kubernetes-cri-api-dev
+#                          (no crictl is packaged: the e2e's CRI client is compiled from it)
 # Prints nothing when they are already there (no network then). Exit 0 when $CACHE/bin holds
 # working binaries, 1 otherwise. Not wired into e2e/build-image.sh yet.
 #
@@ -16,7 +18,7 @@
 # registry.k8s.io/pause:3.8. Neither Debian 12 nor trixie packages crictl (cri-tools).
 #
 # Usage: scripts/fetch-trixie-containerd.sh [--print]
-#   --print    print "CONTAINERD_BIN=<dir>" on stdout
+#   --print    print "CONTAINERD_BIN=<dir>" on stdout (api.proto is there too)
 # Environment: RDMAK8S_CONTAINERD_CACHE (default /var/cache/rdmak8s/trixie-containerd, or
 # ~/.cache/rdmak8s/trixie-containerd when that is not writable), DEBIAN_MIRROR.
 set -euo pipefail
@@ -54,6 +56,7 @@ all_ok() {
     target=$(readlink -f "$CACHE/bin/$b" 2>/dev/null) || return 1
     [[ -x $target && -f ${target%/usr/*}/.done ]] || return 1
   done
+  [[ -f $(readlink -f "$CACHE/bin/api.proto") ]] || return 1
   "$CACHE/bin/containerd" --version 2>/dev/null | grep -q ' 1\.7\.' || return 1
   "$CACHE/bin/runc" --version >/dev/null 2>&1
 }
@@ -107,5 +110,10 @@ ctr_tree=$(fetch trixie containerd 1.7.)
 runc_tree=$(fetch bookworm runc 1.1.)
 for b in containerd containerd-shim-runc-v2 ctr; do link "$ctr_tree" "$b"; done
 link "$runc_tree" runc
+api_tree=$(fetch trixie golang-github-kubernetes-cri-api-dev 0.)
+api_rel=usr/share/gocode/src/k8s.io/cri-api/pkg/apis/runtime/v1/api.proto
+[[ -f $api_tree/$api_rel ]] || die "$api_tree has no $api_rel"
+ln -sfn "../${api_tree##*/}/$api_rel" "$CACHE/bin/api.proto.tmp"
+mv -T "$CACHE/bin/api.proto.tmp" "$CACHE/bin/api.proto"
 all_ok || die "$CACHE/bin: containerd 1.7 or runc does not run on this machine"
 print_paths

@@ -15,6 +15,9 @@ ctr_k8s() { ctr --address "$CTRD_SOCK" -n k8s.io "$@"; }
 # without CAP_SYS_RESOURCE in some sandboxes (measured with 1.6 on the build machines).
 containerd_config() {
   mkdir -p /etc/containerd /etc/cni/net.d /etc/cdi /var/run/cdi
+  # CRI copies the node's resolv.conf into each sandbox; without one RunPodSandbox fails
+  # ("failed to setup sandbox files: ... open /etc/resolv.conf: no such file", measured).
+  [ -f /etc/resolv.conf ] || : > /etc/resolv.conf
   cat > "$CTRD_CONF" <<EOF
 version = 2
 root = "/var/lib/containerd"
@@ -111,4 +114,19 @@ pause_image_import() {
   local rc=$?
   rm -rf "$r"
   return $rc
+}
+
+# cri METHOD [REQUEST.json|-]: one CRI call (e2e/guest-src/cri.py), its answer as JSON.
+cri() { /usr/bin/python3 /e2e/cri/cri --socket "$CTRD_SOCK" "$@"; }
+
+CNILOG_DIR=/run/e2e/cnilog
+
+# cnilog_show: what the runtime passed to the recording plugin (e2e/cni/e2e-cnilog), call by call:
+# the CNI_* variables, then the rest of the environment on one line.
+cnilog_show() {
+  local f
+  for f in $(ls "$CNILOG_DIR"/*.env 2>/dev/null | sort -t/ -k5 -n); do
+    echo "  cnilog: $(basename "$f" .env): $(grep '^CNI_' "$f" | tr '\n' ' ')"
+    echo "  cnilog: $(basename "$f" .env): other env: $(grep -v '^CNI_' "$f" | tr '\n' ' ')"
+  done
 }

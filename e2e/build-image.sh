@@ -10,11 +10,14 @@
 #       base.cpio    kernel modules + Debian 12 userspace (rdma-core, perftest, iproute2, busybox,
 #                    containernetworking-plugins, UCX, Open MPI) and their shared libraries;
 #       project.cpio the project's freshly built binaries (those present in --build-dir);
-#       guest.cpio   e2e/guest (init, helpers, scenarios) and e2e/cni (the e2e-only CNI plugin).
+#       guest.cpio   e2e/guest (init, helpers, scenarios) and e2e/cni (the e2e-only CNI plugin);
+#       runtime.cpio only with --with-containerd: trixie's containerd 1.7 (containerd, its runc
+#                    shim, ctr) and Debian 12's runc, from scripts/fetch-trixie-containerd.sh
+#                    (about 100 MB more to boot, so only for the scenarios that need them).
 # Everything is cached under e2e/.cache (kernel and siw by kernel version, base layer by the hash of
 # its inputs), so a second run takes about a second.
 #
-# Usage: e2e/build-image.sh [--build-dir DIR]... [--out DIR]
+# Usage: e2e/build-image.sh [--build-dir DIR]... [--out DIR] [--with-containerd]
 #        e2e/build-image.sh --base-only
 #   Project binaries are taken from the first --build-dir holding each (default build/default).
 #   Prints "E2E-IMAGE kernel=<path> initrd=<path> kver=<kver>" on success. --base-only stops once
@@ -32,12 +35,14 @@ CACHE=${E2E_CACHE:-$HERE/.cache}
 BUILD_DIRS=()
 OUT=""
 BASE_ONLY=0
+WITH_CONTAINERD=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build-dir) BUILD_DIRS+=("$2"); shift 2 ;;
     --base-only) BASE_ONLY=1; shift ;;
+    --with-containerd) WITH_CONTAINERD=1; shift ;;
     --out) OUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "build-image: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -345,7 +350,69 @@ GUEST=$CACHE/guest.cpio
 (cd "$STAGE" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --reproducible --quiet) > "$GUEST"
 rm -rf "$STAGE"
 
-cat "$BASE" "$PROJECT" "$GUEST" > "$OUT/initrd.cpio.tmp"
+# Runtime layer (--with-containerd): the fetched binaries, cached by their package trees (a tree
+# never changes once complete, so its name is its content's key).
+LAYERS=("$BASE" "$PROJECT" "$GUEST")
+if [[ $WITH_CONTAINERD == 1 ]]; then
+  CTR_BIN=$(bash "$SRC_ROOT/scripts/fetch-trixie-containerd.sh" --print | sed -n 's/^CONTAINERD_BIN=//p') ||
+    die "fetching containerd 1.7 and runc failed (scripts/fetch-trixie-containerd.sh)"
+  [[ -n $CTR_BIN ]] || die "scripts/fetch-trixie-containerd.sh printed no CONTAINERD_BIN"
+  # The CRI client: Debian 12's Python with its gRPC and protobuf, and stubs of trixie's CRI
+  # api.proto (no Debian release packages crictl). gogoproto options only steer Go code.
+  PY_PACKAGES=(python3.11-minimal libpython3.11-stdlib python3-grpcio python3-protobuf python3-grpc-tools)
+  py_versions=""
+  for p in "${PY_PACKAGES[@]}"; do
+    v=$(dpkg-query -W -f='${Status} ${Version}' "$p" 2>/dev/null) || die "package $p is not installed (run scripts/install-deps.sh)"
+    [[ $v == "install ok installed "* ]] || die "package $p is not installed (run scripts/install-deps.sh)"
+    py_versions+="$p=${v##* } "
+  done
+  RT_KEY=$( { for b in containerd containerd-shim-runc-v2 ctr runc api.proto; do readlink -f "$CTR_BIN/$b"; done
+              echo "$py_versions"; sha256sum "$0" "$HERE/guest-src/cri.py" | cut -d' ' -f1; } | sha256sum | cut -c1-16)
+  RUNTIME=$CACHE/runtime-$RT_KEY.cpio
+  if [[ ! -f $RUNTIME ]]; then
+    log "assembling the runtime layer (containerd 1.7, runc)"
+    STAGE=$CACHE/stage-runtime
+    rm -rf "$STAGE" && mkdir -p "$STAGE/usr/bin"
+    for b in containerd containerd-shim-runc-v2 ctr runc; do
+      f=$(readlink -f "$CTR_BIN/$b")
+      copy_file "$STAGE" "$f" "/usr/bin/$b"
+      # Go binaries linked to libc only, runc to libseccomp too: the libraries the base lacks.
+      while read -r lib; do
+        [[ -n $lib ]] || continue
+        dest=$lib; case $dest in /bin/*|/sbin/*|/lib/*|/lib64/*) dest=/usr$dest ;; esac
+        grep -qxF "${dest#/}" <<<"$BASE_LIST" || copy_file "$STAGE" "$lib"
+      done < <(ldd "$f" 2>/dev/null | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p')
+    done
+    PYLIB=/usr/lib/python3.11
+    tar -C / -cf - --exclude=__pycache__ --exclude="${PYLIB#/}/test" --exclude="${PYLIB#/}/idlelib" \
+      --exclude="${PYLIB#/}/tkinter" --exclude="${PYLIB#/}/ensurepip" --exclude="${PYLIB#/}/lib2to3" \
+      --exclude="${PYLIB#/}/config-3.11-x86_64-linux-gnu" "${PYLIB#/}" \
+      usr/lib/python3/dist-packages/grpc usr/lib/python3/dist-packages/google | tar -C "$STAGE" -xf - ||
+      die "copying Python's standard library, grpc and protobuf failed"
+    copy_file "$STAGE" /usr/bin/python3.11 /usr/bin/python3
+    while read -r f; do
+      while read -r lib; do
+        [[ -n $lib ]] || continue
+        dest=$lib; case $dest in /bin/*|/sbin/*|/lib/*|/lib64/*) dest=/usr$dest ;; esac
+        grep -qxF "${dest#/}" <<<"$BASE_LIST" || copy_file "$STAGE" "$lib"
+      done < <(ldd "$f" 2>/dev/null | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p')
+    done < <(echo /usr/bin/python3.11; find "$STAGE/usr/lib" -name '*.so' -path '*python3*')
+    # The pod network of the runtime scenarios' plain sandboxes (a veth with host-local IPAM).
+    copy_file "$STAGE" /usr/lib/cni/ptp /opt/cni/bin/ptp
+    mkdir -p "$STAGE/e2e/cri"
+    sed -e '/^import "github.com\/gogo/d' -e '/^option (gogoproto/d' "$(readlink -f "$CTR_BIN/api.proto")" > "$STAGE/e2e/cri/api.proto"
+    (cd "$STAGE/e2e/cri" && /usr/bin/python3 -m grpc_tools.protoc -I. --python_out=. --grpc_python_out=. api.proto) ||
+      die "compiling the CRI api.proto with grpc_tools failed"
+    install -m 0755 "$HERE/guest-src/cri.py" "$STAGE/e2e/cri/cri"
+    (cd "$STAGE" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --reproducible --quiet) > "$RUNTIME.tmp"
+    mv "$RUNTIME.tmp" "$RUNTIME"
+    rm -rf "$STAGE"
+    find "$CACHE" -maxdepth 1 -name 'runtime-*.cpio' ! -name "$(basename "$RUNTIME")" -delete
+  fi
+  LAYERS+=("$RUNTIME")
+fi
+
+cat "${LAYERS[@]}" > "$OUT/initrd.cpio.tmp"
 mv "$OUT/initrd.cpio.tmp" "$OUT/initrd.cpio"
 cp "$VMLINUZ" "$OUT/vmlinuz.tmp" && mv "$OUT/vmlinuz.tmp" "$OUT/vmlinuz"
 echo "$KVER" > "$OUT/kernel-release"

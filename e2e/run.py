@@ -97,10 +97,12 @@ def lock_cache(prefix):
     return fd
 
 
-def build_image(build_dirs):
+def build_image(build_dirs, with_containerd=False):
     cmd = ["bash", os.path.join(HERE, "build-image.sh")]
     for d in build_dirs:
         cmd += ["--build-dir", d]
+    if with_containerd:
+        cmd.append("--with-containerd")
     t0 = time.monotonic()
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     if proc.returncode != 0:
@@ -424,7 +426,11 @@ def main():
         return 1
     lock_cache("e2e")
 
-    image, build_s = build_image(args.build_dir or [os.path.join(ROOT, "build", "default")])
+    # containerd and runc (~100 MB more to boot) only in the image of the scenarios that say
+    # `# e2e-runtime: containerd`.
+    with_containerd = any(scenario_meta(s).get("runtime") == "containerd" for s in scenarios)
+    image, build_s = build_image(args.build_dir or [os.path.join(ROOT, "build", "default")],
+                                 with_containerd)
     if image is None:
         print("e2e: image build failed (see the build-image messages above)")
         print("E2E-RESULT image build FAIL build-image.sh failed")

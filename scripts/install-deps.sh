@@ -30,6 +30,9 @@ PACKAGES=(
   # e2e VM: soft RDMA under qemu, userspace from Debian packages
   qemu-system-x86 busybox-static debootstrap cpio xz-utils
   ibverbs-utils rdmacm-utils perftest jq curl
+  # e2e with containerd (issue 25): the CRI client in the guest is Python on Debian's gRPC, its
+  # stubs compiled from trixie's CRI api.proto at image build
+  python3-grpcio python3-grpc-tools python3-protobuf
   # two-node e2e: the real clients in its pods (UCX 1.13, Open MPI 4.1 over UCX; mpicc)
   ucx-utils openmpi-bin libopenmpi-dev
 )

@@ -2,7 +2,8 @@
 # a private apt configuration (its own sources, lists, cache and an empty dpkg status) under a
 # directory the caller owns, used through APT_CONFIG by `apt-get update`, `apt-cache` and
 # `apt-get download`. Sourced by e2e/build-image.sh (trixie-backports' kernel) and
-# scripts/fetch-trixie-tools.sh (trixie's kustomize and kubectl). Needs bash, apt and python3.
+# scripts/fetch-trixie-tools.sh (trixie's kustomize and kubectl) and scripts/fetch-trixie-containerd.sh
+# (trixie's containerd 1.7, Debian 12's runc). Needs bash, apt and python3.
 
 # debian_mirror: prints the Debian main-archive mirror this machine's apt configuration uses
 # (the first URI ending in /debian with a suite that is not -security, from sources.list,

@@ -263,6 +263,7 @@ class PluginTest : public ::testing::Test {
     if (!cid.empty()) env["CNI_CONTAINERID"] = cid;
     if (!ifname.empty() && cmd != "GC" && cmd != "STATUS") env["CNI_IFNAME"] = ifname;
     if (pod != nullptr) env["CNI_NETNS"] = pod->ns.path();
+    else if (empty_netns_) env["CNI_NETNS"] = "";  // set but empty, as containerd sends it
     if (!cni_args_.empty()) env["CNI_ARGS"] = cni_args_;
     PluginOutput out;
     Status s = RunInNetns(node_, [&]() -> Status {
@@ -318,6 +319,7 @@ class PluginTest : public ::testing::Test {
   PluginOptions options_;
   int counter_ = 0;
   std::string cni_args_;  // CNI_ARGS of every Run; empty: unset
+  bool empty_netns_ = false;  // a Run without a pod sets CNI_NETNS="" instead of leaving it unset
   std::mutex gid_table_mu_;
 };
 

@@ -695,6 +695,27 @@ TEST_F(PluginTest, DelAfterThePodNetnsIsGoneSucceeds) {
   EXPECT_EQ(Records(), 0u);
 }
 
+// containerd 1.7's CRI (measured in the e2e guest, e2e/README.md): StopPodSandbox's DEL has the
+// netns and the ADD result; RemovePodSandbox's second DEL has CNI_NETNS set to "" and no
+// prevResult; both DELs' CNI_ARGS start with IgnoreUnknown=1 and carry the sandbox ID too.
+TEST_F(PluginTest, DelAsContainerdSendsItOnRemovePodSandboxSucceedsAfterTheFirstDel) {
+  Pod pod = NewPod("10.77.0.25");
+  AddGid("mlx5_1", pod.ip);
+  cni_args_ = "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=poda;"
+              "K8S_POD_INFRA_CONTAINER_ID=6c3ec455490c6cad;K8S_POD_UID=11111111-aaaa-4aaa-8aaa-000000000001";
+  json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
+  ASSERT_EQ(Run("ADD", "6c3ec455490c6cad", &pod, conf).exit_code, 0);
+  auto first = Run("DEL", "6c3ec455490c6cad", &pod, conf);
+  EXPECT_EQ(first.exit_code, 0) << first.stdout_data;
+  pod.ns = Netns();  // containerd removed the sandbox's netns
+  empty_netns_ = true;
+  json bare = Conf("1.0.0", nullptr, {{"deviceID", "mlx5_1"}});
+  auto second = Run("DEL", "6c3ec455490c6cad", nullptr, bare);
+  EXPECT_EQ(second.exit_code, 0) << second.stdout_data;
+  EXPECT_EQ(Records(), 0u);
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+}
+
 TEST_F(PluginTest, DelWhenDeviceAlreadyHomeSucceeds) {
   Pod pod = NewPod("10.77.0.24");
   AddGid("mlx5_1", pod.ip);

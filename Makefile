@@ -21,7 +21,8 @@ export E2E_CACHE
 # The whole suite (scripts/test.sh, one stage after another, then their times): the shipped
 # binaries and their own checks (default preset); the unit and integration suite under ASan +
 # UBSan (clang, preset asan: real netns, veth, unix-socket gRPC); the threaded tests under TSan
-# (preset tsan); clang-tidy; then the e2e scenarios with real RDMA traffic in a VM.
+# (preset tsan); clang-tidy; then the e2e scenarios with real RDMA traffic in a VM, then the
+# two-node ones (E2E_TWO_NODES=0 leaves those out).
 test: deps
 	@JOBS=$(JOBS) bash scripts/test.sh
 
@@ -60,9 +61,11 @@ e2e: build
 
 # Two nodes: two qemu VMs (one vCPU each) joined by one virtual Ethernet link, each with its own
 # device plugin or DRA driver, fake kubelet and CNI chain; RDMA traffic between pods on different
-# nodes (RoCE v2 shared, iWARP shared, RoCE v2 exclusive with DRA). See e2e/README.md.
+# nodes (RoCE v2 shared, iWARP shared, RoCE v2 exclusive with DRA: make test runs those), and the
+# two make test leaves out (two-node-link, two-node-mtu: what the others prove too). See
+# e2e/README.md.
 e2e-two-nodes: build
-	@python3 e2e/run.py --two-nodes --build-dir build/default
+	@python3 e2e/run.py --two-nodes --with-optional --build-dir build/default
 
 # The two-node RoCE v2 run, with its figures (cross-node verbs and rdma_cm bandwidth/latency).
 demo-two-nodes: build

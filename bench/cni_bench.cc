@@ -27,6 +27,7 @@
 #include "cni/plugin.h"
 #include "cni/rdma_sysfs.h"
 #include "fakes/fake_dcb_netlink.h"
+#include "rdmak8s/roce_gid.h"
 #include "fakes/fake_rdma_netlink.h"
 #include "support/throwaway_netns.h"
 

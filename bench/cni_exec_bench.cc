@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cni/rdma_sysfs.h"
+#include "rdmak8s/roce_gid.h"
 #include "rdmak8s/route_netlink.h"
 #include "support/throwaway_netns.h"
 
@@ -150,7 +151,7 @@ bool MakeWorld(const std::string& world, const std::vector<std::string>& addrs) 
     return false;
   }
   std::vector<std::string> gids;
-  for (const auto& a : addrs) gids.push_back(cni::GidForIp(a));
+  for (const auto& a : addrs) gids.push_back(GidForIp(a));
   std::sort(gids.begin(), gids.end());  // fe80:... (the default GID, index 0) before ::ffff:v4
   std::reverse(gids.begin(), gids.end());
   for (int i = 0; i < kGidSlots; ++i) {

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "cni/rdma_sysfs.h"
+#include "rdmak8s/roce_gid.h"
 #include "cni/spec.h"
 #include "rdmak8s/strings.h"
 

@@ -86,7 +86,7 @@ Status MapDcb(const Status& s) { return s; }
 
 }  // namespace
 
-std::map<std::string, std::string> RequiredKnobs(const QosConfig& qos, const std::string& pf,
+std::map<std::string, std::string> RequiredKnobs(const QosPolicy& qos, const std::string& pf,
                                                  const std::string& dev,
                                                  const std::vector<uint32_t>& ports) {
   std::map<std::string, std::string> k;

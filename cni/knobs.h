@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "cni/netconf.h"
+#include "rdmak8s/qos_policy.h"
 #include "rdmak8s/dcb_netlink.h"
 #include "rdmak8s/status.h"
 
@@ -32,7 +32,7 @@ struct KnobContext {
 
 // The knobs `qos` asks for on `pf_netdev` (may be empty: no node-wide knobs possible) and
 // `rdma_dev`'s `ports`.
-std::map<std::string, std::string> RequiredKnobs(const QosConfig& qos, const std::string& pf_netdev,
+std::map<std::string, std::string> RequiredKnobs(const QosPolicy& qos, const std::string& pf_netdev,
                                                  const std::string& rdma_dev,
                                                  const std::vector<uint32_t>& ports);
 

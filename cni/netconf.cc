@@ -62,25 +62,6 @@ struct Reader {
     }
     return j[key].get<bool>();
   }
-  std::vector<uint8_t> Priorities(const json& j, const char* key) {
-    std::vector<uint8_t> out;
-    if (!j.contains(key)) return out;
-    if (!j[key].is_array()) {
-      Fail(std::string("qos.") + key + " must be an array of priorities 0..7");
-      return out;
-    }
-    for (const auto& p : j[key]) {
-      if (!p.is_number_integer() || p.get<long>() < 0 || p.get<long>() > 7) {
-        Fail(std::string("qos.") + key + ": " + p.dump() + " is not a priority 0..7");
-        return out;
-      }
-      auto v = static_cast<uint8_t>(p.get<long>());
-      bool dup = false;
-      for (auto x : out) dup |= x == v;
-      if (!dup) out.push_back(v);
-    }
-    return out;
-  }
 };
 
 // A PKey is hex, as IPoIB writes it (`ip link add ... type ipoib pkey 8001`, ib0.8001,
@@ -195,50 +176,16 @@ std::optional<NetConf> Parse(std::string_view data, Command command, CniError* e
   Reader lenient{&del_err};
   Reader& qr = command == Command::kDel ? lenient : r;
   if (j.contains("qos")) {
-    const json& q = j["qos"];
-    if (!q.is_object()) {
-      qr.Fail("\"qos\" must be an object");
-    } else {
-      std::string trust = qr.String(q, "trust", "qos.");
-      if (!trust.empty()) {
-        if (trust != "dscp" && trust != "pcp") qr.Fail("qos.trust must be \"dscp\" or \"pcp\"");
-        c.qos.trust = trust;
-      }
-      c.qos.pfc = qr.Priorities(q, "pfc");
-      c.qos.ecn = qr.Priorities(q, "ecn");
-      if (q.contains("dscpToPriority")) {
-        const json& m = q["dscpToPriority"];
-        if (!m.is_object()) {
-          qr.Fail("qos.dscpToPriority must be an object {\"<dscp>\": <priority>}");
-        } else {
-          for (const auto& [k, v] : m.items()) {
-            char* end = nullptr;
-            long dscp = std::strtol(k.c_str(), &end, 10);
-            if (k.empty() || *end != '\0' || dscp < 0 || dscp > 63) {
-              qr.Fail("qos.dscpToPriority: key \"" + k + "\" is not a DSCP 0..63");
-              break;
-            }
-            if (!v.is_number_integer() || v.get<long>() < 0 || v.get<long>() > 7) {
-              qr.Fail("qos.dscpToPriority[\"" + k + "\"]: " + v.dump() + " is not a priority 0..7");
-              break;
-            }
-            c.qos.dscp_to_priority[static_cast<uint8_t>(dscp)] = static_cast<uint8_t>(v.get<long>());
-          }
-        }
-      }
-      if (auto v = qr.Int(q, "roceTos", 0, 255, "qos.")) c.qos.roce_tos = static_cast<uint8_t>(*v);
-      if (auto v = qr.Int(q, "trafficClass", 0, 255, "qos.")) {
-        c.qos.traffic_class = static_cast<uint8_t>(*v);
-      }
-      c.qos.strict = qr.Bool(q, "strict", false, "qos.");
-    }
+    StatusOr<QosPolicy> qos = ParseQosPolicy(j["qos"]);
+    if (qos.ok()) c.qos = std::move(*qos);
+    else qr.Fail(qos.status().message());
   }
   if (j.contains("prevResult") && !j["prevResult"].is_null()) {
     if (!j["prevResult"].is_object()) qr.Fail("\"prevResult\" must be an object");
     else c.prev_result = j["prevResult"];
   }
   if (!lenient.ok) {
-    c.qos = QosConfig{};
+    c.qos = QosPolicy{};
     c.prev_result.reset();
   }
   // GC without the list is malformed, not "nothing is live": read so, it would release every

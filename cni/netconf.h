@@ -15,24 +15,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cni/spec.h"
+#include "rdmak8s/qos_policy.h"
 
 namespace rdmak8s::cni {
 
 enum class LogLevel { kError = 0, kWarning = 1, kInfo = 2, kDebug = 3 };
-
-struct QosConfig {
-  std::optional<std::string> trust;             // "dscp" | "pcp"
-  std::vector<uint8_t> pfc;                     // priorities 0..7 that need PFC on
-  std::map<uint8_t, uint8_t> dscp_to_priority;  // DSCP 0..63 -> priority 0..7
-  std::vector<uint8_t> ecn;                     // priorities 0..7 with ECN on (RP and NP)
-  std::optional<uint8_t> roce_tos;              // 0..255
-  std::optional<uint8_t> traffic_class;         // 0..255
-  bool strict = false;
-  bool empty() const {
-    return !trust && pfc.empty() && dscp_to_priority.empty() && ecn.empty() && !roce_tos &&
-           !traffic_class;
-  }
-};
 
 struct ValidAttachment {
   std::string container_id;
@@ -52,7 +39,7 @@ struct NetConf {
   bool ensure_ipv6_gid = false;
   std::optional<uint16_t> pkey;
   std::string netns_mode;            // "" (any) | "shared" | "exclusive": STATUS/ADD require it
-  QosConfig qos;
+  QosPolicy qos;                     // "qos" (rdmak8s/qos_policy.h)
   // Host paths, as the netconf sets them (empty: not set). They are the node's (NodeConfig): the
   // plugin refuses a netconf that sets one unless the node configuration allows overrides.
   std::string sysfs_root;

@@ -11,7 +11,7 @@
 namespace rdmak8s::cni {
 
 QosLedger::QosLedger(const PluginOptions& options, StateStore& store, std::string sysfs_root,
-                     std::string configfs_root, QosConfig qos, DeviceResolver& resolver, Logger& log,
+                     std::string configfs_root, QosPolicy qos, DeviceResolver& resolver, Logger& log,
                      FailureCode& failure)
     : o_(options),
       store_(store),

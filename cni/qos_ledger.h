@@ -22,7 +22,7 @@
 #include "cni/device_resolver.h"
 #include "cni/failure_code.h"
 #include "cni/log.h"
-#include "cni/netconf.h"
+#include "rdmak8s/qos_policy.h"
 #include "cni/plugin_options.h"
 #include "rdmak8s/device_lookup.h"
 #include "cni/state.h"
@@ -37,7 +37,7 @@ class QosLedger {
   // `options`: the DCB netlink factory. `sysfs_root`/`configfs_root`: the node's. `qos`: the
   // netconf's (with strict, an unsupported knob fails ADD instead of being skipped).
   QosLedger(const PluginOptions& options, StateStore& store, std::string sysfs_root,
-            std::string configfs_root, QosConfig qos, DeviceResolver& resolver, Logger& log,
+            std::string configfs_root, QosPolicy qos, DeviceResolver& resolver, Logger& log,
             FailureCode& failure);
 
   // The knobs the netconf's qos asks of rec's device `dev` on rec->ports, into rec->knobs (and
@@ -72,7 +72,7 @@ class QosLedger {
   StateStore& store_;
   std::string sysfs_root_;
   std::string configfs_root_;
-  QosConfig qos_;
+  QosPolicy qos_;
   DeviceResolver& resolver_;
   Logger& log_;
   FailureCode& failure_;

@@ -1,35 +1,12 @@
 #include "cni/rdma_sysfs.h"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <optional>
 
+#include "rdmak8s/roce_gid.h"
 #include "rdmak8s/sysfs_attr.h"
 
 namespace rdmak8s::cni {
-
-bool ParseGid(const std::string& text, unsigned char out[16]) {
-  return inet_pton(AF_INET6, text.c_str(), out) == 1;
-}
-
-std::string GidForIp(const std::string& ip) {
-  unsigned char b[16] = {0};
-  unsigned char v4[4];
-  if (inet_pton(AF_INET, ip.c_str(), v4) == 1) {
-    b[10] = 0xff;
-    b[11] = 0xff;
-    std::copy(v4, v4 + 4, b + 12);
-  } else if (inet_pton(AF_INET6, ip.c_str(), b) != 1) {
-    return "";
-  }
-  char s[40];
-  std::snprintf(s, sizeof s, "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
-                b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-                b[13], b[14], b[15]);
-  return s;
-}
 
 StatusOr<std::vector<SysfsGid>> RdmaSysfs::ReadGids(const std::string& dev, uint32_t port) const {
   const std::string base = root() + "/class/infiniband/" + dev + "/ports/" + std::to_string(port);

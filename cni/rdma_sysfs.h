@@ -56,7 +56,7 @@ class RdmaSysfs : public DeviceLookup {
   // The populated GIDs of port `port` (zero entries skipped), by index; type and netdev "" when
   // the kernel does not say.
   StatusOr<std::vector<SysfsGid>> ReadGids(const std::string& rdma_dev, uint32_t port) const;
-  // The RoCE GIDs among `wanted` (as GidForIp prints them) that port `port` holds with GID type
+  // The RoCE GIDs among `wanted` (as GidForIp prints them, rdmak8s/roce_gid.h) that port `port` holds with GID type
   // `type` ("RoCE v2"), with their index. Reads only what it needs: gids/<i> in index order,
   // gid_attrs/types/<i> only for a wanted GID, and stops once every wanted GID is found. (The
   // table can have holes, so a GID that is not there costs a read of the whole table.)
@@ -70,10 +70,5 @@ class RdmaSysfs : public DeviceLookup {
                                  const std::set<std::string>& wanted, const std::string& type,
                                  GidScope scope) const;
 };
-
-// Parses a GID as sysfs prints it into 16 bytes; false if malformed.
-bool ParseGid(const std::string& text, unsigned char out[16]);
-// The RoCE v2 GID text of an IP ("10.0.0.2" -> "0000:...:ffff:0a00:0002"); "" if not an IP.
-std::string GidForIp(const std::string& ip);
 
 }  // namespace rdmak8s::cni

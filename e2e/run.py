@@ -11,6 +11,8 @@ never a skip. Ends with the figures seen (informative, never asserted), then exa
   e2e/run.py                          build the image and run every scenario
   e2e/run.py -s rxe-shared            run one scenario (repeatable)
   e2e/run.py --shell [-s SCENARIO]    boot interactively: run SCENARIO (if any), then a shell
+  e2e/run.py --two-nodes              the two-node scenarios of make test (two VMs per scenario)
+  e2e/run.py --two-nodes --with-optional   all of them (make e2e-two-nodes)
   e2e/run.py --list                   list scenarios
   e2e/run.py --demo                   make demo: the demo scenario, showing only its narration
                                       ("DEMO| " lines) and any FAIL; the console goes to the log
@@ -381,6 +383,9 @@ def main():
     ap.add_argument("--list", action="store_true", help="list the scenarios")
     ap.add_argument("--two-nodes", action="store_true",
                     help="run the two-node scenarios (two VMs joined by a link; make e2e-two-nodes)")
+    ap.add_argument("--with-optional", action="store_true",
+                    help="with --two-nodes: also the scenarios make test leaves out "
+                         "(`# e2e-make-test: no`: two-node-link, two-node-mtu)")
     ap.add_argument("-q", "--quiet", action="store_true",
                     help="do not echo the guest console (it still goes to the log)")
     ap.add_argument("-v", "--verbose", action="store_true",
@@ -398,12 +403,17 @@ def main():
             meta = scenario_meta(s)
             only = "  (only when named: -s)" if meta.get("default", "yes") == "no" else ""
             nodes = "  (two nodes)" if meta["nodes"] == "2" else ""
+            if meta["nodes"] == "2" and meta.get("make-test", "yes") == "no":
+                nodes += " (not in make test: --two-nodes --with-optional)"
             print(f"{s:28} netns mode {meta['netns-mode']:9} needs: {meta['needs'] or '-'}"
                   f"{nodes}{only}")
         return 0
     if args.two_nodes and not args.scenario:
+        # make test's set; `# e2e-make-test: no` ones (what another scenario already proves)
+        # only with --with-optional (make e2e-two-nodes).
         args.scenario = [s for s in all_scenarios(include_optional=True)
-                         if scenario_meta(s)["nodes"] == "2"]
+                         if scenario_meta(s)["nodes"] == "2" and
+                         (args.with_optional or scenario_meta(s).get("make-test", "yes") != "no")]
     scenarios = args.scenario or all_scenarios()
     for s in scenarios:
         if not os.path.exists(os.path.join(SCENARIO_DIR, s + ".sh")):

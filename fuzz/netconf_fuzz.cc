@@ -20,7 +20,7 @@ namespace {
 constexpr Command kCommands[] = {Command::kAdd, Command::kDel, Command::kCheck, Command::kGc,
                                  Command::kStatus, Command::kVersion};
 
-bool SameQos(const QosConfig& a, const QosConfig& b) {
+bool SameQos(const QosPolicy& a, const QosPolicy& b) {
   return a.trust == b.trust && a.pfc == b.pfc && a.dscp_to_priority == b.dscp_to_priority &&
          a.ecn == b.ecn && a.roce_tos == b.roce_tos && a.traffic_class == b.traffic_class &&
          a.strict == b.strict;

@@ -1,7 +1,7 @@
 // Fuzz target: the parsers of single sysfs attribute values and of the IDs built from them:
 // ParseUint / ParseInt / ParseNumberedName (common/src/sysfs.h: "0x15b3", "-1", "4: ACTIVE"),
 // the device ID rule (rdmak8s/device_id.h: PCI addresses, auxiliary names, shared pool IDs) and
-// GIDs (cni/rdma_sysfs.h ParseGid, GidForIp). Input: one attribute's text, as read(2) returns
+// GIDs (rdmak8s/roce_gid.h ParseGid, GidForIp). Input: one attribute's text, as read(2) returns
 // it with the trailing newline trimmed (SysfsDir::Read), or an ID as kubelet hands it back.
 //
 // Invariants beyond "no crash, no sanitizer report":
@@ -19,6 +19,7 @@
 #include "cni/rdma_sysfs.h"
 #include "fuzz/fuzz_check.h"
 #include "rdmak8s/device_id.h"
+#include "rdmak8s/roce_gid.h"
 #include "sysfs.h"
 
 namespace {
@@ -88,22 +89,22 @@ void CheckGid(std::string_view text) {
   const std::string s(text);
   if (s.find('\0') != std::string::npos) return;  // a C string API: sysfs text has no NUL
   unsigned char b[16];
-  if (cni::ParseGid(s, b)) {
+  if (ParseGid(s, b)) {
     char printed[40];
     std::snprintf(printed, sizeof printed,
                   "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x", b[0],
                   b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
                   b[14], b[15]);
     unsigned char again[16];
-    FUZZ_CHECK(cni::ParseGid(printed, again) && std::memcmp(b, again, 16) == 0, printed);
+    FUZZ_CHECK(ParseGid(printed, again) && std::memcmp(b, again, 16) == 0, printed);
     // An IPv6 address is its own RoCE v2 GID.
-    const std::string gid = cni::GidForIp(s);
+    const std::string gid = GidForIp(s);
     FUZZ_CHECK(gid == printed, s + " -> " + gid + " vs " + printed);
   }
-  const std::string gid = cni::GidForIp(s);
+  const std::string gid = GidForIp(s);
   if (!gid.empty()) {
     unsigned char g[16];
-    FUZZ_CHECK(gid.size() == 39 && cni::ParseGid(gid, g), s + " -> " + gid);
+    FUZZ_CHECK(gid.size() == 39 && ParseGid(gid, g), s + " -> " + gid);
     unsigned char v4[4];
     if (inet_pton(AF_INET, s.c_str(), v4) == 1) {
       FUZZ_CHECK(g[10] == 0xff && g[11] == 0xff && std::memcmp(g + 12, v4, 4) == 0, gid);

@@ -25,6 +25,7 @@
 #include "fuzz/fuzz_check.h"
 #include "rdmak8s/discovery.h"
 #include "rdmak8s/port_state.h"
+#include "rdmak8s/roce_gid.h"
 #include "sysfs.h"
 
 namespace {
@@ -116,7 +117,7 @@ void CheckCniView(const Tree& t) {
         (void)sysfs.ReadGids(n, p.port_num);
         (void)sysfs.ReadPkeys(n, p.port_num);
         (void)sysfs.ReadPortState(n, p.port_num);
-        (void)sysfs.FindGids(n, p.port_num, {cni::GidForIp("10.0.0.2")}, "RoCE v2");
+        (void)sysfs.FindGids(n, p.port_num, {GidForIp("10.0.0.2")}, "RoCE v2");
       }
       (void)sysfs.PfNetdev(*d);
     }

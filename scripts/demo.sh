@@ -5,7 +5,7 @@
 set -euo pipefail
 BUILD=${1:-build/default}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-INSPECT="$BUILD/common/inspect/rdmak8s-inspect"
+INSPECT="$BUILD/inspect/rdmak8s-inspect"
 FIXTURES="$ROOT/tests/fixtures/sysfs"
 if [[ ! -x "$INSPECT" ]]; then
   echo "demo: $INSPECT not built (run: make build)" >&2

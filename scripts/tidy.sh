@@ -6,7 +6,7 @@
 # preset and generates the protobuf headers first; make test runs scope ci, which keeps the
 # clang-analyzer checks to common/ and cni/ (scripts/lib/tidy_units.py says why).
 #
-# In: common/ (with inspect/), device-plugin/, cni/, dra/ (with api/), each binary's main.cc.
+# In: common/, device-plugin/, cni/, dra/ (with api/), inspect/, each binary's main.cc.
 # Out: tests/, fuzz/ and bench/ (they are checked by GCC's -Werror and run under the sanitizers;
 # gtest/benchmark macros are the analyser's noise, and they would double the run on two cores),
 # and the generated *.pb.cc in the build dir.

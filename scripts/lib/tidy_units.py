@@ -5,15 +5,16 @@ usage: tidy_units.py <compile_commands.json> <source dir> <build dir> <clang-tid
                      <jobs> <scope: full|ci> <out dir>
 
 Prints "file<TAB>key<TAB>checks" for each of the product's own translation units (common/,
-device-plugin/, cni/, dra/; not the generated *.pb.cc) that the cache has not seen pass, then
+device-plugin/, cni/, dra/, inspect/; not the generated *.pb.cc) that the cache has not seen
+pass, then
 "CACHED<TAB>n", and writes <out dir>/compile_commands.json with one entry per such file: the
 product's own compile, not a test-only variant of it (the CNI library is built a second time
 with its crash points for tests/reliability; checking both doubled the CNI's share of the run).
 
 checks is what clang-tidy's --checks adds to .clang-tidy: nothing in scope full (make tidy);
 in scope ci (make test) the path-sensitive clang-analyzer-* checks are kept where .clang-tidy
-says they pay, the code that decodes bytes a kernel, a file or a tenant wrote (common/, cni/),
-and left out of the gRPC and API glue of device-plugin/ and dra/, where they cost half the run
+says they pay, the code that decodes bytes a kernel, a file or a tenant wrote (common/, cni/,
+inspect/), and left out of the gRPC and API glue of device-plugin/ and dra/, where they cost half the run
 and the AST checks, the sanitizers and the tests cover the same code.
 
 A key hashes clang-tidy's version, .clang-tidy, the checks, the file's compile flags and its
@@ -55,8 +56,8 @@ def without_pch(entry):
 
 def main():
     db, src, build, tidy, cache, jobs, scope, out_dir = sys.argv[1:9]
-    ours = tuple(os.path.join(src, d) + os.sep for d in ("common", "device-plugin", "cni", "dra"))
-    analysed = tuple(os.path.join(src, d) + os.sep for d in ("common", "cni"))
+    ours = tuple(os.path.join(src, d) + os.sep for d in ("common", "device-plugin", "cni", "dra", "inspect"))
+    analysed = tuple(os.path.join(src, d) + os.sep for d in ("common", "cni", "inspect"))
     entries = {}
     for entry in json.load(open(db)):
         f = os.path.normpath(os.path.join(entry["directory"], entry["file"]))

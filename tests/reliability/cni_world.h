@@ -20,6 +20,7 @@
 
 #include "cni/rdma_sysfs.h"
 #include "cni/state.h"
+#include "rdmak8s/roce_gid.h"
 #include "rdmak8s/netns.h"
 
 namespace rdmak8s::testing {
@@ -75,7 +76,7 @@ class CniWorld {
       const std::string port = ib + "/" + dev + "/ports/1";
       for (size_t i = 0; i < ips.size(); ++i) {
         const std::string idx = std::to_string(i + 2);
-        if (!WorldWrite(port + "/gids/" + idx, cni::GidForIp(ips[i])) ||
+        if (!WorldWrite(port + "/gids/" + idx, GidForIp(ips[i])) ||
             !WorldWrite(port + "/gid_attrs/types/" + idx, "RoCE v2") ||
             !WorldWrite(port + "/gid_attrs/ndevs/" + idx, "veth0")) {
           return false;

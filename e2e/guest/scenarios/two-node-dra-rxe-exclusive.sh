@@ -11,7 +11,7 @@
 . /e2e/two-node.sh
 
 body() {
-  if tn_dra_node_up && on_b tn_dra_node_up > /dev/null; then
+  if tn_both_up tn_dra_node_up; then
     A_IP=$(pod_ip podA)
     B_IP=$(on_b pod_ip podB)
     result pod-ips PASS "podA $A_IP on node A, podB $B_IP on node B"

@@ -1,10 +1,13 @@
 # e2e-netns-mode: shared
 # e2e-nodes: 2
 # e2e-default: no
+# e2e-make-test: no
 # e2e-timeout: 900
 # Two nodes, the kernel foundation (no project binary; see two-node.sh for the topology): a slot
 # with rxe on each node, static addresses, then ibv_rc_pingpong and rping between the nodes'
-# slots across the link: what the whole-stack two-node scenarios build on.
+# slots across the link: what the whole-stack two-node scenarios build on. Only in
+# make e2e-two-nodes (run.py --two-nodes --with-optional): two-node-rxe-shared runs the same
+# traffic on top of the whole stack in make test.
 . /e2e/two-node.sh
 
 tn_slot_static() {  # tn_slot_static ADDR: slot1 with rxe_slot1, registered as this node's pod

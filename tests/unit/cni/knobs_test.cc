@@ -14,7 +14,7 @@ using testing::TempDir;
 using testing::WriteFile;
 
 TEST(KnobsTest, RequiredKnobsNameTheirObjects) {
-  QosConfig q;
+  QosPolicy q;
   q.trust = "dscp";
   q.pfc = {3};
   q.dscp_to_priority = {{26, 3}};

@@ -43,7 +43,7 @@ TEST(MoverTest, ReleaseOfTheMoverHandsTheMoveToTheHeirAndKeepsTheDeviceInThePod)
   StateStore store(tmp.path() + "/state");
   ASSERT_TRUE(store.Acquire().ok());
   DeviceResolver resolver(options, {}, tmp.path() + "/sys", nullptr, log, failure);
-  QosLedger ledger(options, store, tmp.path() + "/sys", tmp.path() + "/config", QosConfig{}, resolver,
+  QosLedger ledger(options, store, tmp.path() + "/sys", tmp.path() + "/config", QosPolicy{}, resolver,
                    log, failure);
   Mover mover(options, store, ledger, resolver, log, failure);
   // The pod's netns is this test's own: it exists, so a release without an heir would go to

@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "cni/rdma_sysfs.h"
+#include "rdmak8s/roce_gid.h"
 #include "cni/spec.h"
 #include "cni/state.h"
 #include "cni_test_util.h"

@@ -20,7 +20,7 @@ struct World {
   FailureCode failure;
   StateStore store{tmp.path() + "/state"};
   DeviceResolver resolver{options, {}, tmp.path() + "/sys", nullptr, log, failure};
-  QosLedger ledger{options, store, tmp.path() + "/sys", tmp.path() + "/config", QosConfig{},
+  QosLedger ledger{options, store, tmp.path() + "/sys", tmp.path() + "/config", QosPolicy{},
                    resolver, log, failure};
   World() {
     log.Configure(LogLevel::kError, "", -1);

@@ -1,4 +1,5 @@
 #include "cni/rdma_sysfs.h"
+#include "rdmak8s/roce_gid.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -143,13 +144,6 @@ TEST(RdmaSysfsTest, ReadsTransportPortsGidsAndPkeys) {
   auto pkeys = ib.ReadPkeys("mlx5_0", 1);
   ASSERT_TRUE(pkeys.ok());
   EXPECT_FALSE(pkeys->empty());
-}
-
-TEST(RdmaSysfsTest, GidForIpMapsV4AndV6) {
-  EXPECT_EQ(GidForIp("10.0.0.2"), "0000:0000:0000:0000:0000:ffff:0a00:0002");
-  EXPECT_EQ(GidForIp("fe80::1"), "fe80:0000:0000:0000:0000:0000:0000:0001");
-  EXPECT_EQ(GidForIp("nope"), "");
-  EXPECT_EQ(GidForIp("0000:0000:0000:0000:0000:ffff:0a00:0002"), "0000:0000:0000:0000:0000:ffff:0a00:0002");
 }
 
 // A copy of a fixture with the test world around it (netns-tagged views).

@@ -25,6 +25,16 @@ struct HugepageNeed {
   uint64_t count = 0;    // nr_hugepages at least this
 };
 
+// --fabric-mtu: the netdev MTU the RoCE fabric runs at, the same on every node. A node cannot see
+// its peers' MTU (a port whose netdev MTU is lower than the peer's gets a smaller RDMA MTU, and
+// traffic between them runs at, or drops frames above, the smaller one), so the admin declares it.
+struct FabricMtu {
+  std::optional<uint32_t> all;                  // "--fabric-mtu 9000": every RoCE port's netdev
+  std::map<std::string, uint32_t> by_netdev;    // "--fabric-mtu ens1f0np0=9000": that netdev
+  // The MTU expected of `netdev` (its own entry, else `all`); nullopt: nothing declared.
+  std::optional<uint32_t> For(const std::string& netdev) const;
+};
+
 struct CheckPolicy {
   std::optional<dp::PluginConfig> plugin_config;  // --config
   std::vector<cni::NetConf> netconfs;             // --qos / --qos-file, in the order given
@@ -34,6 +44,7 @@ struct CheckPolicy {
   std::vector<std::string> runtimes = {"containerd", "crio"};
   std::optional<uint64_t> memlock_min_bytes;      // nullopt: RLIMIT_MEMLOCK must be unlimited
   std::vector<HugepageNeed> hugepages;            // --hugepages
+  FabricMtu fabric_mtu;                           // --fabric-mtu
 };
 
 // One --qos argument (or a --qos-file's content): either a whole rdmak8s netconf (an object with
@@ -44,6 +55,11 @@ StatusOr<cni::NetConf> ParseQosArg(const std::string& text, const std::string& b
 
 // --hugepages "<size>=<count>": size 2M, 1G, 2048kB (or plain kB); kInvalidArgument otherwise.
 StatusOr<HugepageNeed> ParseHugepageNeed(const std::string& text);
+
+// One --fabric-mtu "[<netdev>=]<mtu>" added to `into`: mtu 68..65535 (the kernel's range for an
+// Ethernet netdev carrying IPv4); kInvalidArgument naming the argument otherwise, or when it gives
+// a second value for the same netdev (or a second bare one).
+Status ParseFabricMtu(const std::string& text, FabricMtu& into);
 
 // What the policy asks of RoCE, merged over every netconf's qos block.
 struct RoceIntent {

@@ -82,6 +82,9 @@ StatusOr<CheckPolicy> LoadPolicy(const CheckInputs& in) {
     RDMAK8S_ASSIGN_OR_RETURN(HugepageNeed need, ParseHugepageNeed(h));
     policy.hugepages.push_back(need);
   }
+  for (const std::string& m : in.fabric_mtu) {
+    RDMAK8S_RETURN_IF_ERROR(ParseFabricMtu(m, policy.fabric_mtu));
+  }
   return policy;
 }
 

@@ -99,5 +99,36 @@ TEST(CheckPolicyTest, FlagsOutOfRangeAreRefused) {
   EXPECT_FALSE(LoadPolicy(in).ok());
 }
 
+TEST(CheckPolicyTest, FabricMtuBareAndPerNetdev) {
+  CheckInputs in;
+  in.fabric_mtu = {"9000", "ens1f0np0=4200"};
+  auto p = LoadPolicy(in);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->fabric_mtu.For("ens1f0np0"), 4200u);
+  EXPECT_EQ(p->fabric_mtu.For("ens2f0np0"), 9000u);
+  EXPECT_FALSE(FabricMtu{}.For("ens1f0np0").has_value());
+}
+
+TEST(CheckPolicyTest, FabricMtuThatIsNoMtuOrTwiceForOneNetdevIsRefusedNamingIt) {
+  for (const char* bad : {"", "=1500", "jumbo", "ens1=", "ens1=67", "65536", "a/b=1500",
+                          "a-netdev-name-too-long=1500", "1500x"}) {
+    FabricMtu m;
+    Status s = ParseFabricMtu(bad, m);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find(std::string("--fabric-mtu \"") + bad + "\""), std::string::npos)
+        << s.message();
+  }
+  FabricMtu m;
+  ASSERT_TRUE(ParseFabricMtu("ens1=1500", m).ok());
+  EXPECT_TRUE(ParseFabricMtu("ens1=1500", m).ok());  // the same again is no conflict
+  EXPECT_NE(ParseFabricMtu("ens1=9000", m).message().find("a second fabric MTU for ens1"),
+            std::string::npos);
+  ASSERT_TRUE(ParseFabricMtu("1500", m).ok());
+  EXPECT_FALSE(ParseFabricMtu("9000", m).ok());
+  CheckInputs in;
+  in.fabric_mtu = {"9000", "4200"};
+  EXPECT_EQ(LoadPolicy(in).status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace rdmak8s::inspect

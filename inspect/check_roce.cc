@@ -7,8 +7,8 @@
 
 #include "check_device.h"
 #include "cni/knobs.h"
-#include "cni/rdma_sysfs.h"  // GidForIp: the RoCE v2 GID of an address, the CNI's rule
 #include "rdmak8s/device_lookup.h"
+#include "rdmak8s/roce_gid.h"
 #include "rdmak8s/strings.h"
 
 namespace rdmak8s::inspect {
@@ -269,6 +269,42 @@ void CheckMtu(const RdmaDevice& dev, const Port& port, const CheckEnv& env, Chec
   report.Add(std::move(item));
 }
 
+// The port's netdev MTU against the fabric's (--fabric-mtu): a node cannot see its peers' MTU,
+// so only the admin's declaration shows a node whose MTU differs from the rest. Equal, not at
+// least: a larger MTU sends frames the fabric (or a peer) drops. No line when nothing is declared.
+void CheckFabricMtu(const RdmaDevice& dev, const Port& port, const CheckPolicy& policy,
+                    const CheckEnv& env, CheckReport& report) {
+  if (port.netdevs.empty()) return;  // CheckMtu says so
+  const std::string& nd = port.netdevs.front();
+  const std::optional<uint32_t> want = policy.fabric_mtu.For(nd);
+  if (!want) return;
+  const std::string subject = PortSubject(dev, port);
+  const std::string want_text = std::to_string(*want) + " (--fabric-mtu)";
+  if (env.links == nullptr) {
+    report.Add({subject, "fabric mtu", Outcome::kFail, "", want_text, "",
+                "route netlink unavailable: " + env.route_error.ToString()});
+    return;
+  }
+  auto link = env.links->GetLinkByName(nd);
+  if (!link.ok()) {
+    report.Add({subject, "fabric mtu", Outcome::kFail, link.status().ToString(), want_text, "",
+                ""});
+    return;
+  }
+  CheckItem item{subject, "fabric mtu", Outcome::kPass,
+                 nd + " mtu " + std::to_string(link->mtu), want_text, "", ""};
+  if (link->mtu != *want) {
+    item.outcome = Outcome::kFail;
+    item.fix = "ip link set dev " + nd + " mtu " + std::to_string(*want) +
+               " (every node of the fabric at the same MTU)";
+    item.note = nd + " mtu " + std::to_string(link->mtu) + " differs from the fabric's " +
+                std::to_string(*want) + ": RDMA MTU " +
+                std::to_string(RdmaMtuForNetdevMtu(link->mtu)) + " here, " +
+                std::to_string(RdmaMtuForNetdevMtu(*want)) + " on the other nodes";
+  }
+  report.Add(std::move(item));
+}
+
 void CheckGids(const RdmaDevice& dev, const Port& port, const CheckEnv& env, CheckReport& report) {
   const std::string subject = PortSubject(dev, port);
   if (env.links == nullptr || env.addresses == nullptr) {
@@ -290,7 +326,7 @@ void CheckGids(const RdmaDevice& dev, const Port& port, const CheckEnv& env, Che
       continue;
     }
     for (const IpAddress& a : *addrs) {
-      std::string gid = cni::GidForIp(a.address);
+      std::string gid = GidForIp(a.address);
       if (gid.empty()) continue;
       bool found = std::any_of(port.gids.begin(), port.gids.end(), [&](const GidEntry& g) {
         return g.type == GidType::kRoceV2 && g.gid == gid;
@@ -348,6 +384,7 @@ void CheckRoceDevice(const RdmaDevice& dev, const CheckPolicy& policy, const Che
   }
   for (const Port& port : dev.ports) {
     CheckMtu(dev, port, env, report);
+    CheckFabricMtu(dev, port, policy, env, report);
     CheckGids(dev, port, env, report);
   }
   CheckCharDevices(dev, /*want_umad=*/false, env, report);

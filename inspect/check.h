@@ -27,6 +27,7 @@ struct CheckInputs {
   std::vector<std::string> runtimes;     // --runtime; empty: containerd, crio
   std::string memlock_min;               // --memlock-min: bytes, or "unlimited" (default)
   std::vector<std::string> hugepages;    // --hugepages
+  std::vector<std::string> fabric_mtu;   // --fabric-mtu, each [<netdev>=]<mtu>
 };
 
 // Loads the inputs with the project's parsers (dp::LoadConfigFile, cni::ParseNetConf).

@@ -206,7 +206,7 @@ TEST(InspectRunTest, PartlyUnreadableTreeListsTheRestAndNamesTheBrokenPath) {
 
 // The real binary, once: flags parse, JSON goes to stdout.
 TEST(InspectBinaryTest, BinaryPrintsJsonForAFixture) {
-  std::string cmd = std::string(RDMAK8S_BINARY_DIR) + "/common/inspect/rdmak8s-inspect --json " +
+  std::string cmd = std::string(RDMAK8S_BINARY_DIR) + "/inspect/rdmak8s-inspect --json " +
                     "--sysfs-root " + Fixture("cxgb4_iwarp");
   FILE* p = ::popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
@@ -225,7 +225,7 @@ TEST(InspectBinaryTest, BinaryPrintsJsonForAFixture) {
 
 TEST(InspectBinaryTest, BinaryOnThisHostExitsZero) {
   // Build machines have no RDMA: the plain message. With RDMA, a table; either way exit 0.
-  std::string cmd = std::string(RDMAK8S_BINARY_DIR) + "/common/inspect/rdmak8s-inspect 2>&1";
+  std::string cmd = std::string(RDMAK8S_BINARY_DIR) + "/inspect/rdmak8s-inspect 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string out;

@@ -19,7 +19,7 @@ struct Ran {
 
 Ran RunInspect(const std::string& args) {
   const std::string cmd =
-      std::string(RDMAK8S_BINARY_DIR) + "/common/inspect/rdmak8s-inspect " + args + " 2>/dev/null";
+      std::string(RDMAK8S_BINARY_DIR) + "/inspect/rdmak8s-inspect " + args + " 2>/dev/null";
   Ran r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;

@@ -196,6 +196,45 @@ TEST_F(RoceCheckTest, WithoutVerbsTheMtuIsShownNotJudged) {
   EXPECT_NE(i.seen.find("ens1f0np0 mtu 9000 (room for RDMA MTU 4096)"), std::string::npos);
 }
 
+// A node cannot see its peers' MTU: the admin's --fabric-mtu is what a lowered one is judged by.
+TEST_F(RoceCheckTest, NetdevMtuOtherThanTheFabricsFailsNamingTheNetdevAndBothMtus) {
+  CheckPolicy policy;
+  policy.fabric_mtu.all = 9000;
+  auto i = Find(node.Run(policy), "mlx5_0 port 1", "fabric mtu");
+  EXPECT_EQ(i.outcome, Outcome::kPass) << i.seen;
+  EXPECT_EQ(i.seen, "ens1f0np0 mtu 9000");
+
+  node.route.AddLink("ens1f0np0", 1500);
+  CheckReport r = node.Run(policy);
+  i = Find(r, "mlx5_0 port 1", "fabric mtu");
+  EXPECT_EQ(i.outcome, Outcome::kFail);
+  EXPECT_EQ(i.seen, "ens1f0np0 mtu 1500");
+  EXPECT_EQ(i.want, "9000 (--fabric-mtu)");
+  EXPECT_EQ(i.fix.rfind("ip link set dev ens1f0np0 mtu 9000", 0), 0u) << i.fix;
+  EXPECT_NE(i.note.find("RDMA MTU 1024 here, 4096 on the other nodes"), std::string::npos) << i.note;
+  EXPECT_FALSE(r.AllPassed());
+}
+
+TEST_F(RoceCheckTest, FabricMtuIsEqualityNotAMinimum) {
+  CheckPolicy policy;
+  policy.fabric_mtu.all = 4200;
+  EXPECT_EQ(Find(node.Run(policy), "mlx5_0 port 1", "fabric mtu").outcome, Outcome::kFail);
+}
+
+TEST_F(RoceCheckTest, FabricMtuOfOneNetdevOverridesTheBareOne) {
+  CheckPolicy policy;
+  ASSERT_TRUE(ParseFabricMtu("1500", policy.fabric_mtu).ok());
+  ASSERT_TRUE(ParseFabricMtu("ens1f0np0=9000", policy.fabric_mtu).ok());
+  auto i = Find(node.Run(policy), "mlx5_0 port 1", "fabric mtu");
+  EXPECT_EQ(i.outcome, Outcome::kPass) << i.seen << " want " << i.want;
+  EXPECT_EQ(i.want, "9000 (--fabric-mtu)");
+}
+
+TEST_F(RoceCheckTest, WithoutAFabricMtuThereIsNoFabricMtuLine) {
+  CheckReport r = node.Run(CheckPolicy{});
+  for (const CheckItem& i : r.items()) EXPECT_NE(i.check, "fabric mtu") << i.subject;
+}
+
 TEST(RoceMtuTest, RdmaMtuIsTheKernelsIboeMtu) {
   EXPECT_EQ(RdmaMtuForNetdevMtu(1500), 1024u);
   EXPECT_EQ(RdmaMtuForNetdevMtu(4192), 4096u);

@@ -1,5 +1,6 @@
 #include "check_policy.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 
@@ -53,11 +54,45 @@ StatusOr<HugepageNeed> ParseHugepageNeed(const std::string& text) {
   return HugepageNeed{kb, std::stoull(count)};
 }
 
+std::optional<uint32_t> FabricMtu::For(const std::string& netdev) const {
+  auto it = by_netdev.find(netdev);
+  if (it != by_netdev.end()) return it->second;
+  return all;
+}
+
+Status ParseFabricMtu(const std::string& text, FabricMtu& into) {
+  const auto bad = [&](const std::string& why) {
+    return InvalidArgumentError("--fabric-mtu \"" + text + "\": " + why);
+  };
+  const size_t eq = text.rfind('=');
+  const std::string netdev = eq == std::string::npos ? "" : text.substr(0, eq);
+  const std::string mtu = eq == std::string::npos ? text : text.substr(eq + 1);
+  if (eq != std::string::npos && netdev.empty()) return bad("want [<netdev>=]<mtu>");
+  // IFNAMSIZ - 1 bytes, no '/' or whitespace: what the kernel's dev_valid_name takes.
+  if (netdev.size() > 15 || netdev.find_first_of("/ \t\n:") != std::string::npos) {
+    return bad("\"" + netdev + "\" is not a netdev name");
+  }
+  if (mtu.empty() || mtu.size() > 5 ||
+      !std::all_of(mtu.begin(), mtu.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return bad("want [<netdev>=]<mtu>, mtu a number");
+  }
+  const uint32_t value = static_cast<uint32_t>(std::stoul(mtu));
+  if (value < 68 || value > 65535) return bad("mtu " + mtu + " outside 68..65535");
+  if (netdev.empty()) {
+    if (into.all && *into.all != value) return bad("a second fabric MTU for every netdev");
+    into.all = value;
+  } else {
+    auto [it, fresh] = into.by_netdev.try_emplace(netdev, value);
+    if (!fresh && it->second != value) return bad("a second fabric MTU for " + netdev);
+  }
+  return Status::Ok();
+}
+
 RoceIntent RoceIntentOf(const CheckPolicy& policy) {
   RoceIntent r;
   std::map<uint8_t, std::string> map_owner;
   for (const cni::NetConf& nc : policy.netconfs) {
-    const cni::QosConfig& q = nc.qos;
+    const QosPolicy& q = nc.qos;
     if (q.empty()) continue;
     r.any = true;
     if (q.trust) r.trusts.insert(*q.trust);

@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
                       "RLIMIT_MEMLOCK the runtime needs at least, in bytes (default unlimited)");
     check->add_option("--hugepages", inputs.hugepages,
                       "<size>=<count> hugepages the node needs, e.g. 2M=512 (repeatable)");
+    check->add_option("--fabric-mtu", inputs.fabric_mtu,
+                      "[<netdev>=]<mtu>: the netdev MTU of the RoCE fabric, the same on every node "
+                      "(repeatable: one bare value, and one per netdev)");
     check->add_option("--sysfs-root", env.sysfs_root, "sysfs tree (default /sys)")
       ->transform(rdmak8s::AbsolutePath());
     check->add_option("--dev-root", env.dev_root, "device tree (default /dev)")

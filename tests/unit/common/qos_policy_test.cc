@@ -1,0 +1,56 @@
+#include "rdmak8s/qos_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace rdmak8s {
+namespace {
+
+using nlohmann::json;
+
+TEST(QosPolicyTest, ParsesEveryFieldDroppingDuplicatePriorities) {
+  auto p = ParseQosPolicy(json::parse(R"({"trust":"dscp","pfc":[3,3,4],"ecn":[3],
+      "dscpToPriority":{"26":3,"48":6},"roceTos":106,"trafficClass":104,"strict":true})"));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(*p->trust, "dscp");
+  EXPECT_EQ(p->pfc, (std::vector<uint8_t>{3, 4}));
+  EXPECT_EQ(p->ecn, (std::vector<uint8_t>{3}));
+  EXPECT_EQ(p->dscp_to_priority, (std::map<uint8_t, uint8_t>{{26, 3}, {48, 6}}));
+  EXPECT_EQ(*p->roce_tos, 106);
+  EXPECT_EQ(*p->traffic_class, 104);
+  EXPECT_TRUE(p->strict);
+  EXPECT_FALSE(p->empty());
+}
+
+TEST(QosPolicyTest, EmptyBlockIsAnEmptyPolicy) {
+  auto p = ParseQosPolicy(json::object());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->empty());
+  EXPECT_FALSE(p->strict);
+}
+
+TEST(QosPolicyTest, RejectsTheFirstWrongFieldByName) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"([])", "\"qos\" must be an object"},
+      {R"({"trust":"vlan"})", "qos.trust must be \"dscp\" or \"pcp\""},
+      {R"({"trust":1})", "qos.\"trust\" must be a string"},
+      {R"({"pfc":[8]})", "qos.pfc: 8 is not a priority 0..7"},
+      {R"({"ecn":3})", "qos.ecn must be an array of priorities 0..7"},
+      {R"({"dscpToPriority":{"64":1}})", "qos.dscpToPriority: key \"64\" is not a DSCP 0..63"},
+      {R"({"dscpToPriority":{"10":9}})", "qos.dscpToPriority[\"10\"]: 9 is not a priority 0..7"},
+      {R"({"dscpToPriority":[]})", "qos.dscpToPriority must be an object {\"<dscp>\": <priority>}"},
+      {R"({"roceTos":256})", "qos.\"roceTos\" must be an integer in 0..255"},
+      {R"({"strict":"yes"})", "qos.\"strict\" must be true or false"},
+      {R"({"pfc":[9],"trust":"vlan"})", "qos.trust must be \"dscp\" or \"pcp\""},
+  };
+  for (const auto& [text, want] : cases) {
+    auto p = ParseQosPolicy(json::parse(text));
+    ASSERT_FALSE(p.ok()) << text;
+    EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_EQ(p.status().message(), want) << text;
+  }
+}
+
+}  // namespace
+}  // namespace rdmak8s

@@ -48,8 +48,8 @@ void HealthWatcher::Rescan() {
   Publish();
 }
 
-void HealthWatcher::PollPorts() {
-  const dp::TrackerEventOutcome o = dp::PollPortStates(tracker_);
+void HealthWatcher::Apply(const dp::TrackerEventOutcome& o) {
+  if (o.rescan) return Rescan();
   if (!o.changed) return;
   if (o.devices_reread) WatchAsync();
   Publish();
@@ -116,18 +116,12 @@ Status HealthWatcher::Run() {
       next_rescan = Clock::now() + rescan_interval_;
       next_port_poll = Clock::now() + port_poll_interval_;  // the rescan read the ports too
     } else if (polling && now >= next_port_poll) {
-      PollPorts();
+      Apply(dp::PollPortStates(tracker_));
       next_port_poll = Clock::now() + port_poll_interval_;
     }
     if (r == 0) continue;
-    auto apply = [&](const dp::TrackerEventOutcome& o) {
-      if (o.rescan) return Rescan();
-      if (!o.changed) return;
-      if (o.devices_reread) WatchAsync();
-      Publish();
-    };
-    if (link_i >= 0 && fds[link_i].revents) apply(dp::ApplyLinkEvents(tracker_, *deps_.links));
-    if (uevent_i >= 0 && fds[uevent_i].revents) apply(dp::ApplyUevents(tracker_, *deps_.uevents));
+    if (link_i >= 0 && fds[link_i].revents) Apply(dp::ApplyLinkEvents(tracker_, *deps_.links));
+    if (uevent_i >= 0 && fds[uevent_i].revents) Apply(dp::ApplyUevents(tracker_, *deps_.uevents));
     if (async_i >= 0 && fds[async_i].revents) {
       dp::AsyncEventsOutcome o = dp::ReadAsyncEvents(*deps_.async_events);
       if (o.rescan) {

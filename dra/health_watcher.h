@@ -20,6 +20,7 @@
 
 #include "device-plugin/device_events.h"
 #include "device-plugin/device_tracker.h"
+#include "device-plugin/tracker_events.h"
 #include "dra/device_catalog.h"
 #include "dra/device_filter.h"
 #include "rdmak8s/discovery.h"
@@ -63,7 +64,9 @@ class HealthWatcher {
   void Rescan();
   void Publish();
   void WatchAsync();
-  void PollPorts();
+  // What a tracker event, or a poll of the ports, means for the catalog: a rescan, a publish
+  // (watching the async events again when devices were re-read), or nothing.
+  void Apply(const dp::TrackerEventOutcome& outcome);
 
   HealthWatcherDeps deps_;
   dp::DeviceTracker tracker_;

@@ -25,6 +25,7 @@
 #include "fakes/fake_dra_kubelet.h"
 #include "fakes/fake_kubelet_slice_cleanup.h"
 #include "rdmak8s/pod_devices.h"
+#include "support/loopback_http.h"
 #include "support/spawn.h"
 #include "support/temp_dir.h"
 
@@ -117,31 +118,9 @@ class DraDriverBinaryTest : public ::testing::Test {
     return port;
   }
 
-  // One GET of `path` on 127.0.0.1:`port`: the whole answer; "" when nothing answered.
-  static std::string HttpGet(int port, const std::string& path) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    std::string out;
-    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-      close(fd);
-      return out;
-    }
-    const std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
-    (void)!write(fd, req.data(), req.size());
-    std::array<char, 4096> buf{};
-    ssize_t n = 0;
-    while ((n = read(fd, buf.data(), buf.size())) > 0) out.append(buf.data(), static_cast<size_t>(n));
-    close(fd);
-    return out;
-  }
-  static std::string StatusLine(const std::string& r) { return r.substr(0, r.find("\r\n")); }
-  static std::string Body(const std::string& r) {
-    const size_t at = r.find("\r\n\r\n");
-    return at == std::string::npos ? "" : r.substr(at + 4);
-  }
+  static std::string HttpGet(int port, const std::string& path) { return testing::HttpRequest(port, path); }
+  static std::string StatusLine(const std::string& r) { return testing::StatusLine(r); }
+  static std::string Body(const std::string& r) { return testing::Body(r); }
 
   // Runs the driver; its stderr goes to <root>/stderr.log. No KUBERNETES_SERVICE_* in its
   // environment: only what the arguments say.

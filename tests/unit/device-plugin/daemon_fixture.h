@@ -30,6 +30,7 @@
 #include "device-plugin/uevent.h"
 #include "support/fake_kubelet.h"
 #include "support/log_capture.h"
+#include "support/loopback_http.h"
 #include "unit/device-plugin/fake_event_sources.h"
 #include "unit/device-plugin/node_sysfs.h"
 #include "support/temp_dir.h"
@@ -205,28 +206,8 @@ inline constexpr char kSriovConfig[] = R"({"pools": [
   {"name": "vfs", "mode": "exclusive", "selectors": {"isVF": true}},
   {"name": "pf", "mode": "shared", "capacity": 2, "selectors": {"vendors": ["15b3"]}}]})";
 
-// One HTTP/1.0 GET on the loopback; the whole response (status line, headers, body).
-inline std::string HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
-    std::string req = "GET " + path + " HTTP/1.0\r\nHost: x\r\n\r\n";
-    (void)!write(fd, req.data(), req.size());
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return out;
-}
-
-inline std::string Body(const std::string& response) {
-  size_t at = response.find("\r\n\r\n");
-  return at == std::string::npos ? "" : response.substr(at + 4);
-}
+// One GET on the loopback; the whole response (status line, headers, body).
+inline std::string HttpGet(int port, const std::string& path) { return testing::HttpRequest(port, path); }
+using testing::Body;
 
 }  // namespace rdmak8s::dp::daemon_test

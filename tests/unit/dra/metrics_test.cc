@@ -4,9 +4,6 @@
 // /readyz over real HTTP on a loopback port the kernel picks.
 #include "dra/metrics.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
@@ -20,6 +17,7 @@
 #include "fakes/fake_api_server.h"
 #include "fakes/fake_claim_reader.h"
 #include "fakes/fake_dra_kubelet.h"
+#include "support/loopback_http.h"
 #include "support/temp_dir.h"
 #include "unit/device-plugin/test_devices.h"
 
@@ -30,32 +28,9 @@ namespace fs = std::filesystem;
 constexpr char kDriver[] = "rdma.rdmak8s.io";
 constexpr char kPool[] = "node-a";
 
-// One request; the whole answer (status line, headers, body); "" when nothing answered.
-std::string HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return out;
-  }
-  std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
-  (void)!write(fd, req.data(), req.size());
-  std::array<char, 4096> buf{};
-  ssize_t n = 0;
-  while ((n = read(fd, buf.data(), buf.size())) > 0) out.append(buf.data(), static_cast<size_t>(n));
-  close(fd);
-  return out;
-}
-
-std::string StatusLine(const std::string& response) { return response.substr(0, response.find("\r\n")); }
-std::string Body(const std::string& response) {
-  size_t at = response.find("\r\n\r\n");
-  return at == std::string::npos ? "" : response.substr(at + 4);
-}
+std::string HttpGet(int port, const std::string& path) { return testing::HttpRequest(port, path); }
+using testing::Body;
+using testing::StatusLine;
 
 // The value of the sample of `name` whose labels contain every one of `labels` ("k=\"v\""), as
 // text; "absent" when there is none.

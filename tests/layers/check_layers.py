@@ -103,12 +103,9 @@ def check_includes(root, used):
                 to = layer_of(target) if target else None
                 if to is None:
                     continue
-                ok, allowance = allowed(frm, to)
-                if allowance:
-                    used.add(allowance)
-                if not ok:
-                    out.append(f"{rel}:{lineno}: includes {m.group(2)} ({target}): "
-                               f"{why_not(frm, to)}")
+                why = judge(frm, to, used)
+                if why:
+                    out.append(f"{rel}:{lineno}: includes {m.group(2)} ({target}): {why}")
     return out
 
 
@@ -154,13 +151,19 @@ def check_links(root, used):
                 to = defined.get(dep)
                 if to is None:
                     continue
-                ok, allowance = allowed(frm, to)
-                if allowance:
-                    used.add(allowance)
-                if not ok:
-                    out.append(f"{rel}:{lineno}: {words[0]} ({frm}/) links {dep} ({to}/): "
-                               f"{why_not(frm, to)}")
+                why = judge(frm, to, used)
+                if why:
+                    out.append(f"{rel}:{lineno}: {words[0]} ({frm}/) links {dep} ({to}/): {why}")
     return out
+
+
+def judge(frm, to, used):
+    """None when layer `frm` may use layer `to` (recording the allowance that lets it in
+    `used`), else why not."""
+    ok, allowance = allowed(frm, to)
+    if allowance:
+        used.add(allowance)
+    return None if ok else why_not(frm, to)
 
 
 def stale_allowances(used):

@@ -27,15 +27,30 @@ pod_conflist() {
     ]}' > "$POD_DIR/$1/net.conflist"
 }
 
-# cni POD ADD|CHECK|DEL|GC: runs cni-driver on the pod's conflist (ADD, CHECK, DEL through libcni;
-# GC with no valid attachment), with the CNI_ARGS in $POD_DIR/POD/cni_args when there is one
-# (K=V;K=V, as runtimes pass K8S_POD_UID); its stdout (result or CNI error object) and stderr go
-# to $POD_DIR/POD/cni.CMD and cni.CMD.err.
+# cni POD ADD|CHECK|DEL|GC [gone]: runs cni-driver on the pod's conflist (ADD, CHECK, DEL through
+# libcni; GC with no valid attachment), with the CNI_ARGS in $POD_DIR/POD/cni_args when there is
+# one (K=V;K=V, as runtimes pass K8S_POD_UID); its stdout (result or CNI error object) and stderr
+# go to $POD_DIR/POD/cni.CMD and cni.CMD.err. As containerd 1.7 was measured to pass them (see
+# e2e/README.md, "A real runtime in the guest"): CNI_ARGS of ADD end with IgnoreUnknown=1, those
+# of DEL start with it, whatever order the file has. DEL ... gone is containerd's second DEL
+# (RemovePodSandbox's): CNI_NETNS empty (the namespace is gone) and, as libcni dropped its cache
+# at the first DEL, no prevResult.
 cni() {
-  local pod=$1 cmd=$2 d=$POD_DIR/$1 slot args=""
+  local pod=$1 cmd=$2 d=$POD_DIR/$1 slot args="" netns
   slot=$(cat "$d/netns")
-  [ -f "$d/cni_args" ] && args=$(cat "$d/cni_args")
-  cni-driver -conflist "$d/net.conflist" -cmd "$cmd" -netns "/run/netns/$slot" -id "e2e-$pod" \
+  netns=/run/netns/$slot
+  [ "$3" = gone ] && netns=""
+  # containerd passes these four for every pod; a pod without its own gets them once (a fresh UID).
+  [ -f "$d/cni_args" ] || echo "K8S_POD_NAMESPACE=default;K8S_POD_NAME=$(echo "$pod" | tr 'A-Z' 'a-z');K8S_POD_INFRA_CONTAINER_ID=e2e-$pod;K8S_POD_UID=$(cat /proc/sys/kernel/random/uuid)" > "$d/cni_args"
+  if [ -f "$d/cni_args" ]; then
+    args=$(tr ';' '\n' < "$d/cni_args" | grep -v -x -e 'IgnoreUnknown=1' -e '' | tr '\n' ';')
+    args=${args%;}
+    case $cmd in
+      DEL) args="IgnoreUnknown=1${args:+;$args}" ;;
+      *) args="${args:+$args;}IgnoreUnknown=1" ;;
+    esac
+  fi
+  cni-driver -conflist "$d/net.conflist" -cmd "$cmd" -netns "$netns" -id "e2e-$pod" \
     -ifname net1 -plugin-dirs "$CNI_BIN" -cache-dir "$CNI_CACHE" ${args:+-args "$args"} \
     > "$d/cni.$cmd" 2> "$d/cni.$cmd.err"
 }

@@ -2,7 +2,8 @@
 # Sourced by e2e/guest/lib.sh; needs the rest of it.
 
 # Pods. A pod is recorded under /run/e2e/pods/NAME: netns (the slot), pid (a pause process holding
-# its mount namespace, when it has one) and env (KEY=VALUE lines from Allocate).
+# its mount namespace, when it has one) and env (KEY=VALUE lines from Allocate); a container that
+# containerd runs has container (its CRI ID: commands go through ExecSync) and keep instead.
 
 POD_DIR=/run/e2e/pods
 
@@ -20,7 +21,10 @@ pod_run() {
     return
   fi
   slot=$(cat "$d/netns")
-  if [ -f "$d/pid" ]; then
+  if [ -f "$d/container" ]; then
+    # A container run by containerd (containerd.sh): the command runs through CRI ExecSync.
+    cri_exec "$(cat "$d/container")" "$@"
+  elif [ -f "$d/pid" ]; then
     nsenter -t "$(cat "$d/pid")" -n -m env $(cat "$d/env") "$@"
   else
     $IP netns exec "$slot" env $(cat "$d/env") "$@"
@@ -30,14 +34,16 @@ pod_run() {
 pod_slot() { if [ -f "$POD_DIR/$1/netns" ]; then cat "$POD_DIR/$1/netns"; else echo "$1"; fi; }
 
 # Kills every process left in the pod's network namespace except pause processes (several pods can
-# share a slot's namespace): a stale server would answer the next test.
+# share a slot's namespace) and a container's own (its sandbox and init: $POD_DIR/POD/keep), with
+# their children: a stale server would answer the next test.
 pod_kill() {
   local slot pids keep p
   slot=$(pod_slot "$1")
-  keep=" $(cat "$POD_DIR"/*/pid 2>/dev/null | tr '\n' ' ') "
+  keep=" $(cat "$POD_DIR"/*/pid "$POD_DIR"/*/keep 2>/dev/null | tr '\n' ' ') "
   pids=$($IP netns pids "$slot" 2>/dev/null)
   for p in $pids; do
-    case $keep in *" $p "*) ;; *) kill -9 "$p" 2>/dev/null ;; esac
+    # A kept process's own children stay too (a container's init: sh waiting on its sleep).
+    case $keep in *" $p "*|*" $(awk '{print $4}' "/proc/$p/stat" 2>/dev/null) "*) ;; *) kill -9 "$p" 2>/dev/null ;; esac
   done
   return 0
 }

@@ -3,6 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
+#include <string>
+#include <vector>
 
 #include "rdmak8s/device_id.h"
 #include "rdmak8s/file_util.h"
@@ -32,7 +36,54 @@ StatusOr<std::string> OnlyDeviceOn(const std::string& bus_dir, const std::string
   return hits[0];
 }
 
+// EUI-64 of a MAC "aa:bb:cc:dd:ee:ff" in node_guid's form, "a8bb:ccff:fedd:eeff" (the universal/
+// local bit flipped, ff:fe in the middle); "" when `mac` is not six hex bytes.
+std::string Eui64OfMac(const std::string& mac) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  // "aa:bb:cc:dd:ee:ff": 17 characters, a colon after each byte but the last.
+  if (mac.size() != 17) return "";
+  std::array<unsigned, 6> v{};
+  for (size_t i = 0; i < 6; ++i) {
+    const int hi = hex(mac[i * 3]);
+    const int lo = hex(mac[(i * 3) + 1]);
+    if (hi < 0 || lo < 0 || (i < 5 && mac[(i * 3) + 2] != ':')) return "";
+    v[i] = static_cast<unsigned>((hi * 16) + lo);
+  }
+  std::array<char, 20> out{};
+  std::snprintf(out.data(), out.size(), "%02x%02x:%02xff:fe%02x:%02x%02x", v[0] ^ 0x02U, v[1], v[2],
+                v[3], v[4], v[5]);
+  return out.data();
+}
+
 }  // namespace
+
+StatusOr<std::string> DeviceLookup::OneSoftDeviceOf(const std::string& netdev,
+                                                    const std::vector<std::string>& named) const {
+  // Soft devices over netdevs of the same name in different network namespaces (every pod's
+  // eth0 under containerd, shared RDMA netns mode): `parent` is only a name. rxe and siw derive
+  // their node GUID from the netdev's MAC, which tells them apart.
+  auto mac = ReadSysfsAttr(Path("class/net/" + netdev + "/address"));
+  const std::string guid = mac.ok() ? Eui64OfMac(*mac) : "";
+  std::vector<std::string> hits;
+  if (!guid.empty()) {
+    for (const auto& d : named) {
+      auto g = ReadSysfsAttr(Path("class/infiniband/" + d + "/node_guid"));
+      if (g.ok() && *g == guid) hits.push_back(d);
+    }
+  }
+  if (hits.size() == 1) return hits[0];
+  return InvalidArgumentError("several RDMA devices name netdev " + netdev + " as their parent (" +
+                              Join(named) + ") and " +
+                              (hits.empty() ? "none" : std::to_string(hits.size())) +
+                              " has the node GUID of its MAC (" +
+                              (mac.ok() ? *mac : mac.status().message()) +
+                              "); set deviceID to one RDMA device name");
+}
 
 StatusOr<std::vector<std::string>> RdmaDevicesOnBusDir(const std::string& bus_dir) {
   StatusOr<std::vector<std::string>> names = ListSysfsDir(bus_dir + "/infiniband");
@@ -175,10 +226,13 @@ StatusOr<std::string> DeviceLookup::ResolveByNetdev(const std::string& netdev,
   }
   // Soft devices: rxe names its netdev in `parent`; any device may list it as a GID's ndev.
   RDMAK8S_ASSIGN_OR_RETURN(auto devs, ListDevices());
+  std::vector<std::string> named;
   for (const auto& d : devs) {
     auto p = ReadSysfsAttr(Path("class/infiniband/" + d + "/parent"));
-    if (p.ok() && *p == netdev) return d;
+    if (p.ok() && *p == netdev) named.push_back(d);
   }
+  if (named.size() == 1) return named[0];
+  if (named.size() > 1) return OneSoftDeviceOf(netdev, named);
   // Stacked netdevs (VLAN, bond slave chains): follow lower_* links.
   if (auto entries = ListSysfsDir(Path(rel)); entries.ok()) {
     for (const auto& e : *entries) {

@@ -130,3 +130,107 @@ cnilog_show() {
     echo "  cnilog: $(basename "$f" .env): other env: $(grep -v '^CNI_' "$f" | tr '\n' ' ')"
   done
 }
+
+# cri_exec CONTAINER_ID CMD...: CMD in the container through CRI ExecSync (runc exec: the
+# container's namespaces, cgroup, device rules and env), its stdout and stderr printed, its exit
+# status returned (125 when the call itself failed). Bounded by E2E_TIMEOUT plus a margin.
+cri_exec() {
+  local cid=$1 req out rc a
+  shift
+  req=$(mktemp /tmp/cri-exec.XXXXXX)
+  # One jq per word: jq 1.6 takes words after --args that look like options (-c, -d) as its own.
+  for a in "$@"; do printf '%s' "$a" | jq -Rs .; done | jq -sc --arg id "$cid" --argjson t "$((E2E_TIMEOUT + 30))" \
+    '{container_id: $id, cmd: ., timeout: $t}' > "$req"
+  out=$(cri --timeout "$((E2E_TIMEOUT + 60))" ExecSync "$req")
+  rc=$?
+  rm -f "$req"
+  [ $rc = 0 ] || return 125
+  echo "$out" | jq -r '.stdout // empty' | base64 -d
+  echo "$out" | jq -r '.stderr // empty' | base64 -d >&2
+  return "$(echo "$out" | jq -r '.exit_code // 0')"
+}
+
+RDMA_POD_IMAGE=e2e.local/rdma-pod:1
+
+# The RDMA pod image: an empty merged-/usr root (bin, lib, lib64, sbin -> usr/...) whose /usr,
+# /etc/libibverbs.d and /e2e the pods bind read-only from the guest (rdma-core, perftest, busybox,
+# the e2e helpers), so the image carries nothing the guest has.
+rdma_pod_image_import() {
+  local r=/tmp/rootfs-rdma-pod d
+  rm -rf "$r" && mkdir -p "$r/usr" "$r/dev" "$r/proc" "$r/sys" "$r/etc/libibverbs.d" "$r/tmp" "$r/e2e"
+  for d in bin lib lib64 sbin; do ln -s "usr/$d" "$r/$d"; done
+  oci_image_import "$RDMA_POD_IMAGE" "$r" '["/bin/sh", "-c", "trap \"exit 0\" TERM INT; sleep 2147483647 & wait"]'
+  local rc=$?
+  rm -rf "$r"
+  return $rc
+}
+
+# cri_pod_sandbox POD UID DEVICE_ID, then cri_pod_container POD ALLOCATION_JSON: a pod as
+# kubelet makes it from the device plugin's Allocate answer (ALLOCATION_JSON: one container
+# response). The first is RunPodSandbox (containerd's CNI ADD of the node's conflist; the pod
+# annotation e2e.rdmak8s.io/device-id is what Multus would pass as deviceID, see
+# e2e/cni/e2e-slot), the second CreateContainer with the answer's cdi_devices in CDI_devices and
+# its envs, then StartContainer. They record the pod for pod_run and the traffic helpers
+# ($POD_DIR/POD: netns = containerd's cni-<uuid>, ip, sandbox, container, keep). Each prints
+# what failed.
+cri_pod_sandbox() {
+  local pod=$1 uid=$2 devid=$3 d=$POD_DIR/$1 w=/tmp/cri-$1 out sb spid ns
+  mkdir -p "$d" "$w" "/tmp/pods/$pod"
+  jq -n --arg pod "$(echo "$pod" | tr 'A-Z' 'a-z')" --arg uid "$uid" --arg id "$devid" \
+    '{metadata: {name: $pod, uid: $uid, namespace: "default", attempt: 0}, hostname: $pod,
+      log_directory: ("/tmp/pods/" + $pod), annotations: {"e2e.rdmak8s.io/device-id": $id}, linux: {}}' > "$w/sandbox.json"
+  jq -n --slurpfile c "$w/sandbox.json" '{config: $c[0]}' > "$w/run.json"
+  out=$(cri RunPodSandbox "$w/run.json" 2>&1) || { echo "RunPodSandbox: $out"; return 1; }
+  sb=$(echo "$out" | jq -r .pod_sandbox_id)
+  echo "$sb" > "$d/sandbox"
+  jq -nc --arg id "$sb" '{pod_sandbox_id: $id, verbose: true}' > "$w/sbst.json"
+  out=$(cri PodSandboxStatus "$w/sbst.json" 2>&1) || { echo "PodSandboxStatus: $out"; return 1; }
+  echo "$out" | jq -r '.status.network.ip // empty' > "$d/ip"
+  spid=$(echo "$out" | jq -r '.info.info // "{}" | fromjson | .pid // empty')
+  ns=$($IP netns identify "$spid" 2>/dev/null)
+  [ -n "$ns" ] || { echo "the sandbox (pause pid '${spid}') is in no named network namespace: $(echo "$out" | head -c 600)"; return 1; }
+  echo "$ns" > "$d/netns"
+  echo "$spid" > "$d/keep"
+  : > "$d/env"
+}
+
+cri_pod_container() {
+  local pod=$1 alloc=$2 d=$POD_DIR/$1 w=/tmp/cri-$1 out sb cid cpid
+  sb=$(cat "$d/sandbox")
+  jq -n --arg sb "$sb" --slurpfile c "$w/sandbox.json" --argjson a "$alloc" --arg img "$RDMA_POD_IMAGE" \
+    '{pod_sandbox_id: $sb, sandbox_config: $c[0],
+      config: {metadata: {name: "rdma"}, image: {image: $img},
+               envs: [($a.envs // {}) | to_entries[] | {key: .key, value: .value}],
+               mounts: [{container_path: "/usr", host_path: "/usr", readonly: true},
+                        {container_path: "/etc/libibverbs.d", host_path: "/etc/libibverbs.d", readonly: true},
+                        {container_path: "/e2e", host_path: "/e2e", readonly: true}],
+               CDI_devices: [($a.cdi_devices // [])[] | {name: .}], log_path: "rdma.log", linux: {}}}' > "$w/create.json"
+  out=$(cri CreateContainer "$w/create.json" 2>&1) || { echo "CreateContainer: $out"; return 1; }
+  cid=$(echo "$out" | jq -r .container_id)
+  jq -nc --arg id "$cid" '{container_id: $id}' > "$w/cid.json"
+  out=$(cri StartContainer "$w/cid.json" 2>&1) || { echo "StartContainer: $out"; return 1; }
+  jq -nc --arg id "$cid" '{container_id: $id, verbose: true}' > "$w/cst.json"
+  out=$(cri ContainerStatus "$w/cst.json" 2>&1) || { echo "ContainerStatus: $out"; return 1; }
+  cpid=$(echo "$out" | jq -r '.info.info // "{}" | fromjson | .pid // empty')
+  [ -n "$cpid" ] || { echo "ContainerStatus (verbose) names no pid: $(echo "$out" | head -c 600)"; return 1; }
+  echo "$cpid" >> "$d/keep"
+  echo "$cid" > "$d/container"
+}
+
+# cri_rdma_pod_down POD: the teardown kubelet does: StopContainer, RemoveContainer, StopPodSandbox
+# (containerd's first CNI DEL), RemovePodSandbox (its second). Prints what failed.
+cri_rdma_pod_down() {
+  local d=$POD_DIR/$1 w=/tmp/cri-$1 out cid sb
+  cid=$(cat "$d/container" 2>/dev/null); sb=$(cat "$d/sandbox" 2>/dev/null)
+  if [ -n "$cid" ]; then
+    jq -nc --arg id "$cid" '{container_id: $id, timeout: 10}' > "$w/stop.json"
+    pod_kill "$1"
+    out=$(cri StopContainer "$w/stop.json" 2>&1) || { echo "StopContainer: $out"; return 1; }
+    out=$(cri RemoveContainer "$w/cid.json" 2>&1) || { echo "RemoveContainer: $out"; return 1; }
+  fi
+  [ -n "$sb" ] || return 0
+  jq -nc --arg id "$sb" '{pod_sandbox_id: $id}' > "$w/sb.json"
+  out=$(cri StopPodSandbox "$w/sb.json" 2>&1) || { echo "StopPodSandbox: $out"; return 1; }
+  out=$(cri RemovePodSandbox "$w/sb.json" 2>&1) || { echo "RemovePodSandbox: $out"; return 1; }
+  rm -rf "$d"
+}

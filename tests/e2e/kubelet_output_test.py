@@ -25,6 +25,7 @@ import unittest
 SOURCE_DIR = os.environ.get(
     "RDMAK8S_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 LIB_SH = os.path.join(SOURCE_DIR, "e2e", "guest", "lib.sh")
+LIB_DIR = os.path.join(SOURCE_DIR, "e2e", "guest", "lib")  # its parts, /e2e/lib in the guest
 FIXTURE = os.path.join(SOURCE_DIR, "tests", "fixtures", "sysfs", "mlx5_roce_sriov")
 FAKE_KUBELET = None
 DEVICE_PLUGIN = None
@@ -50,7 +51,7 @@ class KubeletOutputTest(unittest.TestCase):
     # Runs `/bin/sh -c '. lib.sh; <vars>; SCRIPT'` as the guest's /init does; returns the process.
     def lib(self, script, check=False):
         prelude = (
-            f". {LIB_SH}\n"
+            f"E2E_LIB_DIR={LIB_DIR}\n. {LIB_SH}\n"
             f"KUBELET_DIR={self.kdir} KUBELET_OUT={self.out}\n"
             f"KUBELET_ERR={self.tmp}/kubelet.err KUBELET_PID={self.tmp}/kubelet.pid\n"
             f"PATH={self.bindir}:$PATH\n")

@@ -16,6 +16,7 @@ import unittest
 SOURCE_DIR = os.environ.get(
     "RDMAK8S_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 LIB_SH = os.path.join(SOURCE_DIR, "e2e", "guest", "lib.sh")
+LIB_DIR = os.path.join(SOURCE_DIR, "e2e", "guest", "lib")  # its parts, /e2e/lib in the guest
 
 LAT_HEADER = (" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]"
               "    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n")
@@ -30,7 +31,7 @@ class VerifiersTest(unittest.TestCase):
         try:
             p = subprocess.run(
                 ["/bin/sh", "-c",
-                 f'. {LIB_SH}\nverify_perftest "$1" {iters} {col} {unit}; rc=$?\n'
+                 f'E2E_LIB_DIR={LIB_DIR}\n. {LIB_SH}\nverify_perftest "$1" {iters} {col} {unit}; rc=$?\n'
                  'printf "%s\\n%s\\n%s\\n" "$rc" "$VERDICT" "$VALUE"', "sh", path],
                 capture_output=True, text=True, timeout=30)
         finally:

@@ -71,6 +71,9 @@ class DeviceLookup {
   // The RDMA device of a netdev visible in this sysfs: its bus device, or a soft device's
   // `parent`, or (VLAN, bond) its lower devices, or a GID's ndev. *port_num gets dev_port+1 when
   // known.
+  // Soft devices of several namespaces' netdevs of one name (every pod's eth0) are told apart by
+  // the node GUID rxe and siw derive from the netdev's MAC; kInvalidArgument naming them when
+  // that does not pick exactly one.
   StatusOr<std::string> ResolveByNetdev(const std::string& netdev, uint32_t* port_num) const;
   // The netdev's bus device: basename of class/net/<netdev>/device (a PCI address or auxiliary
   // name); "" for a virtual netdev or an unknown one.
@@ -83,6 +86,9 @@ class DeviceLookup {
   StatusOr<std::string> PfNetdev(const SysfsDevice& dev) const;
 
  private:
+  // ResolveByNetdev's choice among soft devices all naming `netdev` as parent (`named`, 2+).
+  StatusOr<std::string> OneSoftDeviceOf(const std::string& netdev,
+                                        const std::vector<std::string>& named) const;
   std::string Path(const std::string& rel) const { return root_ + "/" + rel; }
   bool Exists(const std::string& rel) const;
 

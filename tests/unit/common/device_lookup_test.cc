@@ -6,6 +6,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "rdmak8s/device_id.h"
 #include "rdmak8s/discovery.h"
@@ -101,6 +104,52 @@ TEST_F(TwoDriversOnOneFunctionTest, APeerMovedIntoAPodStillCountsAndTheIdStays) 
 
 // The CNI's view of a pod's sysfs is "/proc/self/fd/<fd>" (cni/sysfs_view.h): links resolve
 // inside that tree, for the lookup and for discovery alike, never into the caller's namespace.
+// A pod's view of sysfs in shared RDMA netns mode under containerd: its own eth0 in class/net,
+// and every pod's rxe in class/infiniband, each naming "eth0" (its own pod's) as parent.
+class SoftDevicesOverEveryPodsEth0Test : public ::testing::Test {
+ protected:
+  void Build(const std::string& pod_mac, const std::vector<std::pair<std::string, std::string>>& rxes) {
+    testing::SysfsBuilder b(tmp_.path());
+    testing::NetdevSpec eth0;
+    eth0.name = "eth0";
+    eth0.address = pod_mac;
+    ASSERT_TRUE(b.AddNetdev(eth0).ok());
+    for (const auto& [name, guid] : rxes) {
+      testing::RdmaDeviceSpec rxe;
+      rxe.name = name;
+      rxe.parent = testing::RdmaParent::kVirtual;
+      rxe.parent_attr = "eth0";
+      rxe.node_guid = guid;
+      testing::PortSpec port;
+      port.link_layer = "Ethernet";
+      rxe.ports = {port};
+      ASSERT_TRUE(b.AddRdmaDevice(rxe).ok());
+    }
+    ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  }
+  testing::TempDir tmp_;
+};
+
+TEST_F(SoftDevicesOverEveryPodsEth0Test, ThePodsOwnDeviceIsTheOneWithItsMacsGuid) {
+  // rxe_slot1 sits on podA's eth0 (6e:a1:..), rxe_slot2 on this pod's (d2:55:..): listed first,
+  // rxe_slot1 must not win by order.
+  Build("d2:55:9c:0e:4f:21", {{"rxe_slot1", "6ca1:b2ff:fe03:0405"}, {"rxe_slot2", "d055:9cff:fe0e:4f21"}});
+  uint32_t port = 0;
+  auto r = DeviceLookup(tmp_.path()).ResolveByNetdev("eth0", &port);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, "rxe_slot2");
+}
+
+TEST_F(SoftDevicesOverEveryPodsEth0Test, NoneWithItsMacsGuidIsAnErrorNamingThemNotAGuess) {
+  Build("d2:55:9c:0e:4f:21", {{"rxe_slot1", "6ca1:b2ff:fe03:0405"}, {"rxe_slot2", "0000:0000:0000:0000"}});
+  uint32_t port = 0;
+  auto r = DeviceLookup(tmp_.path()).ResolveByNetdev("eth0", &port);
+  ASSERT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("rxe_slot1, rxe_slot2"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("d2:55:9c:0e:4f:21"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("deviceID"), std::string::npos) << r.status().message();
+}
+
 TEST(DeviceLookupTest, AProcSelfFdRootResolvesLinksInsideTheTree) {
   int fd = open(Fixture("mlx5_roce_sriov").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   ASSERT_GE(fd, 0);

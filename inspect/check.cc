@@ -8,6 +8,7 @@
 #include "check_iwarp.h"
 #include "check_node.h"
 #include "check_roce.h"
+#include "rdmak8s/numbers.h"
 
 namespace rdmak8s::inspect {
 
@@ -70,13 +71,11 @@ StatusOr<CheckPolicy> LoadPolicy(const CheckInputs& in) {
   }
   if (!in.runtimes.empty()) policy.runtimes = in.runtimes;
   if (!in.memlock_min.empty() && in.memlock_min != "unlimited") {
-    uint64_t v = 0;
-    const std::string& s = in.memlock_min;
-    bool ok = !s.empty() && s.size() <= 19;
-    for (char c : s) ok = ok && c >= '0' && c <= '9';
-    if (!ok) return InvalidArgumentError("--memlock-min \"" + s + "\": bytes, or unlimited");
-    for (char c : s) v = v * 10 + static_cast<uint64_t>(c - '0');
-    policy.memlock_min_bytes = v;
+    StatusOr<uint64_t> v = ParseUnsigned<uint64_t>(in.memlock_min, "--memlock-min");
+    if (!v.ok()) {
+      return InvalidArgumentError("--memlock-min \"" + in.memlock_min + "\": bytes, or unlimited");
+    }
+    policy.memlock_min_bytes = *v;
   }
   for (const std::string& h : in.hugepages) {
     RDMAK8S_ASSIGN_OR_RETURN(HugepageNeed need, ParseHugepageNeed(h));

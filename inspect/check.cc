@@ -1,13 +1,12 @@
 #include "check.h"
 
-#include <fstream>
-#include <sstream>
 
 #include "check_device.h"
 #include "check_ib.h"
 #include "check_iwarp.h"
 #include "check_node.h"
 #include "check_roce.h"
+#include "rdmak8s/file_util.h"
 #include "rdmak8s/numbers.h"
 
 namespace rdmak8s::inspect {
@@ -57,11 +56,11 @@ StatusOr<CheckPolicy> LoadPolicy(const CheckInputs& in) {
     policy.netconfs.push_back(std::move(nc));
   }
   for (const std::string& path : in.qos_files) {
-    std::ifstream f(path);
-    if (!f) return ErrnoError(errno, "--qos-file " + path + ": open");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    auto nc = ParseQosArg(ss.str(), "qos-file-" + std::to_string(policy.netconfs.size() + 1));
+    // An admin's file (a ConfigMap's link into ..data/ is followed); a FIFO or a huge file at
+    // the path is refused, never read or waited on.
+    StatusOr<std::string> text = ReadConfigFile(path);
+    if (!text.ok()) return text.status().Prepend("--qos-file " + path);
+    auto nc = ParseQosArg(*text, "qos-file-" + std::to_string(policy.netconfs.size() + 1));
     if (!nc.ok()) return nc.status().Prepend("--qos-file " + path);
     policy.netconfs.push_back(std::move(*nc));
   }

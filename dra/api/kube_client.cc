@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include <curl/curl.h>
 #include <nlohmann/json.hpp>
 
+#include "rdmak8s/file_util.h"
 #include "rdmak8s/numbers.h"
 
 namespace rdmak8s::dra {
@@ -58,12 +57,13 @@ size_t WriteHeader(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
+// A service-account token is a few KiB; the projected volume's file is a link into ..data/.
+constexpr size_t kMaxTokenBytes = 64 * 1024;
+
 StatusOr<std::string> ReadToken(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return ErrnoError(errno, "read token " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string token = ss.str();
+  StatusOr<std::string> text = ReadRegularFile(path, kMaxTokenBytes, FileLinks::kFollow);
+  if (!text.ok()) return text.status().Prepend("read token " + path);
+  std::string token = std::move(*text);
   while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
   if (token.empty()) return InvalidArgumentError("read token " + path + ": empty");
   return token;

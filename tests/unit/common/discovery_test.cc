@@ -454,6 +454,35 @@ TEST(DiscoveryTest, DeviceLinksEndingInDotDotReadAsTheirTarget) {
   EXPECT_THAT(sf.netdevs, ElementsAre("enp94s0f0s2"));
 }
 
+// A sysfs root reached through a link (a bind mount seen as /proc/self/fd/N, a symlinked
+// fixture) whose class/infiniband/<dev> is a directory, not a link: its `device` link is resolved
+// from where it is named, in the tree's own spelling, so the netdev index (built the same way)
+// still finds the function's netdevs (realpath(3) of the class directory left the tree's
+// spelling, and no index entry matched).
+TEST(DiscoveryTest, ClassDirectoryUnderALinkedRootKeepsItsNetdevs) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const fs::path real = fs::path(tmp.path()) / "real";
+  fs::copy(Fixture("mlx5_roce_sriov"), real, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  const fs::path cls = real / "class/infiniband/mlx5_0";
+  const fs::path obj = real / "devices/pci0000:5d/0000:5d:00.0/0000:5e:00.0/infiniband/mlx5_0";
+  fs::remove(cls);
+  fs::copy(obj, cls, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  fs::remove(cls / "device");
+  fs::create_directory_symlink("../../../devices/pci0000:5d/0000:5d:00.0/0000:5e:00.0", cls / "device");
+  // Only the netdev index may name the function's netdevs: no GID names one.
+  fs::remove_all(cls / "ports/1/gid_attrs/ndevs");
+  const fs::path linked = fs::path(tmp.path()) / "sys";
+  fs::create_directory_symlink("real", linked);
+  SysfsDiscovery discovery({linked.string(), nullptr});
+  StatusOr<DiscoveryResult> r = discovery.DiscoverAll();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->devices.size(), 4u);
+  const RdmaDevice& pf = r->devices[0];
+  ASSERT_EQ(pf.name, "mlx5_0");
+  EXPECT_THAT(pf.netdevs, ElementsAre("ens1f0np0", "ens1f0np0.100", "mv0"));
+}
+
 // --- DiscoverOne ---
 
 TEST(DiscoveryTest, DiscoverOneReturnsTheNamedDevice) {

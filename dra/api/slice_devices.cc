@@ -41,6 +41,7 @@ class AttributeSet {
                std::string_view device)
       : out_(out), notes_(notes), device_(device) {}
   void Int(const std::string& name, int64_t v) { out_[name] = v; }
+  void Note(const std::string& what) { notes_.push_back(std::string(device_) + ": " + what); }
   void Bool(const std::string& name, bool v) { out_[name] = v; }
   void String(const std::string& name, const std::string& v) {
     if (v.empty()) return;
@@ -62,8 +63,12 @@ class AttributeSet {
 void AddAttributes(const DeviceInput& in, const std::vector<DeviceInput>& all, AttributeSet& a) {
   const RdmaDevice& d = in.device;
   const std::string std_prefix = kStandardPrefix;
-  a.String(std_prefix + "pcieRoot", in.pcie_root);
   if (d.parent.pci) {
+    a.String(std_prefix + "pcieRoot", d.parent.pci->pcie_root);
+    if (d.parent.pci->pcie_root.empty()) {
+      a.Note("no pcieRoot attribute: the sysfs path of " + d.parent.pci->address +
+             " shows no pci<domain>:<bus> host bridge");
+    }
     a.String(std_prefix + "pciBusID", d.parent.pci->address);
     if (d.parent.pci->numa_node >= 0) a.Int(std_prefix + "numaNode", d.parent.pci->numa_node);
   }
@@ -125,6 +130,17 @@ void AddAttributes(const DeviceInput& in, const std::vector<DeviceInput>& all, A
 }
 
 }  // namespace
+
+std::vector<DeviceInput> DeviceInputsOf(const std::vector<RdmaDevice>& devices) {
+  std::vector<DeviceInput> out;
+  out.reserve(devices.size());
+  for (const RdmaDevice& d : devices) {
+    DeviceInput in;
+    in.device = d;
+    out.push_back(std::move(in));
+  }
+  return out;
+}
 
 SliceDevicesResult BuildSliceDevices(const std::vector<DeviceInput>& inputs,
                                      const SliceDeviceOptions& options,

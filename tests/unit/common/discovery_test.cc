@@ -454,6 +454,41 @@ TEST(DiscoveryTest, DeviceLinksEndingInDotDotReadAsTheirTarget) {
   EXPECT_THAT(sf.netdevs, ElementsAre("enp94s0f0s2"));
 }
 
+// A copy of the mlx5_roce_sriov tree whose host bridge directory devices/pci0000:5d is a link
+// to a directory elsewhere (named otherwise): read lexically, as every link of the tree is, the
+// functions still sit under pci0000:5d; realpath(3) would place them outside the tree.
+std::string TreeWithLinkedHostBridge(const TempDir& tmp) {
+  const fs::path root = fs::path(tmp.path()) / "sys";
+  fs::copy(Fixture("mlx5_roce_sriov"), root, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  const fs::path elsewhere = fs::path(tmp.path()) / "elsewhere";
+  fs::create_directory(elsewhere);
+  fs::rename(root / "devices/pci0000:5d", elsewhere / "bridge");
+  fs::create_directory_symlink("../../elsewhere/bridge", root / "devices/pci0000:5d");
+  return root.string();
+}
+
+TEST(DiscoveryTest, PcieRootIsTheHostBridgeOnTheLexicalPath) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  SysfsDiscovery discovery({TreeWithLinkedHostBridge(tmp), nullptr});
+  StatusOr<DiscoveryResult> r = discovery.DiscoverAll();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->devices.size(), 4u);
+  for (const RdmaDevice& d : r->devices) {
+    SCOPED_TRACE(d.name);
+    ASSERT_TRUE(d.parent.pci.has_value());
+    EXPECT_EQ(d.parent.pci->pcie_root, "pci0000:5d");
+    ASSERT_FALSE(d.parent.pci->pcie_path.empty());
+    EXPECT_EQ(d.parent.pci->pcie_path.front(), "0000:5d:00.0");
+  }
+}
+
+TEST(DiscoveryTest, PcieRootOfEveryFixtureFunctionAndNoneForSoftDevices) {
+  EXPECT_EQ(DiscoverFixture("mlx5_ib_2port").devices.at(0).parent.pci->pcie_root, "pci0000:3a");
+  const RdmaDevice rxe = DiscoverFixture("rxe_veth").devices.at(0);
+  EXPECT_FALSE(rxe.parent.pci.has_value());
+}
+
 // A sysfs root reached through a link (a bind mount seen as /proc/self/fd/N, a symlinked
 // fixture) whose class/infiniband/<dev> is a directory, not a link: its `device` link is resolved
 // from where it is named, in the tree's own spelling, so the netdev index (built the same way)
@@ -481,6 +516,8 @@ TEST(DiscoveryTest, ClassDirectoryUnderALinkedRootKeepsItsNetdevs) {
   const RdmaDevice& pf = r->devices[0];
   ASSERT_EQ(pf.name, "mlx5_0");
   EXPECT_THAT(pf.netdevs, ElementsAre("ens1f0np0", "ens1f0np0.100", "mv0"));
+  ASSERT_TRUE(pf.parent.pci.has_value());
+  EXPECT_EQ(pf.parent.pci->pcie_root, "pci0000:5d");
 }
 
 // --- DiscoverOne ---

@@ -1,7 +1,6 @@
 #include "dra/api/slice_devices.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <set>
 
@@ -25,14 +24,6 @@ std::string_view FunctionName(const RdmaDevice& d) {
     case ParentKind::kUnknown: break;
   }
   return "unknown";
-}
-
-// The leading number of a sysfs rate ("100 Gb/sec (4X EDR)" -> 100); nullopt when none.
-std::optional<int64_t> RateGbps(std::string_view rate) {
-  int64_t v = 0;
-  auto [ptr, ec] = std::from_chars(rate.data(), rate.data() + rate.size(), v);
-  if (ec != std::errc() || ptr == rate.data()) return std::nullopt;
-  return v;
 }
 
 class AttributeSet {
@@ -118,7 +109,8 @@ void AddAttributes(const DeviceInput& in, const std::vector<DeviceInput>& all, A
     a.String("portState", std::string(PortStateName(active > 0 ? PortState::kActive : p.state)));
     a.String("linkLayer", p.link_layer);
     a.String("linkSpeed", p.rate);
-    if (auto gbps = RateGbps(p.rate)) a.Int("linkSpeedGbps", *gbps);
+    // An int attribute: whole Gb/s (a 1X SDR port's 2.5 is 2).
+    if (p.rate_gbps > 0) a.Int("linkSpeedGbps", static_cast<int64_t>(p.rate_gbps));
     if (d.transport == Transport::kIb) {
       if (p.lid) a.Int("lid", *p.lid);
       if (p.sm_lid) a.Int("smLid", *p.sm_lid);

@@ -10,7 +10,7 @@
 //   netdev (the first), netdevs (all, comma separated), pciAddress, vendorID, deviceID
 //   ("0x15b3"), driver, rdmaDriver, pfAddress, pfName, vfIndex, auxDevice, lowerNetdev, ports,
 //   activePorts, portState (ACTIVE when any port is), linkSpeed (port 1's rate text),
-//   linkSpeedGbps, firmware, nodeGUID, roceV2; IB only: lid, smLid, pkeys (port 1's).
+//   linkSpeedGbps (port 1's Port::rate_gbps, whole Gb/s), firmware, nodeGUID, roceV2; IB only: lid, smLid, pkeys (port 1's).
 // A value the API would reject (a string longer than 64) is left out and said in `notes`.
 //
 // Pure code: no I/O (the PCIe root is discovery's, PciInfo::pcie_root).

@@ -81,6 +81,10 @@ struct Port {
   std::string phys_state_name;      // "LinkUp", "Disabled", ...
   std::string link_layer;           // "InfiniBand" | "Ethernet" (sysfs text)
   std::string rate;                 // "100 Gb/sec (4X EDR)" (sysfs text)
+  // The rate's number, in Gb/s: 100, 2.5 ("2.5 Gb/sec (1X SDR)"); 0 when sysfs gives no rate or
+  // one not in the kernel's form ("<n>[.5] Gb/sec (<w>X<speed>)", rate_show() in
+  // drivers/infiniband/core/sysfs.c). Consumers read this, never the text.
+  double rate_gbps = 0;
   // InfiniBand only (absent on Ethernet/iWARP ports).
   std::optional<uint32_t> lid;
   std::optional<uint32_t> sm_lid;

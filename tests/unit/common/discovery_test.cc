@@ -520,6 +520,40 @@ TEST(DiscoveryTest, ClassDirectoryUnderALinkedRootKeepsItsNetdevs) {
   EXPECT_EQ(pf.parent.pci->pcie_root, "pci0000:5d");
 }
 
+// The rate's number, once, in discovery: the kernel's "2.5" of a 1X SDR port is 2.5, and text
+// not in rate_show()'s form gives none (a leading number alone is not a rate).
+TEST(DiscoveryTest, PortRateInGbpsFromTheKernelsText) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  SysfsBuilder b(tmp.path());
+  const std::vector<std::pair<std::string, double>> cases = {
+      {"200 Gb/sec (4X HDR)", 200}, {"2.5 Gb/sec (1X SDR)", 2.5}, {"100abc Gb/sec", 0},
+      {"12.7 Gb/sec (1X SDR)", 0}, {"Unknown", 0}};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    testing::PciFunctionSpec nic;
+    nic.address = "0000:3" + std::to_string(i) + ":00.0";
+    ASSERT_TRUE(b.AddPciFunction(nic).ok());
+    testing::RdmaDeviceSpec d;
+    d.name = "mlx5_" + std::to_string(i);
+    d.parent_name = nic.address;
+    testing::PortSpec port;
+    port.rate = cases[i].first;
+    d.ports = {port};
+    ASSERT_TRUE(b.AddRdmaDevice(d).ok());
+  }
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  SysfsDiscovery discovery({tmp.path(), nullptr});
+  StatusOr<DiscoveryResult> r = discovery.DiscoverAll();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->devices.size(), cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].first);
+    ASSERT_EQ(r->devices[i].ports.size(), 1u);
+    EXPECT_EQ(r->devices[i].ports[0].rate, cases[i].first);
+    EXPECT_EQ(r->devices[i].ports[0].rate_gbps, cases[i].second);
+  }
+}
+
 // --- DiscoverOne ---
 
 TEST(DiscoveryTest, DiscoverOneReturnsTheNamedDevice) {

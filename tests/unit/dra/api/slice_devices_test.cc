@@ -106,6 +106,19 @@ TEST(SliceDevicesTest, PcieRootFollowsTheTreesPathNotRealpath) {
   }
 }
 
+// linkSpeedGbps is discovery's number (Port::rate_gbps), not a prefix of the text: "100abc" is
+// no rate.
+TEST(SliceDevicesTest, LinkSpeedGbpsIsTheModelsRateNotTheTextsLeadingDigits) {
+  auto inputs = Inputs("mlx5_ib_2port");
+  ASSERT_EQ(inputs.size(), 1u);
+  Port& p = inputs[0].device.ports.at(0);
+  p.rate = "100abc Gb/sec";
+  p.rate_gbps = 0;
+  EXPECT_EQ(Str(BuildSliceDevices(inputs, kExclusive, {}).devices.at(0), "linkSpeedGbps"), "<absent>");
+  p.rate_gbps = 2.5;
+  EXPECT_EQ(Str(BuildSliceDevices(inputs, kExclusive, {}).devices.at(0), "linkSpeedGbps"), "2");
+}
+
 TEST(SliceDevicesTest, SoftDevicesHaveNoPcieRoot) {
   auto r = BuildSliceDevices(Inputs("rxe_veth"), kExclusive, {});
   ASSERT_EQ(r.devices.size(), 1u);

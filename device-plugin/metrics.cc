@@ -15,7 +15,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "device-plugin/fabric_metrics.h"
-#include "device-plugin/http_server.h"
+#include "node/http_server.h"
 
 namespace rdmak8s::dp {
 
@@ -72,9 +72,9 @@ class Metrics::Impl {
                   .Register(*registry)
                   .Add({})) {}
 
-  static HttpResponse Probe(const std::string& why) {
-    if (why.empty()) return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"};
-    return HttpResponse{503, "text/plain; charset=utf-8", why + "\n"};
+  static node::HttpResponse Probe(const std::string& why) {
+    if (why.empty()) return node::HttpResponse{200, "text/plain; charset=utf-8", "ok\n"};
+    return node::HttpResponse{503, "text/plain; charset=utf-8", why + "\n"};
   }
 
   std::shared_ptr<prometheus::Registry> registry;
@@ -86,7 +86,7 @@ class Metrics::Impl {
   prometheus::Family<prometheus::Counter>& reloads;
   prometheus::Histogram& discovery;
   prometheus::Gauge& ready;
-  std::unique_ptr<HttpServer> server;
+  std::unique_ptr<node::HttpServer> server;
   std::mutex mu;  // guards the families above and the readiness state below
   bool serving = false;
   std::map<std::string, bool> registered;  // resource -> kubelet accepted it
@@ -103,10 +103,10 @@ Status Metrics::Serve(const std::string& address) {
   // http_server.h: the probes are answered on the server's loop from memory, never behind a
   // scrape; a scrape (every counter file of every device) is computed on the server's worker,
   // one at a time, and shared by every scraper within kScrapeFreshFor.
-  HttpServer::Options options;
+  node::HttpServer::Options options;
   options.request_timeout = std::chrono::milliseconds(5000);
   options.max_connections = 64;
-  HttpServer::CachedRoute scrape{"/metrics", "text/plain; version=0.0.4; charset=utf-8",
+  node::HttpServer::CachedRoute scrape{"/metrics", "text/plain; version=0.0.4; charset=utf-8",
                                  kScrapeFreshFor, [this] {
                                    std::string text = Scrape();
                                    // A scrape of 1,024 devices builds tens of MB of metric
@@ -115,12 +115,12 @@ Status Metrics::Serve(const std::string& address) {
                                    malloc_trim(0);
                                    return text;
                                  }};
-  auto server = std::make_unique<HttpServer>(
+  auto server = std::make_unique<node::HttpServer>(
       options,
       [this](const std::string& path) {
         if (path == "/livez") return Impl::Probe(NotLive());
         if (path == "/readyz" || path == "/healthz") return Impl::Probe(Unready());
-        return HttpResponse{404, "text/plain; charset=utf-8", "not found\n"};
+        return node::HttpResponse{404, "text/plain; charset=utf-8", "not found\n"};
       },
       std::move(scrape));
   Status s = server->Listen(address);
@@ -135,8 +135,8 @@ void Metrics::Stop() {
 
 int Metrics::port() const { return impl_->server ? impl_->server->port() : 0; }
 
-HttpServer::Stats Metrics::http_stats() const {
-  return impl_->server ? impl_->server->stats() : HttpServer::Stats{};
+node::HttpServer::Stats Metrics::http_stats() const {
+  return impl_->server ? impl_->server->stats() : node::HttpServer::Stats{};
 }
 
 void Metrics::SetPoolDevices(const std::string& resource, const PoolCounts& counts) {

@@ -27,9 +27,9 @@ int64_t SteadyNowNs() {
 // As the device plugin's (metrics.cc): several scrapers within this share one computation.
 constexpr std::chrono::milliseconds kScrapeFreshFor{2000};
 
-dp::HttpResponse Probe(const std::string& why) {
-  if (why.empty()) return dp::HttpResponse{200, "text/plain; charset=utf-8", "ok\n"};
-  return dp::HttpResponse{503, "text/plain; charset=utf-8", why + "\n"};
+node::HttpResponse Probe(const std::string& why) {
+  if (why.empty()) return node::HttpResponse{200, "text/plain; charset=utf-8", "ok\n"};
+  return node::HttpResponse{503, "text/plain; charset=utf-8", why + "\n"};
 }
 
 }  // namespace
@@ -105,7 +105,7 @@ class DraMetrics::Impl {
   prometheus::Histogram& prepare_seconds;
   prometheus::Family<prometheus::Counter>& api_errors;
   prometheus::Gauge& ready;
-  std::unique_ptr<dp::HttpServer> server;
+  std::unique_ptr<node::HttpServer> server;
 
   // What the probes read: never held while anything slow runs.
   mutable std::mutex probe_mu;
@@ -125,15 +125,15 @@ DraMetrics::~DraMetrics() { Stop(); }
 
 Status DraMetrics::Serve(const std::string& address) {
   if (impl_->server != nullptr) return FailedPreconditionError("metrics: already serving");
-  dp::HttpServer::Options options;
-  dp::HttpServer::CachedRoute scrape{"/metrics", "text/plain; version=0.0.4; charset=utf-8",
+  node::HttpServer::Options options;
+  node::HttpServer::CachedRoute scrape{"/metrics", "text/plain; version=0.0.4; charset=utf-8",
                                      kScrapeFreshFor, [this] { return Scrape(); }};
-  auto server = std::make_unique<dp::HttpServer>(
+  auto server = std::make_unique<node::HttpServer>(
       options,
       [this](const std::string& path) {
         if (path == "/livez") return Probe(NotLive());
         if (path == "/readyz") return Probe(Unready());
-        return dp::HttpResponse{404, "text/plain; charset=utf-8", "not found\n"};
+        return node::HttpResponse{404, "text/plain; charset=utf-8", "not found\n"};
       },
       std::move(scrape));
   Status s = server->Listen(address);

@@ -23,8 +23,8 @@
 #include <string>
 #include <string_view>
 
-#include "device-plugin/http_server.h"
 #include "dra/device_catalog.h"
+#include "node/http_server.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dra {

@@ -194,16 +194,7 @@ void Daemon::FullRescan() {
   RebuildPools();
 }
 void Daemon::WatchDeviceEvents() {
-  if (!deps_.device_events) return;
-  std::vector<std::string> present = tracker_.Present();
-  if (present == watched_) return;
-  Status s = deps_.device_events->Watch(present);
-  if (!s.ok()) {
-    SPDLOG_WARN("async events: {}", s.message());
-    watched_.clear();
-    return;
-  }
-  watched_ = std::move(present);
+  if (Status s = async_watch_.Update(tracker_); !s.ok()) SPDLOG_WARN("async events: {}", s.message());
 }
 
 void Daemon::RefreshDevice(const std::string& rdma_dev) {
@@ -318,7 +309,7 @@ void Daemon::HandleLinkEvents() {
 void Daemon::HandleDeviceEvents() {
   node::AsyncEventsOutcome o = node::ReadAsyncEvents(*deps_.device_events);
   if (o.rescan) {
-    watched_.clear();  // the source dropped the fatal device's context: let it reopen what is back
+    async_watch_.Forget();  // the source dropped the fatal device's context: let it reopen what is back
     FullRescan();
     return;
   }

@@ -48,6 +48,7 @@
 #include "device-plugin/plugin_server.h"
 #include "device-plugin/pool_publisher.h"
 #include "device-plugin/pool_state.h"
+#include "node/async_events_watch.h"
 #include "node/device_events.h"
 #include "node/device_tracker.h"
 #include "rdmak8s/discovery.h"
@@ -156,7 +157,7 @@ class Daemon {
   node::DeviceTracker tracker_;                       // the devices and their health
   PoolPublisher publisher_;                     // tracked devices -> each pool's published state
   std::unique_ptr<KubeletLink> link_;           // serving and registration (after Start)
-  std::vector<std::string> watched_;            // devices last given to device_events->Watch
+  node::AsyncEventsWatch async_watch_{deps_.device_events.get()};  // what device_events listens on
   mutable std::mutex pools_mu_;                 // guards pools_ map shape for the accessors
   std::map<std::string, Pool> pools_;           // pool name -> pool
 

@@ -34,7 +34,7 @@ void HealthWatcher::Publish() { catalog_->Update(deps_.filter.Apply(tracker_.dev
 
 void HealthWatcher::WatchAsync() {
   if (!deps_.async_events) return;
-  if (Status s = deps_.async_events->Watch(tracker_.Present()); !s.ok()) {
+  if (Status s = async_watch_.Update(tracker_); !s.ok()) {
     SPDLOG_WARN("verbs async events: {}", s.message());
   }
 }
@@ -125,6 +125,7 @@ Status HealthWatcher::Run() {
     if (async_i >= 0 && fds[async_i].revents) {
       node::AsyncEventsOutcome o = node::ReadAsyncEvents(*deps_.async_events);
       if (o.rescan) {
+        async_watch_.Forget();  // the source dropped the fatal device's context
         Rescan();
       } else if (!o.devices.empty()) {
         for (const auto& d : o.devices) tracker_.Refresh(d);

@@ -20,6 +20,7 @@
 
 #include "dra/device_catalog.h"
 #include "dra/device_filter.h"
+#include "node/async_events_watch.h"
 #include "node/device_events.h"
 #include "node/device_tracker.h"
 #include "node/tracker_events.h"
@@ -70,6 +71,7 @@ class HealthWatcher {
 
   HealthWatcherDeps deps_;
   node::DeviceTracker tracker_;
+  node::AsyncEventsWatch async_watch_{deps_.async_events.get()};
   DeviceCatalog* catalog_;
   const std::chrono::seconds rescan_interval_;
   const std::chrono::milliseconds port_poll_interval_;

@@ -1,4 +1,4 @@
-// The HTTP server behind /metrics and the probes (device-plugin/http_server.h) under what any
+// The HTTP server behind /metrics and the probes (node/http_server.h) under what any
 // client that reaches the port can do: loop scrapes, hold answers unread, open connection after
 // connection. Real loopback TCP; the costly route is a computation the test holds at a gate, so
 // "a scrape is in flight" is a state the test sets, not a time it hopes for.

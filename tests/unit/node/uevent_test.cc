@@ -1,4 +1,4 @@
-// Kernel uevents of RDMA devices (device-plugin/uevent.h): the parser on bytes, the source over a
+// Kernel uevents of RDMA devices (node/uevent.h): the parser on bytes, the source over a
 // socketpair (the seam the daemon tests use), and the real kernel socket on a veth pair.
 #include "node/uevent.h"
 

@@ -1,6 +1,6 @@
 #include "device-plugin/daemon.h"
 
-#include "device-plugin/tracker_events.h"
+#include "node/tracker_events.h"
 
 #include <signal.h>
 #include <sys/epoll.h>
@@ -194,16 +194,7 @@ void Daemon::FullRescan() {
   RebuildPools();
 }
 void Daemon::WatchDeviceEvents() {
-  if (!deps_.device_events) return;
-  std::vector<std::string> present = tracker_.Present();
-  if (present == watched_) return;
-  Status s = deps_.device_events->Watch(present);
-  if (!s.ok()) {
-    SPDLOG_WARN("async events: {}", s.message());
-    watched_.clear();
-    return;
-  }
-  watched_ = std::move(present);
+  if (Status s = async_watch_.Update(tracker_); !s.ok()) SPDLOG_WARN("async events: {}", s.message());
 }
 
 void Daemon::RefreshDevice(const std::string& rdma_dev) {
@@ -305,7 +296,7 @@ void Daemon::HandleSignal() {
 }
 
 void Daemon::HandleLinkEvents() {
-  TrackerEventOutcome o = ApplyLinkEvents(tracker_, *deps_.link_monitor);
+  node::TrackerEventOutcome o = node::ApplyLinkEvents(tracker_, *deps_.link_monitor);
   if (o.rescan) {
     FullRescan();
     return;
@@ -316,9 +307,9 @@ void Daemon::HandleLinkEvents() {
 }
 
 void Daemon::HandleDeviceEvents() {
-  AsyncEventsOutcome o = ReadAsyncEvents(*deps_.device_events);
+  node::AsyncEventsOutcome o = node::ReadAsyncEvents(*deps_.device_events);
   if (o.rescan) {
-    watched_.clear();  // the source dropped the fatal device's context: let it reopen what is back
+    async_watch_.Forget();  // the source dropped the fatal device's context: let it reopen what is back
     FullRescan();
     return;
   }
@@ -326,7 +317,7 @@ void Daemon::HandleDeviceEvents() {
 }
 
 void Daemon::HandleUevents() {
-  TrackerEventOutcome o = ApplyUevents(tracker_, *deps_.uevents);
+  node::TrackerEventOutcome o = node::ApplyUevents(tracker_, *deps_.uevents);
   if (o.rescan) {
     FullRescan();
     return;
@@ -339,7 +330,7 @@ void Daemon::HandleUevents() {
 void Daemon::HandlePortPoll() {
   uint64_t expirations = 0;
   (void)!read(port_timer_fd_, &expirations, sizeof(expirations));
-  TrackerEventOutcome o = PollPortStates(tracker_);
+  node::TrackerEventOutcome o = node::PollPortStates(tracker_);
   if (!o.changed) return;
   RebuildPools();
   if (o.devices_reread) WatchDeviceEvents();

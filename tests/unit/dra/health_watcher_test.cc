@@ -184,5 +184,25 @@ TEST_F(HealthWatcherTest, ARequestedRescanSeesAChangeNoEventReported) {
   ASSERT_TRUE(AfterChange(before, "mlx5-0", false).has_value()) << "the requested rescan did not run";
 }
 
+// The one device-watch rule (node/async_events_watch.h), as the device plugin's daemon follows it:
+// a rescan that leaves the same devices present does not reopen every verbs context, a fatal
+// event (the source dropped that device's context) does.
+TEST_F(HealthWatcherTest, ARescanWithTheSameDevicesDoesNotReopenAsyncEventsButAFatalEventDoes) {
+  StartOn("mlx5_ib_2port");
+  ASSERT_EQ(events_->watch_calls(), 1);
+  uint64_t before = catalog_.generation();
+  Write("class/infiniband/mlx5_0/ports/1/state", "1: DOWN\n");
+  watcher_->RequestRescan();
+  ASSERT_TRUE(AfterChange(before, "mlx5-0", false).has_value()) << "the requested rescan did not run";
+  EXPECT_EQ(events_->watch_calls(), 1) << "a rescan with the same devices present reopened them";
+
+  uint64_t while_down = catalog_.generation();
+  Write("class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n");
+  events_->Inject({"mlx5_0", 0, "device fatal"});
+  ASSERT_TRUE(AfterChange(while_down, "mlx5-0", true).has_value()) << "the fatal event's rescan did not run";
+  EXPECT_EQ(events_->watch_calls(), 2) << "after a fatal event the device must be watched again";
+  EXPECT_EQ(events_->watched(), std::vector<std::string>{"mlx5_0"});
+}
+
 }  // namespace
 }  // namespace rdmak8s::dra

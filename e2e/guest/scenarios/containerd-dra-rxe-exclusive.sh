@@ -94,9 +94,10 @@ EOF_POD
     pd=$(slice_device_of "rxe_$slot")
     claim_write "$(claim_name "$pod")" "$cuid" "$pod" "$puid" ${pd% *} ${pd#* }
     prep=$(claim_prepare "$(claim_name "$pod")" "$cuid" --request nic)
+    echo "$cuid" > "/run/e2e/$pod.prepared"  # asked: unprepared at the end whatever it answered
     ids=$(echo "$prep" | jq -c --arg u "$cuid" '.claims[$u].container_cdi_devices // empty' 2>/dev/null)
     if echo "$prep" | jq -e --arg u "$cuid" '.claims[$u].error == "" and (.claims[$u].devices | length) == 1' >/dev/null 2>&1 &&
-       [ "$(echo "$ids" | jq 'length' 2>/dev/null)" -ge 1 ] 2>/dev/null && [ -f "$DRA_PODS_DIR/$puid" ]; then
+       [ "$(echo "$ids" | jq 'length' 2>/dev/null)" -ge 1 ] 2>/dev/null && [ -e "$DRA_PODS_DIR/$puid" ]; then
       result "$pod-prepare" PASS "$(echo "$prep" | jq -c --arg u "$cuid" '.claims[$u].devices'), container CDI devices $ids, pod record $DRA_PODS_DIR/$puid"
     else
       result "$pod-prepare" FAIL "NodePrepareResources of default/$(claim_name "$pod"): $prep; records: $(ls "$DRA_PODS_DIR" 2>&1 | tr '\n' ' ')"
@@ -197,6 +198,7 @@ EOF_POD
         result "$pod-device-home" FAIL "rxe_$slot in the root: $(ls /sys/class/infiniband | tr '\n' ' '); net1 in $slot: $($IP -n "$slot" -o link show 2>&1 | cut -d: -f2 | tr '\n' ' '); slot log: $(tail -n 2 /run/e2e-slot/log | tr '\n' ' ')"
       fi
     fi
+    [ -f "/run/e2e/$pod.prepared" ] || continue
     if out=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" unprepare --claim "default/$(claim_name "$pod")/$cuid" 2>&1) &&
        [ ! -e "$CDI_DIR/$DRIVER-claim_$cuid.json" ] && [ ! -e "$DRA_PODS_DIR/$puid" ]; then
       result "$pod-unprepare" PASS "claim unprepared: its CDI spec and the pod's device record are gone"

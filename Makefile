@@ -61,7 +61,7 @@ fuzz: deps
 .PHONY: tidy
 tidy: deps
 	@bash scripts/configure.sh default
-	@cmake --build --preset default --target rdmak8s_dp_proto_gen rdmak8s_dra_proto_gen >/dev/null
+	@cmake --build --preset default --target rdmak8s_node_proto_gen rdmak8s_dp_proto_gen rdmak8s_dra_proto_gen >/dev/null
 	@TIDY_JOBS=$(JOBS) bash scripts/tidy.sh build/default
 
 # The reliability figures in one table (issue 13): the crash at every CNI step, CNI concurrency

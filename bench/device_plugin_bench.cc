@@ -36,7 +36,7 @@
 #include "device-plugin/device_name_index.h"
 #include "device-plugin/fabric_metrics.h"
 #include "device-plugin/preferred_allocation.h"
-#include "device-plugin/tracker_events.h"
+#include "node/tracker_events.h"
 #include "support/fake_kubelet.h"
 #include "support/loopback_http.h"
 #include "support/sysfs_builder.h"
@@ -226,7 +226,7 @@ int InProcess(const std::string& root) {
       pci.address = fn;
       pci.pcie_path = {rp, fn};
       d.parent.pci = pci;
-      big->devices[d.name] = TrackedDevice{d, {true, ""}};
+      big->devices[d.name] = rdmak8s::node::TrackedDevice{d, {true, ""}};
     }
     FillIds(*big);
     std::vector<std::string> ids = big->ids;
@@ -507,7 +507,7 @@ int ScrapeCost(const std::string& root) {
 // phys_state of each, and its netdev's operstate for the health.
 int PortPollCost(const std::string& root) {
   rdmak8s::SysfsDiscovery discovery(rdmak8s::DiscoveryOptions{root + "/sys", nullptr});
-  rdmak8s::dp::DeviceTracker tracker(&discovery, root + "/sys");
+  rdmak8s::node::DeviceTracker tracker(&discovery, root + "/sys");
   if (Status s = tracker.Rescan(); !s.ok()) {
     std::fprintf(stderr, "rescan: %s\n", s.ToString().c_str());
     return 1;
@@ -515,7 +515,7 @@ int PortPollCost(const std::string& root) {
   std::vector<double> ms;
   for (int i = 0; i < 20; ++i) {
     auto t0 = Clock::now();
-    rdmak8s::dp::TrackerEventOutcome o = rdmak8s::dp::PollPortStates(tracker);
+    rdmak8s::node::TrackerEventOutcome o = rdmak8s::node::PollPortStates(tracker);
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     benchmark_sink = benchmark_sink + (o.changed ? 1 : 0);
   }

@@ -25,10 +25,10 @@
 #include "dra/plugin.h"
 #include "fakes/fake_api_server.h"
 #include "fakes/fake_dra_kubelet.h"
-#include "unit/device-plugin/fake_event_sources.h"
 #include "rdmak8s/discovery.h"
 #include "support/sysfs_builder.h"
 #include "support/temp_dir.h"
+#include "unit/device-plugin/fake_event_sources.h"
 
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -46,8 +46,8 @@ double Percentile(std::vector<double> v, double p) {
 bool PrepareLatency(const std::string& dir, testing::FakeApiServer& server, dra::KubeApi* api,
                     const std::vector<RdmaDevice>& devices, int n, std::vector<double>* prepare_ms) {
   dra::DeviceCatalog catalog("node1");
-  std::map<std::string, dp::TrackedDevice> tracked;
-  for (const auto& d : devices) tracked[d.name] = {d, {}, dp::Presence::kPresent};
+  std::map<std::string, node::TrackedDevice> tracked;
+  for (const auto& d : devices) tracked[d.name] = {d, {}, node::Presence::kPresent};
   catalog.Update(tracked);
   dra::PreparerOptions p;
   p.state_dir = dir + "/state";

@@ -4,42 +4,6 @@
 
 namespace rdmak8s::dp {
 
-namespace {
-
-void Add(std::vector<CharDeviceRef>& out, const CharDevice& c, const std::string& dev_root) {
-  for (const auto& existing : out) {
-    if (existing.name == c.name) return;
-  }
-  out.push_back({c.name, dev_root + "/infiniband/" + c.name, c.ContainerPath()});
-}
-
-}  // namespace
-
-std::vector<CharDeviceRef> CharDevicesFor(const RdmaDevice& dev, const AllocateOptions& options,
-                                          const std::string& dev_root) {
-  std::vector<CharDeviceRef> out;
-  auto add_kind = [&](CharDeviceKind kind) {
-    for (const auto& c : dev.char_devices) {
-      if (c.kind == kind) Add(out, c, dev_root);
-    }
-  };
-  add_kind(CharDeviceKind::kUverbs);
-  switch (dev.transport) {
-    case Transport::kIb:
-      add_kind(CharDeviceKind::kUmad);
-      if (options.issm) add_kind(CharDeviceKind::kIssm);
-      break;
-    case Transport::kRoce:
-      if (options.roce_umad) add_kind(CharDeviceKind::kUmad);
-      break;
-    case Transport::kIwarp:
-    case Transport::kUnknown:
-      break;
-  }
-  add_kind(CharDeviceKind::kRdmaCm);
-  return out;
-}
-
 std::vector<std::string> DevicesOf(const PoolState& state, const std::vector<std::string>& ids) {
   std::vector<std::string> out;
   for (const auto& id : ids) {
@@ -48,21 +12,6 @@ std::vector<std::string> DevicesOf(const PoolState& state, const std::vector<std
     if (std::find(out.begin(), out.end(), it->second) == out.end()) out.push_back(it->second);
   }
   return out;
-}
-
-std::map<std::string, std::string> AllocationEnv(const std::vector<const RdmaDevice*>& devs,
-                                                 const AllocateOptions& options) {
-  std::map<std::string, std::string> env = options.extra_env;
-  std::string nccl, ucx;
-  for (const RdmaDevice* dev : devs) {
-    nccl += (nccl.empty() ? "=" : ",") + dev->name;
-    for (const auto& port : dev->ports) {
-      ucx += (ucx.empty() ? "" : ",") + dev->name + ":" + std::to_string(port.port_num);
-    }
-  }
-  if (options.nccl_env) env["NCCL_IB_HCA"] = nccl;
-  if (options.ucx_env) env["UCX_NET_DEVICES"] = ucx;
-  return env;
 }
 
 std::set<std::string> SharedDeviceListEnv(const PluginConfig& config, const PoolConfig& pool) {
@@ -79,7 +28,7 @@ StatusOr<v1beta1::ContainerAllocateResponse> BuildContainerResponse(
     const PoolState& state, const std::vector<std::string>& ids) {
   if (ids.empty()) return InvalidArgumentError("no device IDs requested");
   for (const auto& id : ids) {
-    const TrackedDevice* t = state.ForId(id);
+    const node::TrackedDevice* t = state.ForId(id);
     if (t == nullptr) {
       return InvalidArgumentError("unknown device ID \"" + id + "\" for " + state.resource);
     }
@@ -100,7 +49,7 @@ StatusOr<v1beta1::ContainerAllocateResponse> BuildContainerResponse(
       resp.add_cdi_devices()->set_name(state.cdi_kind + "=" + name);
       continue;
     }
-    for (const auto& c : CharDevicesFor(dev, state.pool.allocate, state.dev_root)) {
+    for (const auto& c : node::CharDevicesFor(dev, state.pool.allocate, state.dev_root)) {
       bool dup = false;
       for (const auto& existing : resp.devices()) dup = dup || existing.container_path() == c.container_path;
       if (dup) continue;  // rdma_cm is shared by every device
@@ -111,7 +60,7 @@ StatusOr<v1beta1::ContainerAllocateResponse> BuildContainerResponse(
     }
   }
   auto& envs = *resp.mutable_envs();
-  for (const auto& [k, v] : AllocationEnv(models, state.pool.allocate)) {
+  for (const auto& [k, v] : node::AllocationEnv(models, state.pool.allocate)) {
     if (!state.env_left_out.contains(k)) envs[k] = v;
   }
   envs[PoolEnvName(state.pool.name)] = dev_list;

@@ -1,8 +1,5 @@
 #include "device-plugin/config.h"
 
-#include <map>
-#include <optional>
-
 #include <cctype>
 #include <map>
 #include <optional>
@@ -10,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rdmak8s/device_id.h"
+#include "node/json_schema.h"
 #include "rdmak8s/file_util.h"
 #include "rdmak8s/strings.h"
 
@@ -19,57 +16,9 @@ namespace rdmak8s::dp {
 namespace {
 
 using nlohmann::json;
-
-Status Bad(const std::string& path, const std::string& what) {
-  return InvalidArgumentError(path + ": " + what);
-}
-
-// The allowed keys of an object; anything else is a typo we refuse rather than ignore.
-Status CheckKeys(const json& obj, const std::string& path, const std::set<std::string>& allowed) {
-  for (auto it = obj.begin(); it != obj.end(); ++it) {
-    if (!allowed.count(it.key())) {
-      std::string list;
-      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      return Bad(path + "." + it.key(), "unknown field (allowed: " + list + ")");
-    }
-  }
-  return Status::Ok();
-}
-
-std::string TypeName(const json& j) { return j.type_name(); }
-
-StatusOr<std::vector<std::string>> StringList(const json& j, const std::string& path) {
-  if (!j.is_array()) return Bad(path, "must be a list of strings, got " + TypeName(j));
-  if (j.empty()) return Bad(path, "must not be empty (leave the selector out to match all)");
-  std::vector<std::string> out;
-  for (size_t i = 0; i < j.size(); ++i) {
-    std::string p = path + "[" + std::to_string(i) + "]";
-    if (!j[i].is_string()) return Bad(p, "must be a string, got " + TypeName(j[i]));
-    std::string s = j[i].get<std::string>();
-    if (s.empty()) return Bad(p, "must not be empty");
-    out.push_back(std::move(s));
-  }
-  return out;
-}
-
-Status CheckHexIds(std::vector<std::string>& ids, const std::string& path, const char* what) {
-  for (size_t i = 0; i < ids.size(); ++i) {
-    std::string s = ids[i];
-    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s = s.substr(2);
-    bool ok = s.size() == 4;
-    for (char& c : s) {
-      ok = ok && std::isxdigit(static_cast<unsigned char>(c));
-      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-    if (!ok) {
-      return Bad(path + "[" + std::to_string(i) + "]",
-                 "\"" + ids[i] + "\" is not a 4-digit hex PCI " + what);
-    }
-    ids[i] = s;
-  }
-  return Status::Ok();
-}
-
+using node::schema::Bad;
+using node::schema::CheckKeys;
+using node::schema::TypeName;
 
 bool IsResourceNamePart(const std::string& s) {
   // Kubernetes qualified-name part: [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?, at most 63.
@@ -103,52 +52,6 @@ bool IsDnsSubdomain(const std::string& s) {
     start = dot + 1;
   }
   return true;
-}
-
-Status CheckOneOf(const std::vector<std::string>& vals, const std::string& path,
-                  const std::set<std::string>& allowed) {
-  for (size_t i = 0; i < vals.size(); ++i) {
-    if (!allowed.count(vals[i])) {
-      std::string list;
-      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      return Bad(path + "[" + std::to_string(i) + "]",
-                 "\"" + vals[i] + "\" is not one of " + list);
-    }
-  }
-  return Status::Ok();
-}
-
-
-StatusOr<AllocateOptions> ParseAllocate(const json& j, const std::string& path) {
-  if (!j.is_object()) return Bad(path, "must be an object, got " + TypeName(j));
-  RDMAK8S_RETURN_IF_ERROR(CheckKeys(j, path, {"ncclEnv", "ucxEnv", "issm", "roceUmad", "env"}));
-  AllocateOptions a;
-  auto flag = [&](const char* key, bool& out) -> Status {
-    if (!j.contains(key)) return Status::Ok();
-    if (!j[key].is_boolean()) {
-      return Bad(path + "." + key, "must be true or false, got " + j[key].dump());
-    }
-    out = j[key].get<bool>();
-    return Status::Ok();
-  };
-  RDMAK8S_RETURN_IF_ERROR(flag("ncclEnv", a.nccl_env));
-  RDMAK8S_RETURN_IF_ERROR(flag("ucxEnv", a.ucx_env));
-  RDMAK8S_RETURN_IF_ERROR(flag("issm", a.issm));
-  RDMAK8S_RETURN_IF_ERROR(flag("roceUmad", a.roce_umad));
-  if (j.contains("env")) {
-    const json& e = j["env"];
-    if (!e.is_object()) return Bad(path + ".env", "must be an object of strings, got " + TypeName(e));
-    for (auto it = e.begin(); it != e.end(); ++it) {
-      std::string p = path + ".env." + it.key();
-      if (!it.value().is_string()) return Bad(p, "must be a string, got " + it.value().dump());
-      const std::string& k = it.key();
-      bool ok = !k.empty() && !std::isdigit(static_cast<unsigned char>(k[0]));
-      for (char c : k) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-      if (!ok) return Bad(p, "is not a valid environment variable name");
-      a.extra_env[k] = it.value().get<std::string>();
-    }
-  }
-  return a;
 }
 
 StatusOr<PoolConfig> ParsePool(const json& j, const std::string& path) {
@@ -190,77 +93,14 @@ StatusOr<PoolConfig> ParsePool(const json& j, const std::string& path) {
   if (!j.contains("selectors")) {
     return Bad(path + ".selectors", "is required (use {} only if the pool should take every device)");
   }
-  RDMAK8S_ASSIGN_OR_RETURN(p.selectors, ParseSelectors(j["selectors"], path + ".selectors"));
+  RDMAK8S_ASSIGN_OR_RETURN(p.selectors, node::ParseSelectors(j["selectors"], path + ".selectors"));
   if (j.contains("allocate")) {
-    RDMAK8S_ASSIGN_OR_RETURN(p.allocate, ParseAllocate(j["allocate"], path + ".allocate"));
+    RDMAK8S_ASSIGN_OR_RETURN(p.allocate, node::ParseAllocate(j["allocate"], path + ".allocate"));
   }
   return p;
 }
 
 }  // namespace
-
-StatusOr<Selectors> ParseSelectors(const json& j, const std::string& path) {
-  if (!j.is_object()) return Bad(path, "must be an object, got " + TypeName(j));
-  RDMAK8S_RETURN_IF_ERROR(CheckKeys(j, path,
-                                    {"vendors", "deviceIDs", "drivers", "pciAddresses",
-                                     "rdmaDevices", "netdevs", "linkTypes", "transports",
-                                     "numaNodes", "isVF", "pfNames"}));
-  Selectors s;
-  auto list = [&](const char* key, std::vector<std::string>& out) -> Status {
-    if (!j.contains(key)) return Status::Ok();
-    RDMAK8S_ASSIGN_OR_RETURN(out, StringList(j[key], path + "." + key));
-    return Status::Ok();
-  };
-  RDMAK8S_RETURN_IF_ERROR(list("vendors", s.vendors));
-  RDMAK8S_RETURN_IF_ERROR(CheckHexIds(s.vendors, path + ".vendors", "vendor ID"));
-  RDMAK8S_RETURN_IF_ERROR(list("deviceIDs", s.device_ids));
-  RDMAK8S_RETURN_IF_ERROR(CheckHexIds(s.device_ids, path + ".deviceIDs", "device ID"));
-  RDMAK8S_RETURN_IF_ERROR(list("drivers", s.drivers));
-  RDMAK8S_RETURN_IF_ERROR(list("pciAddresses", s.pci_addresses));
-  for (size_t i = 0; i < s.pci_addresses.size(); ++i) {
-    // tolower of a negative char (a UTF-8 byte) is undefined: pass it as unsigned char.
-    for (char& c : s.pci_addresses[i]) {
-      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-    if (!IsPciAddress(s.pci_addresses[i])) {
-      return Bad(path + ".pciAddresses[" + std::to_string(i) + "]",
-                 "\"" + s.pci_addresses[i] + "\" is not a PCI address like 0000:3b:00.0");
-    }
-  }
-  RDMAK8S_RETURN_IF_ERROR(list("rdmaDevices", s.rdma_devices));
-  RDMAK8S_RETURN_IF_ERROR(list("netdevs", s.netdevs));
-  RDMAK8S_RETURN_IF_ERROR(list("linkTypes", s.link_types));
-  RDMAK8S_RETURN_IF_ERROR(CheckOneOf(s.link_types, path + ".linkTypes", {"infiniband", "ethernet"}));
-  RDMAK8S_RETURN_IF_ERROR(list("transports", s.transports));
-  RDMAK8S_RETURN_IF_ERROR(CheckOneOf(s.transports, path + ".transports", {"ib", "roce", "iwarp"}));
-  RDMAK8S_RETURN_IF_ERROR(list("pfNames", s.pf_names));
-  if (j.contains("numaNodes")) {
-    const json& n = j["numaNodes"];
-    std::string p = path + ".numaNodes";
-    if (!n.is_array()) return Bad(p, "must be a list of integers, got " + TypeName(n));
-    if (n.empty()) return Bad(p, "must not be empty (leave the selector out to match all)");
-    for (size_t i = 0; i < n.size(); ++i) {
-      if (!n[i].is_number_integer() || n[i].get<int64_t>() < -1 || n[i].get<int64_t>() > 1023) {
-        return Bad(p + "[" + std::to_string(i) + "]",
-                   "must be a NUMA node number (0..1023, or -1 for unknown), got " + n[i].dump());
-      }
-      s.numa_nodes.push_back(n[i].get<int>());
-    }
-  }
-  if (j.contains("isVF")) {
-    if (!j["isVF"].is_boolean()) {
-      return Bad(path + ".isVF", "must be true or false, got " + j["isVF"].dump());
-    }
-    s.is_vf = j["isVF"].get<bool>();
-  }
-  return s;
-}
-
-StatusOr<AllocateOptions> ParseAllocateOptions(std::string_view json_text) {
-  json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/false);
-  if (j.is_discarded()) return InvalidArgumentError("$: invalid JSON");
-  return ParseAllocate(j, "$");
-}
 
 StatusOr<PluginConfig> ParseConfig(std::string_view json_text) {
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/false);

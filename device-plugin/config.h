@@ -1,5 +1,7 @@
 // Device plugin configuration: the JSON file given by --config (docs/device-plugin.md).
 //
+// The schema of a pool's selectors and allocate options is the node core's (node/selectors.h,
+// node/allocate.h: the DRA driver reads the same shapes); this file has the pools around them.
 // ParseConfig validates strictly: unknown fields, wrong types, bad values, duplicate or empty
 // pools are rejected with kInvalidArgument and the JSON path of the problem
 // ("$.pools[1].selectors.vendors[0]: \"15b\" is not a 4-digit hex PCI vendor ID").
@@ -14,41 +16,13 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
+#include "node/allocate.h"
+#include "node/selectors.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dp {
 
 enum class PoolMode { kShared, kExclusive };
-
-// Lists are OR within a selector; selectors present are ANDed. An absent selector matches all.
-struct Selectors {
-  std::vector<std::string> vendors;       // lower-case hex, no 0x: "15b3"
-  std::vector<std::string> device_ids;    // lower-case hex, no 0x: "101b"
-  // The parent's driver ("mlx5_core", "ice", "bnxt_en") or the RDMA driver ("mlx5_ib",
-  // "irdma", "bnxt_re"); "rxe", "siw" for soft devices. RdmaDevice::driver / rdma_driver.
-  std::vector<std::string> drivers;
-  std::vector<std::string> pci_addresses; // "0000:3b:00.0"
-  std::vector<std::string> rdma_devices;  // "mlx5_0"
-  std::vector<std::string> netdevs;       // "ens1f0"
-  std::vector<std::string> link_types;    // "infiniband" | "ethernet"
-  std::vector<std::string> transports;    // "ib" | "roce" | "iwarp"
-  std::vector<int> numa_nodes;
-  std::optional<bool> is_vf;
-  std::vector<std::string> pf_names;      // netdev of the PF (a VF's PF, or the PF itself)
-  friend bool operator==(const Selectors&, const Selectors&) = default;
-};
-
-// What Allocate injects besides the device nodes every device of the transport needs.
-struct AllocateOptions {
-  bool nccl_env = false;   // NCCL_IB_HCA=<=dev,dev>
-  bool ucx_env = false;    // UCX_NET_DEVICES=<dev:port,...>
-  bool issm = false;       // InfiniBand: also issmN (lets the pod act as/for a subnet manager)
-  bool roce_umad = false;  // RoCE: also umadN when the kernel created one
-  std::map<std::string, std::string> extra_env;  // static env added to every container
-  friend bool operator==(const AllocateOptions&, const AllocateOptions&) = default;
-};
 
 inline constexpr int kAutoCapacity = 0;  // PoolConfig::capacity for "auto"
 inline constexpr int kAutoCapacityDefault = 100;
@@ -58,8 +32,8 @@ struct PoolConfig {
   std::string name;
   PoolMode mode = PoolMode::kShared;
   int capacity = kAutoCapacity;  // shared mode: IDs per device (kAutoCapacity = "auto")
-  Selectors selectors;
-  AllocateOptions allocate;
+  node::Selectors selectors;
+  node::AllocateOptions allocate;
   friend bool operator==(const PoolConfig&, const PoolConfig&) = default;
 };
 
@@ -71,12 +45,6 @@ struct PluginConfig {
 
 // Parses and validates the JSON text of a config file.
 StatusOr<PluginConfig> ParseConfig(std::string_view json_text);
-// One selectors object (a pool's "selectors"), validated as ParseConfig does; errors name the
-// offending key under `path` ("$.selectors.vendors[0]: ..."). Also the DRA driver's --devices.
-StatusOr<Selectors> ParseSelectors(const nlohmann::json& j, const std::string& path);
-// The JSON text of one "allocate" object alone (the DRA driver's opaque claim parameters take
-// the same shape); errors name the JSON path from "$" ("$.ncclEnv: must be true or false").
-StatusOr<AllocateOptions> ParseAllocateOptions(std::string_view json_text);
 // Reads and parses `path`; errors are prefixed with "config <path>".
 StatusOr<PluginConfig> LoadConfigFile(const std::string& path);
 // With --cdi every resource is also a CDI kind "<vendor>/<class>" = "<resourcePrefix>/<pool>",

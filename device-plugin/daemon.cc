@@ -1,6 +1,6 @@
 #include "device-plugin/daemon.h"
 
-#include "device-plugin/tracker_events.h"
+#include "node/tracker_events.h"
 
 #include <signal.h>
 #include <sys/epoll.h>
@@ -305,7 +305,7 @@ void Daemon::HandleSignal() {
 }
 
 void Daemon::HandleLinkEvents() {
-  TrackerEventOutcome o = ApplyLinkEvents(tracker_, *deps_.link_monitor);
+  node::TrackerEventOutcome o = node::ApplyLinkEvents(tracker_, *deps_.link_monitor);
   if (o.rescan) {
     FullRescan();
     return;
@@ -316,7 +316,7 @@ void Daemon::HandleLinkEvents() {
 }
 
 void Daemon::HandleDeviceEvents() {
-  AsyncEventsOutcome o = ReadAsyncEvents(*deps_.device_events);
+  node::AsyncEventsOutcome o = node::ReadAsyncEvents(*deps_.device_events);
   if (o.rescan) {
     watched_.clear();  // the source dropped the fatal device's context: let it reopen what is back
     FullRescan();
@@ -326,7 +326,7 @@ void Daemon::HandleDeviceEvents() {
 }
 
 void Daemon::HandleUevents() {
-  TrackerEventOutcome o = ApplyUevents(tracker_, *deps_.uevents);
+  node::TrackerEventOutcome o = node::ApplyUevents(tracker_, *deps_.uevents);
   if (o.rescan) {
     FullRescan();
     return;
@@ -339,7 +339,7 @@ void Daemon::HandleUevents() {
 void Daemon::HandlePortPoll() {
   uint64_t expirations = 0;
   (void)!read(port_timer_fd_, &expirations, sizeof(expirations));
-  TrackerEventOutcome o = PollPortStates(tracker_);
+  node::TrackerEventOutcome o = node::PollPortStates(tracker_);
   if (!o.changed) return;
   RebuildPools();
   if (o.devices_reread) WatchDeviceEvents();

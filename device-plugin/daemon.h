@@ -5,7 +5,7 @@
 //     process) -> serve again at once and register again if kubelet.sock is there;
 //   - inotify on the config file's directory (also ConfigMap "..data" symlink swaps) and SIGHUP
 //     -> reload; an invalid file is logged and the running config kept; SIGHUP then rescans;
-//   - rtnetlink link events (LinkMonitor) and verbs async events (DeviceEventSource) -> re-read
+//   - rtnetlink link events (LinkMonitor) and verbs async events (node::DeviceEventSource) -> re-read
 //     the affected devices (an unknown netdev -> the RDMA devices it carries, if any: how
 //     hot-plugged devices are found without a rescan);
 //   - kernel uevents of RDMA devices (registered/unregistered) -> read or drop that device;
@@ -43,13 +43,13 @@
 
 #include "device-plugin/config.h"
 #include "device-plugin/config_watcher.h"
-#include "device-plugin/device_events.h"
-#include "device-plugin/device_tracker.h"
 #include "device-plugin/kubelet/pool_registration.h"  // RegistrationMode, ParseRegistrationMode
 #include "device-plugin/metrics.h"
 #include "device-plugin/plugin_server.h"
 #include "device-plugin/pool_publisher.h"
 #include "device-plugin/pool_state.h"
+#include "node/device_events.h"
+#include "node/device_tracker.h"
 #include "rdmak8s/discovery.h"
 #include "rdmak8s/rdma_netlink.h"
 #include "rdmak8s/route_netlink.h"
@@ -85,10 +85,10 @@ struct DaemonDeps {
   // The node's RDMA netns mode, asked for exclusive pools. Null: reported as unknown.
   std::function<StatusOr<RdmaNetnsMode>()> netns_mode;
   std::unique_ptr<LinkMonitor> link_monitor;         // optional
-  std::unique_ptr<DeviceEventSource> device_events;  // optional
+  std::unique_ptr<node::DeviceEventSource> device_events;  // optional
   // RDMA devices registered / unregistered (kernel uevents, uevent.h): "registered" and
   // "unregistered" events. Optional.
-  std::unique_ptr<DeviceEventSource> uevents;
+  std::unique_ptr<node::DeviceEventSource> uevents;
   Metrics* metrics = nullptr;                        // optional, not owned
   // Every pool server's ServerHooks::before_rename (tests: a kubelet's sweep in that window).
   std::function<void(const std::string& staging_path)> before_socket_rename;
@@ -153,7 +153,7 @@ class Daemon {
 
   PluginConfig config_;
   ConfigWatcher config_watch_;                  // the --config file and its watch
-  DeviceTracker tracker_;                       // the devices and their health
+  node::DeviceTracker tracker_;                       // the devices and their health
   PoolPublisher publisher_;                     // tracked devices -> each pool's published state
   std::unique_ptr<KubeletLink> link_;           // serving and registration (after Start)
   std::vector<std::string> watched_;            // devices last given to device_events->Watch

@@ -9,12 +9,12 @@
 #include <spdlog/spdlog.h>
 
 #include "device-plugin/daemon.h"
-#include "device-plugin/program_main.h"
-#include "device-plugin/device_events.h"
 #include "device-plugin/ethtool_stats.h"
 #include "device-plugin/metrics.h"
 #include "device-plugin/nfd_features.h"
-#include "device-plugin/uevent.h"
+#include "node/device_events.h"
+#include "node/program_main.h"
+#include "node/uevent.h"
 #include "rdmak8s/discovery.h"
 #include "rdmak8s/path_flag.h"
 #include "rdmak8s/rdma_netlink.h"
@@ -103,7 +103,7 @@ int RealMain(int argc, char** argv) {
   opts.port_poll_interval = std::chrono::milliseconds(static_cast<int64_t>(port_poll_s * 1000));
   opts.handle_signals = true;
 
-  dp::UseKlogStderrLogger(verbosity);
+  node::UseKlogStderrLogger(verbosity);
 
   // Signals go to the daemon's signalfd: block them before any thread (gRPC, exposer) starts.
   sigset_t set;
@@ -141,10 +141,10 @@ int RealMain(int argc, char** argv) {
                  links.status().message());
   }
   if (!no_verbs) {
-    auto events = dp::NewIbverbsEventSource();
+    auto events = node::NewIbverbsEventSource();
     if (events.ok()) deps.device_events = std::move(events).value();
   }
-  auto uevents = dp::NewKernelUeventSource();
+  auto uevents = node::NewKernelUeventSource();
   if (uevents.ok()) {
     deps.uevents = std::move(uevents).value();
   } else {
@@ -171,5 +171,5 @@ int RealMain(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return rdmak8s::dp::RunGuarded("rdmak8s-device-plugin", RealMain, argc, argv);
+  return rdmak8s::node::RunGuarded("rdmak8s-device-plugin", RealMain, argc, argv);
 }

@@ -15,17 +15,15 @@
 #include <prometheus/text_serializer.h>
 
 #include "device-plugin/fabric_metrics.h"
-#include "device-plugin/http_server.h"
+#include "node/http_server.h"
+#include "node/probes.h"
 
 namespace rdmak8s::dp {
 
 namespace {
 
-int64_t SteadyNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+// The daemon's one loop that beats (its /livez reason: "event loop stalled: ...").
+constexpr char kEventLoop[] = "event loop";
 
 // Prometheus scrapes every 15 to 60 s; several scrapers (an HA pair, a curl loop) within this
 // share one read of the counters.
@@ -72,11 +70,6 @@ class Metrics::Impl {
                   .Register(*registry)
                   .Add({})) {}
 
-  static HttpResponse Probe(const std::string& why) {
-    if (why.empty()) return HttpResponse{200, "text/plain; charset=utf-8", "ok\n"};
-    return HttpResponse{503, "text/plain; charset=utf-8", why + "\n"};
-  }
-
   std::shared_ptr<prometheus::Registry> registry;
   std::shared_ptr<FabricMetrics> counters;
   prometheus::Family<prometheus::Gauge>& devices;
@@ -86,13 +79,12 @@ class Metrics::Impl {
   prometheus::Family<prometheus::Counter>& reloads;
   prometheus::Histogram& discovery;
   prometheus::Gauge& ready;
-  std::unique_ptr<HttpServer> server;
+  std::unique_ptr<node::HttpServer> server;
   std::mutex mu;  // guards the families above and the readiness state below
   bool serving = false;
   std::map<std::string, bool> registered;  // resource -> kubelet accepted it
   std::map<std::string, bool> streaming;   // resource -> kubelet holds its ListAndWatch stream
-  std::atomic<int64_t> heartbeat_ns{0};     // steady clock; 0: no heartbeat yet
-  std::atomic<int64_t> stall_after_ns{std::chrono::nanoseconds(std::chrono::minutes(11)).count()};
+  node::LoopHeartbeats heartbeats{std::chrono::minutes(11)};  // the one loop: kEventLoop
 };
 
 Metrics::Metrics(std::string sysfs_root) : impl_(std::make_unique<Impl>(std::move(sysfs_root))) {}
@@ -103,10 +95,10 @@ Status Metrics::Serve(const std::string& address) {
   // http_server.h: the probes are answered on the server's loop from memory, never behind a
   // scrape; a scrape (every counter file of every device) is computed on the server's worker,
   // one at a time, and shared by every scraper within kScrapeFreshFor.
-  HttpServer::Options options;
+  node::HttpServer::Options options;
   options.request_timeout = std::chrono::milliseconds(5000);
   options.max_connections = 64;
-  HttpServer::CachedRoute scrape{"/metrics", "text/plain; version=0.0.4; charset=utf-8",
+  node::HttpServer::CachedRoute scrape{"/metrics", "text/plain; version=0.0.4; charset=utf-8",
                                  kScrapeFreshFor, [this] {
                                    std::string text = Scrape();
                                    // A scrape of 1,024 devices builds tens of MB of metric
@@ -115,12 +107,12 @@ Status Metrics::Serve(const std::string& address) {
                                    malloc_trim(0);
                                    return text;
                                  }};
-  auto server = std::make_unique<HttpServer>(
+  auto server = std::make_unique<node::HttpServer>(
       options,
       [this](const std::string& path) {
-        if (path == "/livez") return Impl::Probe(NotLive());
-        if (path == "/readyz" || path == "/healthz") return Impl::Probe(Unready());
-        return HttpResponse{404, "text/plain; charset=utf-8", "not found\n"};
+        if (path == "/livez") return node::ProbeResponse(NotLive());
+        if (path == "/readyz" || path == "/healthz") return node::ProbeResponse(Unready());
+        return node::NotFoundResponse();
       },
       std::move(scrape));
   Status s = server->Listen(address);
@@ -135,8 +127,8 @@ void Metrics::Stop() {
 
 int Metrics::port() const { return impl_->server ? impl_->server->port() : 0; }
 
-HttpServer::Stats Metrics::http_stats() const {
-  return impl_->server ? impl_->server->stats() : HttpServer::Stats{};
+node::HttpServer::Stats Metrics::http_stats() const {
+  return impl_->server ? impl_->server->stats() : node::HttpServer::Stats{};
 }
 
 void Metrics::SetPoolDevices(const std::string& resource, const PoolCounts& counts) {
@@ -201,22 +193,13 @@ void Metrics::SetStreaming(const std::string& resource, bool streaming) {
   impl_->streaming[resource] = streaming;
 }
 
-void Metrics::Heartbeat() { impl_->heartbeat_ns.store(SteadyNowNs(), std::memory_order_relaxed); }
+void Metrics::Heartbeat() { impl_->heartbeats.Beat(kEventLoop); }
 
 void Metrics::SetStallBound(std::chrono::seconds stall_after) {
-  impl_->stall_after_ns.store(std::chrono::nanoseconds(stall_after).count(), std::memory_order_relaxed);
+  impl_->heartbeats.SetStallBound(kEventLoop, stall_after);
 }
 
-std::string Metrics::NotLive() const {
-  int64_t beat = impl_->heartbeat_ns.load(std::memory_order_relaxed);
-  if (beat != 0) {
-    int64_t age = SteadyNowNs() - beat;
-    if (age > impl_->stall_after_ns.load(std::memory_order_relaxed)) {
-      return "event loop stalled: no wakeup for " + std::to_string(age / 1'000'000'000) + "s";
-    }
-  }
-  return "";
-}
+std::string Metrics::NotLive() const { return impl_->heartbeats.Stalled(); }
 
 std::string Metrics::Unready() const {
   if (std::string why = NotLive(); !why.empty()) return why;

@@ -23,7 +23,7 @@
 
 #include "device-plugin/ethtool_stats.h"
 #include "device-plugin/fabric_metrics.h"
-#include "device-plugin/http_server.h"
+#include "node/http_server.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dp {
@@ -42,7 +42,7 @@ class Metrics {
   // The bound port after Serve (0 before).
   int port() const;
   // What the HTTP server did (connections, scrape computations); zeros before Serve.
-  HttpServer::Stats http_stats() const;
+  node::HttpServer::Stats http_stats() const;
 
   // What one pool advertises: distinct RDMA devices and advertised IDs (a shared pool has
   // `capacity` IDs per device), each split by health.

@@ -5,9 +5,10 @@
 #include <spdlog/spdlog.h>
 
 #include "device-plugin/allocate.h"
-#include "device-plugin/cdi_spec.h"
 #include "device-plugin/node_check_results.h"
+#include "device-plugin/pool_cdi_spec.h"
 #include "device-plugin/pools.h"
+#include "node/cdi_spec.h"
 
 namespace rdmak8s::dp {
 
@@ -29,7 +30,7 @@ std::optional<std::string> ExclusiveBlocker(
 
 std::shared_ptr<PoolState> BuildPoolState(const std::string& resource, const PoolConfig& pool,
                                           const std::vector<std::string>& pool_devs,
-                                          const std::map<std::string, TrackedDevice>& devices,
+                                          const std::map<std::string, node::TrackedDevice>& devices,
                                           const std::optional<std::string>& exclusive_blocker,
                                           const PublishOptions& options) {
   auto state = std::make_shared<PoolState>();
@@ -39,7 +40,7 @@ std::shared_ptr<PoolState> BuildPoolState(const std::string& resource, const Poo
   state->cdi_kind = resource;
   state->dev_root = options.dev_root;
   for (const auto& name : pool_devs) {
-    TrackedDevice t = devices.at(name);
+    node::TrackedDevice t = devices.at(name);
     if (pool.mode == PoolMode::kExclusive && exclusive_blocker && t.health.healthy) {
       t.health = {false, *exclusive_blocker};
     }
@@ -52,7 +53,7 @@ std::shared_ptr<PoolState> BuildPoolState(const std::string& resource, const Poo
 Metrics::PoolCounts CountPool(const PoolState& state) {
   Metrics::PoolCounts counts;
   for (const auto& id : state.ids) {
-    const TrackedDevice* t = state.ForId(id);
+    const node::TrackedDevice* t = state.ForId(id);
     (t && t->health.healthy ? counts.healthy_ids : counts.unhealthy_ids)++;
   }
   for (const auto& [dev, t] : state.devices) {
@@ -81,7 +82,7 @@ void PoolPublisher::RecheckNetnsMode(const PluginConfig& config, bool pools_chan
 }
 
 void PoolPublisher::Publish(const PluginConfig& config,
-                            const std::map<std::string, TrackedDevice>& devices,
+                            const std::map<std::string, node::TrackedDevice>& devices,
                             const std::vector<Target>& pools) {
   std::vector<RdmaDevice> all;
   all.reserve(devices.size());
@@ -101,14 +102,14 @@ void PoolPublisher::Publish(const PluginConfig& config,
     Metrics::PoolCounts counts = CountPool(*state);
     for (const auto& [dev, t] : state->devices) {
       if (t.dev.transport != Transport::kUnknown) features.transports.insert(t.dev.transport);
-      if (t.presence != Presence::kPresent) continue;  // its counters are not the node's to read
+      if (t.presence != node::Presence::kPresent) continue;  // its counters are not the node's to read
       CounterDevice c{dev, t.dev.rdma_driver.empty() ? t.dev.driver : t.dev.rdma_driver,
                       t.dev.transport, {}};
       for (const auto& p : t.dev.ports) c.ports.push_back(p.port_num);
       counter_devs.push_back(std::move(c));
     }
     if (options_.cdi) {
-      Status s = WriteFileIfChanged(CdiSpecPath(options_.cdi_dir, pool.resource), BuildCdiSpec(*state));
+      Status s = node::WriteFileIfChanged(CdiSpecPath(options_.cdi_dir, pool.resource), BuildCdiSpec(*state));
       if (!s.ok()) SPDLOG_ERROR("CDI spec for {}: {}", pool.resource, s.message());
     }
     if (options_.metrics) options_.metrics->SetPoolDevices(pool.resource, counts);

@@ -50,7 +50,7 @@ struct PublishOptions {
 // of `devices`): with a blocker, a healthy device of an exclusive pool is Unhealthy for its reason.
 std::shared_ptr<PoolState> BuildPoolState(const std::string& resource, const PoolConfig& pool,
                                           const std::vector<std::string>& pool_devs,
-                                          const std::map<std::string, TrackedDevice>& devices,
+                                          const std::map<std::string, node::TrackedDevice>& devices,
                                           const std::optional<std::string>& exclusive_blocker,
                                           const PublishOptions& options);
 // Distinct devices and advertised IDs of `state`, each split by health.
@@ -76,7 +76,7 @@ class PoolPublisher {
 
   // Publishes every pool of `pools` (each a pool of `config`) from `devices` (every tracked
   // device). A CDI spec that cannot be written is logged; the pool is published all the same.
-  void Publish(const PluginConfig& config, const std::map<std::string, TrackedDevice>& devices,
+  void Publish(const PluginConfig& config, const std::map<std::string, node::TrackedDevice>& devices,
                const std::vector<Target>& pools);
   // The pool `name` is gone: forgets what it published, its metrics, and with `remove_cdi` (and
   // --cdi) its CDI spec file.

@@ -6,7 +6,7 @@
 
 namespace rdmak8s::dp {
 
-const TrackedDevice* PoolState::ForId(const std::string& id) const {
+const node::TrackedDevice* PoolState::ForId(const std::string& id) const {
   auto it = id_to_dev.find(id);
   if (it == id_to_dev.end()) return nullptr;
   auto d = devices.find(it->second);
@@ -61,7 +61,7 @@ void FillIds(PoolState& state) {
 v1beta1::ListAndWatchResponse ToListAndWatch(const PoolState& state) {
   v1beta1::ListAndWatchResponse resp;
   for (const auto& id : state.ids) {
-    const TrackedDevice* t = state.ForId(id);
+    const node::TrackedDevice* t = state.ForId(id);
     auto* d = resp.add_devices();
     d->set_id(id);
     d->set_health(t != nullptr && t->health.healthy ? kHealthy : kUnhealthy);

@@ -10,28 +10,15 @@
 #include <string>
 #include <vector>
 
-#include "deviceplugin/v1beta1/api.pb.h"
 #include "device-plugin/config.h"
-#include "device-plugin/health.h"
+#include "deviceplugin/v1beta1/api.pb.h"
+#include "node/tracked_device.h"
 #include "rdmak8s/device.h"
 
 namespace rdmak8s::dp {
 
 inline constexpr char kHealthy[] = "Healthy";
 inline constexpr char kUnhealthy[] = "Unhealthy";
-
-// Where a tracked device is, as the node can tell (device_tracker.h).
-//   kPresent  the node shows it (class/infiniband/<dev>).
-//   kInPod    the node no longer shows it but its bus device stays: moved into a pod's network
-//             namespace (RDMA netns mode exclusive hides it from the node).
-//   kGone     unregistered or its bus device disappeared.
-enum class Presence { kPresent, kInPod, kGone };
-
-struct TrackedDevice {
-  RdmaDevice dev;       // last known model (kept after it disappeared)
-  DeviceHealth health;
-  Presence presence = Presence::kPresent;
-};
 
 struct PoolState {
   std::string resource;  // "<prefix>/<pool>"
@@ -41,13 +28,13 @@ struct PoolState {
   std::string dev_root = "/dev";
   std::vector<std::string> ids;                 // advertised, in order
   std::map<std::string, std::string> id_to_dev; // device ID -> rdma_dev
-  std::map<std::string, TrackedDevice> devices; // rdma_dev -> device
+  std::map<std::string, node::TrackedDevice> devices; // rdma_dev -> device
   uint64_t generation = 0;
   // Variables the pool opts into but leaves out because another pool opts into them too
   // (SharedDeviceListEnv, allocate.h).
   std::set<std::string> env_left_out;
 
-  const TrackedDevice* ForId(const std::string& id) const;
+  const node::TrackedDevice* ForId(const std::string& id) const;
 };
 
 // The ID of a device in an exclusive pool: what a netdev plugin finds the function by, because

@@ -2,8 +2,8 @@
 
 #include <map>
 
-#include "device-plugin/allocate.h"
-#include "device-plugin/cdi_spec.h"
+#include "node/allocate.h"
+#include "node/cdi_spec.h"
 
 namespace rdmak8s::dra {
 
@@ -23,12 +23,12 @@ std::string BuildClaimCdiSpec(const std::string& driver, const std::string& clai
                               const std::vector<ClaimDevice>& devices, const std::string& dev_root) {
   std::map<std::string, std::vector<const RdmaDevice*>> by_request;
   for (const auto& d : devices) by_request[d.request].push_back(&d.dev);
-  std::vector<dp::CdiDevice> cdi;
+  std::vector<node::CdiDevice> cdi;
   for (const auto& d : devices) {
-    cdi.push_back({claim_uid + "-" + d.device, dp::CharDevicesFor(d.dev, d.options, dev_root),
-                   dp::AllocationEnv(by_request[d.request], d.options)});
+    cdi.push_back({claim_uid + "-" + d.device, node::CharDevicesFor(d.dev, d.options, dev_root),
+                   node::AllocationEnv(by_request[d.request], d.options)});
   }
-  return dp::BuildCdiSpecDocument(ClaimCdiKind(driver), cdi);
+  return node::BuildCdiSpecDocument(ClaimCdiKind(driver), cdi);
 }
 
 }  // namespace rdmak8s::dra

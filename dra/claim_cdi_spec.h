@@ -1,9 +1,9 @@
 // The CDI spec of one prepared claim (CDI spec 0.5.0), which the runtime reads to give the
 // pod's containers their devices: kind "<driver>/claim"; one CDI device per allocated device,
 // named "<claim_uid>-<device>" so that two claims sharing a device never define the same CDI
-// name; the device's char devices by transport (dp::CharDevicesFor: uverbs and rdma_cm always,
+// name; the device's char devices by transport (node::CharDevicesFor: uverbs and rdma_cm always,
 // umad for IB, issm only with the "issm" option, umad on RoCE only with "roceUmad") and the env
-// of its request (dp::AllocationEnv over every device of that request: ncclEnv, ucxEnv, env),
+// of its request (node::AllocationEnv over every device of that request: ncclEnv, ucxEnv, env),
 // options coming from the claim's opaque config. One file per claim and driver,
 // <cdi_dir>/<driver>-claim_<claim_uid>.json: one claim may hold devices of two drivers (two
 // instances of this one under two --driver-name), each writing its own spec (the CDI kind
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "device-plugin/config.h"
+#include "node/allocate.h"
 #include "rdmak8s/device.h"
 
 namespace rdmak8s::dra {
@@ -22,7 +22,7 @@ struct ClaimDevice {
   std::string request;
   std::string device;  // DRA device name
   RdmaDevice dev;
-  dp::AllocateOptions options;  // of its request
+  node::AllocateOptions options;  // of its request
 };
 
 std::string ClaimCdiKind(const std::string& driver);

@@ -9,16 +9,16 @@ DeviceCatalog::DeviceCatalog(std::string pool, WallClock now, int shares)
       now_(now ? std::move(now) : WallClock([] { return static_cast<int64_t>(std::time(nullptr)); })),
       shares_(shares) {}
 
-void DeviceCatalog::Update(const std::map<std::string, dp::TrackedDevice>& tracked) {
+void DeviceCatalog::Update(const std::map<std::string, node::TrackedDevice>& tracked) {
   std::vector<std::string> present;
   for (const auto& [name, t] : tracked) {
-    if (t.presence != dp::Presence::kGone) present.push_back(name);
+    if (t.presence != node::Presence::kGone) present.push_back(name);
   }
   DraDeviceNames names(present, shares_);
   std::map<std::string, CatalogDevice> next;
   for (const auto& [name, t] : tracked) {
     std::string device = names.Name(name);
-    if (t.presence == dp::Presence::kGone || device.empty()) continue;
+    if (t.presence == node::Presence::kGone || device.empty()) continue;
     CatalogDevice d{pool_, device, std::nullopt, t.dev, t.health, t.presence, 0};
     next[d.device] = std::move(d);
   }

@@ -24,8 +24,8 @@
 #include <string_view>
 #include <vector>
 
-#include "device-plugin/pool_state.h"
 #include "dra/device_name.h"
+#include "node/tracked_device.h"
 #include "rdmak8s/device.h"
 
 namespace rdmak8s::dra {
@@ -37,8 +37,8 @@ struct CatalogDevice {
   // device.
   std::optional<int> share;
   RdmaDevice dev;
-  dp::DeviceHealth health;
-  dp::Presence presence = dp::Presence::kPresent;
+  node::DeviceHealth health;
+  node::Presence presence = node::Presence::kPresent;
   int64_t last_updated = 0;  // Unix seconds when `health` last changed (or the device appeared)
 };
 
@@ -53,7 +53,7 @@ class DeviceCatalog {
   // Replaces the catalog with `tracked` (rdma_dev -> device, as DeviceTracker::devices()).
   // Devices kGone are left out (they cannot be prepared and kubelet learns they are gone when
   // they leave the health list). The generation moves on when anything a reader sees changed.
-  void Update(const std::map<std::string, dp::TrackedDevice>& tracked);
+  void Update(const std::map<std::string, node::TrackedDevice>& tracked);
 
   const std::string& pool() const { return pool_; }
   // The device `device` (a device's DRA name or, in shared mode, one of its shares') of

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "device-plugin/pools.h"
+#include "node/selectors.h"
 #include "rdmak8s/file_util.h"
 
 namespace rdmak8s::dra {
@@ -21,7 +21,7 @@ StatusOr<DeviceFilter> DeviceFilter::Parse(std::string_view json_text) {
   if (!j.contains("selectors")) {
     return InvalidArgumentError("$.selectors: is required (leave --devices out to take every device)");
   }
-  RDMAK8S_ASSIGN_OR_RETURN(dp::Selectors s, dp::ParseSelectors(j["selectors"], "$.selectors"));
+  RDMAK8S_ASSIGN_OR_RETURN(node::Selectors s, node::ParseSelectors(j["selectors"], "$.selectors"));
   return DeviceFilter(std::move(s));
 }
 
@@ -33,16 +33,16 @@ StatusOr<DeviceFilter> DeviceFilter::Load(const std::string& path) {
   return f;
 }
 
-std::map<std::string, dp::TrackedDevice> DeviceFilter::Apply(
-    const std::map<std::string, dp::TrackedDevice>& tracked) const {
+std::map<std::string, node::TrackedDevice> DeviceFilter::Apply(
+    const std::map<std::string, node::TrackedDevice>& tracked) const {
   if (!selectors_) return tracked;
   // Selectors such as pfNames look at the other devices of the node: all of them, as the pools do.
   std::vector<RdmaDevice> all;
   all.reserve(tracked.size());
   for (const auto& [name, t] : tracked) all.push_back(t.dev);
-  std::map<std::string, dp::TrackedDevice> out;
+  std::map<std::string, node::TrackedDevice> out;
   for (const auto& [name, t] : tracked) {
-    if (dp::SelectorsMatch(*selectors_, t.dev, all)) out.emplace(name, t);
+    if (node::SelectorsMatch(*selectors_, t.dev, all)) out.emplace(name, t);
   }
   return out;
 }

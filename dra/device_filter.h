@@ -14,8 +14,8 @@
 #include <string>
 #include <string_view>
 
-#include "device-plugin/config.h"
-#include "device-plugin/pool_state.h"
+#include "node/selectors.h"
+#include "node/tracked_device.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dra {
@@ -23,7 +23,7 @@ namespace rdmak8s::dra {
 class DeviceFilter {
  public:
   DeviceFilter() = default;  // takes every device
-  explicit DeviceFilter(dp::Selectors selectors) : selectors_(std::move(selectors)) {}
+  explicit DeviceFilter(node::Selectors selectors) : selectors_(std::move(selectors)) {}
 
   // The filter a --devices file's text says; errors name the key ("$.selectors.transports[0]").
   static StatusOr<DeviceFilter> Parse(std::string_view json_text);
@@ -31,12 +31,12 @@ class DeviceFilter {
   static StatusOr<DeviceFilter> Load(const std::string& path);
 
   // The devices of `tracked` (rdma_dev -> device, as DeviceTracker::devices()) the driver takes.
-  std::map<std::string, dp::TrackedDevice> Apply(
-      const std::map<std::string, dp::TrackedDevice>& tracked) const;
+  std::map<std::string, node::TrackedDevice> Apply(
+      const std::map<std::string, node::TrackedDevice>& tracked) const;
   bool takes_all() const { return !selectors_.has_value(); }
 
  private:
-  std::optional<dp::Selectors> selectors_;
+  std::optional<node::Selectors> selectors_;
 };
 
 }  // namespace rdmak8s::dra

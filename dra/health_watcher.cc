@@ -10,7 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "device-plugin/tracker_events.h"
+#include "node/tracker_events.h"
 
 namespace rdmak8s::dra {
 
@@ -48,7 +48,7 @@ void HealthWatcher::Rescan() {
   Publish();
 }
 
-void HealthWatcher::Apply(const dp::TrackerEventOutcome& o) {
+void HealthWatcher::Apply(const node::TrackerEventOutcome& o) {
   if (o.rescan) return Rescan();
   if (!o.changed) return;
   if (o.devices_reread) WatchAsync();
@@ -116,14 +116,14 @@ Status HealthWatcher::Run() {
       next_rescan = Clock::now() + rescan_interval_;
       next_port_poll = Clock::now() + port_poll_interval_;  // the rescan read the ports too
     } else if (polling && now >= next_port_poll) {
-      Apply(dp::PollPortStates(tracker_));
+      Apply(node::PollPortStates(tracker_));
       next_port_poll = Clock::now() + port_poll_interval_;
     }
     if (r == 0) continue;
-    if (link_i >= 0 && fds[link_i].revents) Apply(dp::ApplyLinkEvents(tracker_, *deps_.links));
-    if (uevent_i >= 0 && fds[uevent_i].revents) Apply(dp::ApplyUevents(tracker_, *deps_.uevents));
+    if (link_i >= 0 && fds[link_i].revents) Apply(node::ApplyLinkEvents(tracker_, *deps_.links));
+    if (uevent_i >= 0 && fds[uevent_i].revents) Apply(node::ApplyUevents(tracker_, *deps_.uevents));
     if (async_i >= 0 && fds[async_i].revents) {
-      dp::AsyncEventsOutcome o = dp::ReadAsyncEvents(*deps_.async_events);
+      node::AsyncEventsOutcome o = node::ReadAsyncEvents(*deps_.async_events);
       if (o.rescan) {
         Rescan();
       } else if (!o.devices.empty()) {

@@ -1,10 +1,10 @@
-// HealthWatcher: keeps the DeviceCatalog in step with the node, event-driven, with the device
-// plugin's own machinery: a dp::DeviceTracker over Discovery, fed link events (rtnetlink),
-// kernel uevents and verbs async events through dp::tracker_events.h, exactly as the device
-// plugin's daemon does; after every change the tracker's devices go to DeviceCatalog::Update
+// HealthWatcher: keeps the DeviceCatalog in step with the node, event-driven, with the node
+// core's machinery: a node::DeviceTracker over Discovery, fed link events (rtnetlink), kernel
+// uevents and verbs async events through node/tracker_events.h, exactly as the device plugin's
+// daemon does; after every change the tracker's devices go to DeviceCatalog::Update
 // (and so to the health stream and to NodePrepareResources), those the DeviceFilter takes
 // (device_filter.h). Every `port_poll_interval` (0: off) each device's port state files are
-// re-read (dp::PollPortStates), as the daemon's --port-poll-interval does: an InfiniBand port
+// re-read (node::PollPortStates), as the daemon's --port-poll-interval does: an InfiniBand port
 // that goes down without a netdev event, in the default deployment without verbs, turns its
 // device Unhealthy within seconds, not at the rescan. A slow periodic rescan is the safety net,
 // as in the daemon.
@@ -18,11 +18,11 @@
 #include <memory>
 #include <string>
 
-#include "device-plugin/device_events.h"
-#include "device-plugin/device_tracker.h"
-#include "device-plugin/tracker_events.h"
 #include "dra/device_catalog.h"
 #include "dra/device_filter.h"
+#include "node/device_events.h"
+#include "node/device_tracker.h"
+#include "node/tracker_events.h"
 #include "rdmak8s/discovery.h"
 #include "rdmak8s/route_netlink.h"
 #include "rdmak8s/status.h"
@@ -32,8 +32,8 @@ namespace rdmak8s::dra {
 struct HealthWatcherDeps {
   std::unique_ptr<Discovery> discovery;                  // required
   std::unique_ptr<LinkMonitor> links;                    // optional
-  std::unique_ptr<dp::DeviceEventSource> uevents;        // optional
-  std::unique_ptr<dp::DeviceEventSource> async_events;   // optional
+  std::unique_ptr<node::DeviceEventSource> uevents;        // optional
+  std::unique_ptr<node::DeviceEventSource> async_events;   // optional
   DeviceFilter filter;  // which devices go to the catalog (--devices); default: all
   // Called on every wakeup of Run's loop (events, rescans; at least once per rescan interval):
   // the driver's liveness heartbeat (metrics.h). May be null.
@@ -66,10 +66,10 @@ class HealthWatcher {
   void WatchAsync();
   // What a tracker event, or a poll of the ports, means for the catalog: a rescan, a publish
   // (watching the async events again when devices were re-read), or nothing.
-  void Apply(const dp::TrackerEventOutcome& outcome);
+  void Apply(const node::TrackerEventOutcome& outcome);
 
   HealthWatcherDeps deps_;
-  dp::DeviceTracker tracker_;
+  node::DeviceTracker tracker_;
   DeviceCatalog* catalog_;
   const std::chrono::seconds rescan_interval_;
   const std::chrono::milliseconds port_poll_interval_;

@@ -14,9 +14,6 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include "device-plugin/device_events.h"
-#include "device-plugin/program_main.h"
-#include "device-plugin/uevent.h"
 #include "dra/api/claim_reader.h"
 #include "dra/api/kube_client.h"
 #include "dra/api/kube_config.h"
@@ -29,6 +26,9 @@
 #include "dra/plugin.h"
 #include "dra/preparer.h"
 #include "dra/registration_watch.h"
+#include "node/device_events.h"
+#include "node/program_main.h"
+#include "node/uevent.h"
 #include "rdmak8s/discovery.h"
 #include "rdmak8s/path_flag.h"
 #include "rdmak8s/route_netlink.h"
@@ -228,7 +228,7 @@ int RealMain(int argc, char** argv) {
     plugin_opts.plugin_dir = "/var/lib/kubelet/plugins/" + prep.driver_name;
   }
 
-  dp::UseKlogStderrLogger(verbosity);
+  node::UseKlogStderrLogger(verbosity);
 
   // Signals are read from a signalfd: block them before any thread starts.
   sigset_t signals;
@@ -302,13 +302,13 @@ int RealMain(int argc, char** argv) {
     SPDLOG_WARN("link events unavailable ({}): health follows the periodic rescan",
                 links.status().message());
   }
-  if (auto uevents = dp::NewKernelUeventSource(); uevents.ok()) {
+  if (auto uevents = node::NewKernelUeventSource(); uevents.ok()) {
     deps.uevents = std::move(uevents).value();
   } else {
     SPDLOG_WARN("uevents unavailable ({})", uevents.status().message());
   }
   if (!no_verbs) {
-    if (auto events = dp::NewIbverbsEventSource(); events.ok()) deps.async_events = std::move(events).value();
+    if (auto events = node::NewIbverbsEventSource(); events.ok()) deps.async_events = std::move(events).value();
   }
 
   dra::HealthWatcher watcher(std::move(deps), sysfs_root, &catalog, std::chrono::seconds(rescan_s),
@@ -386,5 +386,5 @@ int RealMain(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return rdmak8s::dp::RunGuarded("rdmak8s-dra-driver", RealMain, argc, argv);
+  return rdmak8s::node::RunGuarded("rdmak8s-dra-driver", RealMain, argc, argv);
 }

@@ -14,23 +14,14 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "node/probes.h"
+
 namespace rdmak8s::dra {
 
 namespace {
 
-int64_t SteadyNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 // As the device plugin's (metrics.cc): several scrapers within this share one computation.
 constexpr std::chrono::milliseconds kScrapeFreshFor{2000};
-
-dp::HttpResponse Probe(const std::string& why) {
-  if (why.empty()) return dp::HttpResponse{200, "text/plain; charset=utf-8", "ok\n"};
-  return dp::HttpResponse{503, "text/plain; charset=utf-8", why + "\n"};
-}
 
 }  // namespace
 
@@ -105,17 +96,14 @@ class DraMetrics::Impl {
   prometheus::Histogram& prepare_seconds;
   prometheus::Family<prometheus::Counter>& api_errors;
   prometheus::Gauge& ready;
-  std::unique_ptr<dp::HttpServer> server;
+  std::unique_ptr<node::HttpServer> server;
 
   // What the probes read: never held while anything slow runs.
   mutable std::mutex probe_mu;
   bool registered = false;
   bool published_once = false;
-  struct Beat {
-    int64_t at_ns = 0;
-    int64_t stall_after_ns = 0;
-  };
-  std::map<std::string, Beat> beats;  // by loop name
+  // Every loop names its own bound when it beats; none is checked before it first beats.
+  node::LoopHeartbeats beats{std::chrono::nanoseconds::max()};
 };
 
 DraMetrics::DraMetrics(const DeviceCatalog* catalog, bool slices_expected)
@@ -125,15 +113,15 @@ DraMetrics::~DraMetrics() { Stop(); }
 
 Status DraMetrics::Serve(const std::string& address) {
   if (impl_->server != nullptr) return FailedPreconditionError("metrics: already serving");
-  dp::HttpServer::Options options;
-  dp::HttpServer::CachedRoute scrape{"/metrics", "text/plain; version=0.0.4; charset=utf-8",
+  node::HttpServer::Options options;
+  node::HttpServer::CachedRoute scrape{"/metrics", "text/plain; version=0.0.4; charset=utf-8",
                                      kScrapeFreshFor, [this] { return Scrape(); }};
-  auto server = std::make_unique<dp::HttpServer>(
+  auto server = std::make_unique<node::HttpServer>(
       options,
       [this](const std::string& path) {
-        if (path == "/livez") return Probe(NotLive());
-        if (path == "/readyz") return Probe(Unready());
-        return dp::HttpResponse{404, "text/plain; charset=utf-8", "not found\n"};
+        if (path == "/livez") return node::ProbeResponse(NotLive());
+        if (path == "/readyz") return node::ProbeResponse(Unready());
+        return node::NotFoundResponse();
       },
       std::move(scrape));
   Status s = server->Listen(address);
@@ -187,22 +175,10 @@ void DraMetrics::SetRegistered(bool registered) {
 }
 
 void DraMetrics::Heartbeat(const std::string& loop, std::chrono::seconds stall_after) {
-  const int64_t now = SteadyNowNs();
-  std::lock_guard<std::mutex> lock(impl_->probe_mu);
-  impl_->beats[loop] = {now, std::chrono::nanoseconds(stall_after).count()};
+  impl_->beats.Beat(loop, stall_after);
 }
 
-std::string DraMetrics::NotLive() const {
-  const int64_t now = SteadyNowNs();
-  std::lock_guard<std::mutex> lock(impl_->probe_mu);
-  for (const auto& [loop, beat] : impl_->beats) {
-    const int64_t age = now - beat.at_ns;
-    if (age > beat.stall_after_ns) {
-      return loop + " stalled: no wakeup for " + std::to_string(age / 1'000'000'000) + "s";
-    }
-  }
-  return "";
-}
+std::string DraMetrics::NotLive() const { return impl_->beats.Stalled(); }
 
 std::string DraMetrics::Unready() const {
   if (std::string why = NotLive(); !why.empty()) return why;

@@ -1,5 +1,5 @@
-// DraMetrics: the DRA driver's own Prometheus metrics and its probes, served by the device
-// plugin's HTTP server (device-plugin/http_server.h: probes answered on its loop from memory,
+// DraMetrics: the DRA driver's own Prometheus metrics and its probes, served by the node core's
+// HTTP server (node/http_server.h, the loop heartbeats of node/probes.h: probes answered on its loop from memory,
 // never behind a scrape; a scrape computed on its worker, one at a time, shared for 2 s) on
 // --metrics-address. Names and labels are listed in docs/dra.md#metrics-and-the-probes.
 //
@@ -23,8 +23,8 @@
 #include <string>
 #include <string_view>
 
-#include "device-plugin/http_server.h"
 #include "dra/device_catalog.h"
+#include "node/http_server.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dra {

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "device-plugin/cdi_spec.h"
-#include "device-plugin/config.h"
 #include "dra/claim_cdi_spec.h"
+#include "node/allocate.h"
+#include "node/cdi_spec.h"
 #include "rdmak8s/pod_devices.h"
 #include "rdmak8s/strings.h"
 
@@ -60,9 +60,9 @@ Status CheckClaimSettable(const std::string& parameters) {
   return Status::Ok();
 }
 
-StatusOr<dp::AllocateOptions> OptionsFor(const ResourceClaim& claim, const std::string& driver,
+StatusOr<node::AllocateOptions> OptionsFor(const ResourceClaim& claim, const std::string& driver,
                                          const std::string& request) {
-  dp::AllocateOptions out;
+  node::AllocateOptions out;
   for (size_t i = 0; i < claim.config.size(); ++i) {
     const OpaqueConfig& c = claim.config[i];
     if (c.driver != driver || !Applies(c, request)) continue;
@@ -75,7 +75,7 @@ StatusOr<dp::AllocateOptions> OptionsFor(const ResourceClaim& claim, const std::
       return PermissionDeniedError(what + ": the source is neither " + std::string(kFromClass) +
                                    " nor " + kFromClaim);
     }
-    StatusOr<dp::AllocateOptions> parsed = dp::ParseAllocateOptions(c.parameters);
+    StatusOr<node::AllocateOptions> parsed = node::ParseAllocateOptions(c.parameters);
     if (!parsed.ok()) return parsed.status().Prepend(what);
     out = *parsed;
   }
@@ -136,7 +136,7 @@ StatusOr<PreparedClaim> Preparer::Build(const ClaimRef& ref, const ResourceClaim
       return NotFoundError("device " + r.pool + "/" + r.device + " (request " + r.request +
                            ") is not a device of this node (pool " + catalog_->pool() + ")");
     }
-    if (d->presence != dp::Presence::kPresent) {
+    if (d->presence != node::Presence::kPresent) {
       return FailedPreconditionError("device " + r.pool + "/" + r.device + " (" + d->dev.name +
                                      ") is not on the node: moved into a pod's network namespace");
     }
@@ -144,7 +144,7 @@ StatusOr<PreparedClaim> Preparer::Build(const ClaimRef& ref, const ResourceClaim
       return FailedPreconditionError("device " + r.pool + "/" + r.device + " (" + d->dev.name +
                                      ") is unhealthy: " + d->health.reason);
     }
-    RDMAK8S_ASSIGN_OR_RETURN(dp::AllocateOptions options,
+    RDMAK8S_ASSIGN_OR_RETURN(node::AllocateOptions options,
                              OptionsFor(claim, options_.driver_name, r.request));
     out.devices.push_back({r.request, r.pool, r.device, d->dev.name, d->dev.bus_device_id(),
                            {ClaimCdiDeviceId(options_.driver_name, ref.uid, r.device)}});
@@ -230,7 +230,7 @@ StatusOr<std::vector<PreparedDevice>> Preparer::Prepare(const ClaimRef& ref,
   claims_ = next;
 
   if (!rec.cdi_spec_path.empty()) {
-    RDMAK8S_RETURN_IF_ERROR_CTX(dp::WriteFileIfChanged(rec.cdi_spec_path, cdi_spec),
+    RDMAK8S_RETURN_IF_ERROR_CTX(node::WriteFileIfChanged(rec.cdi_spec_path, cdi_spec),
                                 "prepare " + Named(ref) + ": CDI spec");
   }
   PodClaimRecord pod_record{ref.namespace_name, ref.name, ref.uid, {}};

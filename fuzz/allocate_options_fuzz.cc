@@ -1,4 +1,4 @@
-// Fuzz target: one "allocate" object (device-plugin/config.h ParseAllocateOptions): a pool's
+// Fuzz target: one "allocate" object (node/allocate.h ParseAllocateOptions): a pool's
 // options in the device plugin's config, and the opaque parameters of a DRA claim or class, which
 // a tenant writes. Input: the JSON text.
 //
@@ -7,11 +7,11 @@
 //   - options that parse, written back in the documented form and parsed again, are the same.
 #include <nlohmann/json.hpp>
 
-#include "device-plugin/config.h"
 #include "fuzz/fuzz_check.h"
+#include "node/allocate.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace rdmak8s::dp;
+  using rdmak8s::node::ParseAllocateOptions;
   using rdmak8s::StatusCode;
   auto opts = ParseAllocateOptions(rdmak8s::fuzz::AsText(data, size));
   if (!opts.ok()) {

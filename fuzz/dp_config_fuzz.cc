@@ -27,7 +27,7 @@ json ToJson(const PluginConfig& c) {
     if (p.mode == PoolMode::kShared) {
       pool["capacity"] = p.capacity == kAutoCapacity ? json("auto") : json(p.capacity);
     }
-    const Selectors& s = p.selectors;
+    const node::Selectors& s = p.selectors;
     json sel = json::object();
     auto list = [&](const char* key, const auto& v) {
       if (!v.empty()) sel[key] = v;
@@ -44,7 +44,7 @@ json ToJson(const PluginConfig& c) {
     list("pfNames", s.pf_names);
     if (s.is_vf) sel["isVF"] = *s.is_vf;
     pool["selectors"] = sel;
-    const AllocateOptions& a = p.allocate;
+    const node::AllocateOptions& a = p.allocate;
     pool["allocate"] = {{"ncclEnv", a.nccl_env}, {"ucxEnv", a.ucx_env}, {"issm", a.issm},
                         {"roceUmad", a.roce_umad}, {"env", a.extra_env}};
     pools.push_back(pool);

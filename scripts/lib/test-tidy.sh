@@ -3,5 +3,5 @@
 # (without its precompiled headers: scripts/lib/tidy_units.py says why), and the generated
 # protobuf headers the sources include.
 bash scripts/configure.sh asan "$@" &&
-  cmake --build --preset asan --target rdmak8s_dp_proto_gen rdmak8s_dra_proto_gen >/dev/null &&
+  cmake --build --preset asan --target rdmak8s_node_proto_gen rdmak8s_dp_proto_gen rdmak8s_dra_proto_gen >/dev/null &&
   bash scripts/tidy.sh build/asan ci

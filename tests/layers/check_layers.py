@@ -3,7 +3,7 @@
 
 Layers, lowest first (docs/layout.md):
   common/                          the device model, sysfs, netlink, netns, files: for everyone
-  node/                            the node-agent core both agents run on (when the tree has it)
+  node/                            the node-agent core both agents run on
   device-plugin/, dra/, cni/       the three node components; none uses another
   inspect/                         rdmak8s-inspect and the node check: may use everything below
 tests/, bench/ and fuzz/ may use anything and are not checked.
@@ -26,12 +26,7 @@ RANK = {"common": 0, "node": 1, "device-plugin": 2, "dra": 2, "cni": 2, "inspect
 
 # Allowed exceptions, (from layer, to layer, why). Each must still be needed: an allowance that
 # no include and no link uses any more fails the check, so the list only shrinks.
-ALLOWED = [
-    # The DRA driver still reaches into the device plugin (tracker, health rule, selectors, CDI
-    # writer, the pluginregistration proto) until those move into the node-agent core, node/
-    # (issue 26 item 1). The engineer moving them empties this list.
-    ("dra", "device-plugin", "until the node/ core lands (issue 26 item 1)"),
-]
+ALLOWED = []
 
 SOURCE_SUFFIXES = (".h", ".hpp", ".cc", ".cpp", ".c", ".inc")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
@@ -64,7 +59,7 @@ def product_files(root):
     for top in sorted(RANK):
         base = os.path.join(root, top)
         if not os.path.isdir(base):
-            continue  # node/ may not exist yet
+            continue
         for dirpath, dirnames, filenames in os.walk(base):
             dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
             for f in sorted(filenames):
@@ -157,6 +152,32 @@ def check_links(root, used):
     return out
 
 
+# A component's namespace, as its code names it: another layer's code naming it ("dp::X" in dra/)
+# reaches into that component, even where no include shows it (a forward declaration, a comment
+# that sends a reader there).
+NAMESPACES = {"device-plugin": "dp", "dra": "dra", "cni": "cni"}
+
+
+def check_namespaces(root):
+    """Uses of a peer component's namespace ("dp::" in dra/, "dra::" in device-plugin/...), as
+    "file:line: ..." strings."""
+    out = []
+    for path in product_files(root):
+        if not path.endswith(SOURCE_SUFFIXES):
+            continue
+        rel = os.path.relpath(path, root)
+        frm = layer_of(rel)
+        for to, ns in NAMESPACES.items():
+            if to == frm or RANK[to] < RANK[frm]:
+                continue
+            pattern = re.compile(r"(?<![A-Za-z0-9_])" + ns + r"::")
+            with open(path, encoding="utf-8", errors="replace") as f:
+                for lineno, line in enumerate(f, 1):
+                    if pattern.search(line):
+                        out.append(f"{rel}:{lineno}: names {ns}:: ({to}/): {why_not(frm, to)}")
+    return out
+
+
 def judge(frm, to, used):
     """None when layer `frm` may use layer `to` (recording the allowance that lets it in
     `used`), else why not."""
@@ -175,7 +196,7 @@ def main(argv):
     root = os.path.abspath(argv[1] if len(argv) > 1 else
                            os.path.join(os.path.dirname(__file__), "..", ".."))
     used = set()
-    problems = check_includes(root, used) + check_links(root, used)
+    problems = check_includes(root, used) + check_links(root, used) + check_namespaces(root)
     problems += stale_allowances(used)
     for p in problems:
         print(p)

@@ -36,6 +36,11 @@ class LayersTest(unittest.TestCase):
         problems = check_layers.check_links(SOURCE_DIR, used)
         self.assertEqual(problems, [], "\n" + "\n".join(problems))
 
+    def test_product_names_no_peer_components_namespace(self):
+        # Both agents run on node/: no dp:: in dra/, no dra:: in device-plugin/ (issue 26).
+        problems = check_layers.check_namespaces(SOURCE_DIR)
+        self.assertEqual(problems, [], "\n" + "\n".join(problems))
+
     def test_every_allowance_is_still_needed(self):
         used = set()
         check_layers.check_includes(SOURCE_DIR, used)
@@ -68,6 +73,18 @@ class LayersTest(unittest.TestCase):
         self.assertEqual(len(problems), 2, problems)
         self.assertIn("rdmak8s/node/x.h (node/include/rdmak8s/node/x.h)", problems[0])
         self.assertIn("deviceplugin/v1/api.grpc.pb.h", problems[1])
+
+    def test_dra_naming_the_device_plugins_namespace_is_named_with_file_and_line(self):
+        with tree({"dra/a.cc": "// see dp::Foo\nint x = rdmak8s::dp::Bar();\nint y = kdp::z;\n",
+                   "device-plugin/b.h": "dra::Claim c;\n",
+                   "inspect/c.cc": "dp::Foo f;\n",
+                   "device-plugin/d.cc": "dp::Foo f;\n"}) as root:
+            problems = check_layers.check_namespaces(root)
+        self.assertEqual(len(problems), 3, problems)
+        self.assertIn("device-plugin/b.h:1: names dra::", problems[0])
+        self.assertIn("dra/a.cc:1: names dp::", problems[1])
+        self.assertIn("dra/a.cc:2: names dp::", problems[2])
+        self.assertIn("peers", problems[1])
 
     def test_top_layer_and_tests_may_include_anything_below(self):
         with tree({"inspect/a.cc": '#include "cni/netconf.h"\n#include "rdmak8s/status.h"\n',

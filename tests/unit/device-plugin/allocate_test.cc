@@ -10,7 +10,7 @@ namespace {
 using namespace testdev;
 
 PoolState State(std::vector<RdmaDevice> devs, PoolMode mode = PoolMode::kExclusive,
-                AllocateOptions opts = {}) {
+                node::AllocateOptions opts = {}) {
   PoolState s;
   s.resource = "rdma/p";
   s.pool.name = "p";
@@ -19,7 +19,7 @@ PoolState State(std::vector<RdmaDevice> devs, PoolMode mode = PoolMode::kExclusi
   s.pool.allocate = opts;
   s.cdi_kind = "rdma/p";
   s.dev_root = "/host/dev";
-  for (auto& d : devs) s.devices[d.name] = TrackedDevice{d, {true, ""}};
+  for (auto& d : devs) s.devices[d.name] = node::TrackedDevice{d, {true, ""}};
   FillIds(s);
   return s;
 }
@@ -43,7 +43,7 @@ TEST(AllocateTest, InfinibandGetsUverbsUmadAndRdmaCmButNoIssm) {
 }
 
 TEST(AllocateTest, InfinibandIssmOnlyWhenOptedIn) {
-  AllocateOptions o;
+  node::AllocateOptions o;
   o.issm = true;
   auto r = BuildContainerResponse(State({Ib("mlx5_0", 0)}, PoolMode::kExclusive, o), {"0000:3b:00.0"});
   ASSERT_TRUE(r.ok());
@@ -57,7 +57,7 @@ TEST(AllocateTest, RoceGetsUverbsAndRdmaCmAndUmadOnlyWhenOptedIn) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(ContainerPaths(*r),
             (std::vector<std::string>{"/dev/infiniband/uverbs1", "/dev/infiniband/rdma_cm"}));
-  AllocateOptions o;
+  node::AllocateOptions o;
   o.roce_umad = true;
   r = BuildContainerResponse(State({Roce("mlx5_1", 1, "ens1f0")}, PoolMode::kExclusive, o), {"0000:5e:00.0"});
   ASSERT_TRUE(r.ok());
@@ -67,7 +67,7 @@ TEST(AllocateTest, RoceGetsUverbsAndRdmaCmAndUmadOnlyWhenOptedIn) {
 }
 
 TEST(AllocateTest, IwarpNeverGetsUmad) {
-  AllocateOptions o;
+  node::AllocateOptions o;
   o.roce_umad = true;
   o.issm = true;
   auto r = BuildContainerResponse(State({Iwarp("irdma0", 0, "ens785f0")}, PoolMode::kExclusive, o),
@@ -89,7 +89,7 @@ TEST(AllocateTest, SharedIdsOfOneDeviceGiveItOnceAndRdmaCmOnce) {
 }
 
 TEST(AllocateTest, NcclUcxAndExtraEnvWhenOptedIn) {
-  AllocateOptions o;
+  node::AllocateOptions o;
   o.nccl_env = true;
   o.ucx_env = true;
   o.extra_env["NCCL_DEBUG"] = "INFO";

@@ -1,4 +1,5 @@
-#include "device-plugin/cdi_spec.h"
+#include "device-plugin/pool_cdi_spec.h"
+#include "node/cdi_spec.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,9 +11,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "unit/device-plugin/test_devices.h"
 #include "support/planted_files.h"
 #include "support/temp_dir.h"
+#include "unit/device-plugin/test_devices.h"
 
 namespace rdmak8s::dp {
 namespace {
@@ -54,14 +55,14 @@ TEST(CdiSpecTest, AtomicWriteReplacesAndSkipsUnchanged) {
   const std::string& dir = tmp.path();
   ASSERT_FALSE(dir.empty());
   std::string path = dir + "/s.json";
-  ASSERT_TRUE(WriteFileIfChanged(path, "one").ok());
+  ASSERT_TRUE(node::WriteFileIfChanged(path, "one").ok());
   struct stat st1 {};
   ASSERT_EQ(stat(path.c_str(), &st1), 0);
-  ASSERT_TRUE(WriteFileIfChanged(path, "one").ok());
+  ASSERT_TRUE(node::WriteFileIfChanged(path, "one").ok());
   struct stat st2 {};
   ASSERT_EQ(stat(path.c_str(), &st2), 0);
   EXPECT_EQ(st1.st_ino, st2.st_ino) << "unchanged content must not be rewritten";
-  ASSERT_TRUE(WriteFileIfChanged(path, "two").ok());
+  ASSERT_TRUE(node::WriteFileIfChanged(path, "two").ok());
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -72,7 +73,7 @@ TEST(CdiSpecTest, AtomicWriteReplacesAndSkipsUnchanged) {
     ++entries;
   }
   EXPECT_EQ(entries, 1);
-  Status bad = WriteFileIfChanged("/nonexistent-dir/x.json", "x");
+  Status bad = node::WriteFileIfChanged("/nonexistent-dir/x.json", "x");
   EXPECT_EQ(bad.code(), StatusCode::kNotFound);
   EXPECT_EQ(bad.message().rfind("create /nonexistent-dir/x.json.tmp.", 0), 0u) << bad.message();
   EXPECT_NE(bad.message().find(": No such file or directory"), std::string::npos) << bad.message();
@@ -86,18 +87,18 @@ TEST(CdiSpecTest, APlantedFifoLinkOrHugeFileAtTheSpecPathIsRefusedWithoutBlockin
   const std::string fifo = dir + "/fifo.json";
   rdmak8s::testing::PlantFifo(fifo);
   Status s = InternalError("not called");
-  EXPECT_TRUE(rdmak8s::testing::ReturnsWithoutBlockingOn(fifo, [&] { s = WriteFileIfChanged(fifo, "one"); }));
+  EXPECT_TRUE(rdmak8s::testing::ReturnsWithoutBlockingOn(fifo, [&] { s = node::WriteFileIfChanged(fifo, "one"); }));
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
   EXPECT_EQ(s.message(), "CDI spec " + fifo + " (not replaced): not a regular file");
 
   { std::ofstream(dir + "/elsewhere.json") << "one"; }
   rdmak8s::testing::PlantSymlink(dir + "/elsewhere.json", dir + "/link.json");
-  s = WriteFileIfChanged(dir + "/link.json", "one");
+  s = node::WriteFileIfChanged(dir + "/link.json", "one");
   EXPECT_EQ(s.message(), "CDI spec " + dir + "/link.json (not replaced): is a symlink");
   EXPECT_TRUE(std::filesystem::is_symlink(dir + "/link.json"));
 
-  rdmak8s::testing::PlantFile(dir + "/big.json", kMaxCdiSpecBytes + 1);
-  s = WriteFileIfChanged(dir + "/big.json", "one");
+  rdmak8s::testing::PlantFile(dir + "/big.json", node::kMaxCdiSpecBytes + 1);
+  s = node::WriteFileIfChanged(dir + "/big.json", "one");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
   EXPECT_NE(s.message().find("big.json (not replaced): larger than"), std::string::npos) << s.message();
 }

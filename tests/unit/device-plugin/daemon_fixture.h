@@ -26,14 +26,15 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "device-plugin/cdi_spec.h"
-#include "device-plugin/uevent.h"
+#include "device-plugin/pool_cdi_spec.h"
+#include "node/cdi_spec.h"
+#include "node/uevent.h"
 #include "support/fake_kubelet.h"
 #include "support/log_capture.h"
 #include "support/loopback_http.h"
+#include "support/temp_dir.h"
 #include "unit/device-plugin/fake_event_sources.h"
 #include "unit/device-plugin/node_sysfs.h"
-#include "support/temp_dir.h"
 
 // Test files take these with `using namespace daemon_test;`.
 namespace rdmak8s::dp::daemon_test {
@@ -151,7 +152,7 @@ class DaemonTest : public ::testing::Test {
     auto events = std::make_unique<FakeDeviceEventSource>();
     events_ = events.get();
     deps.device_events = std::move(events);
-    if (uevent_fd_ >= 0) deps.uevents = NewUeventSourceOnFd(std::exchange(uevent_fd_, -1));
+    if (uevent_fd_ >= 0) deps.uevents = node::NewUeventSourceOnFd(std::exchange(uevent_fd_, -1));
     deps.metrics = metrics_.get();
     deps.before_socket_rename = before_socket_rename_;
     daemon_ = std::make_unique<Daemon>(options_, std::move(deps));

@@ -1,4 +1,4 @@
-// In-memory LinkMonitor and DeviceEventSource for the device plugin daemon tests: events
+// In-memory LinkMonitor and node::DeviceEventSource for the device plugin daemon tests: events
 // injected from the test thread are queued and signalled on an eventfd, which the daemon's
 // epoll sees exactly like the real netlink socket / verbs async fd.
 #pragma once
@@ -10,7 +10,7 @@
 #include <mutex>
 #include <vector>
 
-#include "device-plugin/device_events.h"
+#include "node/device_events.h"
 #include "rdmak8s/route_netlink.h"
 
 namespace rdmak8s::dp {
@@ -65,10 +65,10 @@ class FakeLinkMonitor : public LinkMonitor {
   EventQueue<LinkEvent> q_;
 };
 
-class FakeDeviceEventSource : public DeviceEventSource {
+class FakeDeviceEventSource : public node::DeviceEventSource {
  public:
   int fd() const override { return q_.fd(); }
-  Status ReadEvents(const std::function<void(const DeviceEvent&)>& on_event) override {
+  Status ReadEvents(const std::function<void(const node::DeviceEvent&)>& on_event) override {
     for (const auto& e : q_.Drain()) on_event(e);
     return Status::Ok();
   }
@@ -79,7 +79,7 @@ class FakeDeviceEventSource : public DeviceEventSource {
     return Status::Ok();
   }
   // Thread safe.
-  void Inject(DeviceEvent e) { q_.Push(std::move(e)); }
+  void Inject(node::DeviceEvent e) { q_.Push(std::move(e)); }
   std::vector<std::string> watched() const {
     std::lock_guard<std::mutex> lock(mu_);
     return watched_;
@@ -90,7 +90,7 @@ class FakeDeviceEventSource : public DeviceEventSource {
   }
 
  private:
-  EventQueue<DeviceEvent> q_;
+  EventQueue<node::DeviceEvent> q_;
   mutable std::mutex mu_;
   std::vector<std::string> watched_;
   int watch_calls_ = 0;

@@ -10,9 +10,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "device-plugin/cdi_spec.h"
-#include "unit/device-plugin/test_devices.h"
+#include "device-plugin/pool_cdi_spec.h"
+#include "node/cdi_spec.h"
 #include "support/temp_dir.h"
+#include "unit/device-plugin/test_devices.h"
 
 namespace rdmak8s::dp {
 namespace {
@@ -30,10 +31,10 @@ PluginConfig Config(std::string_view json) {
   return cfg.value_or(PluginConfig{});
 }
 
-std::map<std::string, TrackedDevice> Devices() {
-  std::map<std::string, TrackedDevice> out;
-  out["mlx5_0"] = TrackedDevice{Ib("mlx5_0", 0, "0000:3b:00.0", 0), {}, Presence::kPresent};
-  out["mlx5_1"] = TrackedDevice{Roce("mlx5_1", 1, "ens1f0np0", "0000:5e:00.0", 1), {}, Presence::kPresent};
+std::map<std::string, node::TrackedDevice> Devices() {
+  std::map<std::string, node::TrackedDevice> out;
+  out["mlx5_0"] = node::TrackedDevice{Ib("mlx5_0", 0, "0000:3b:00.0", 0), {}, node::Presence::kPresent};
+  out["mlx5_1"] = node::TrackedDevice{Roce("mlx5_1", 1, "ens1f0np0", "0000:5e:00.0", 1), {}, node::Presence::kPresent};
   return out;
 }
 
@@ -65,8 +66,8 @@ TEST(BuildPoolStateTest, ABlockerMakesOnlyAnExclusivePoolsHealthyDevicesUnhealth
   EXPECT_EQ(x->resource, "rdma/x");
   EXPECT_EQ(x->dev_root, "/host/dev");
   EXPECT_EQ(x->ids, (std::vector<std::string>{"0000:3b:00.0", "0000:5e:00.0"}));
-  EXPECT_EQ(x->devices.at("mlx5_0").health, (DeviceHealth{false, kBlocked}));
-  EXPECT_EQ(x->devices.at("mlx5_1").health, (DeviceHealth{false, "port 1 state DOWN"}))
+  EXPECT_EQ(x->devices.at("mlx5_0").health, (node::DeviceHealth{false, kBlocked}));
+  EXPECT_EQ(x->devices.at("mlx5_1").health, (node::DeviceHealth{false, "port 1 state DOWN"}))
       << "an unhealthy device keeps its own reason";
   Metrics::PoolCounts c = CountPool(*x);
   EXPECT_EQ(c.unhealthy_devices, 2);
@@ -136,7 +137,7 @@ TEST_F(PoolPublisherTest, EachPoolGetsItsDevicesCdiSpecAndCountsAndABlockerFromT
   pub.RecheckNetnsMode(cfg, /*pools_changed=*/false);
   EXPECT_EQ(pub.exclusive_blocker(), kBlocked);
   pub.Publish(cfg, Devices(), targets);
-  EXPECT_EQ(ib.state()->devices.at("mlx5_0").health, (DeviceHealth{false, kBlocked}));
+  EXPECT_EQ(ib.state()->devices.at("mlx5_0").health, (node::DeviceHealth{false, kBlocked}));
   EXPECT_TRUE(rest.state()->devices.at("mlx5_1").health.healthy);
   mode = RdmaNetnsMode::kExclusive;
   pub.RecheckNetnsMode(cfg, /*pools_changed=*/false);

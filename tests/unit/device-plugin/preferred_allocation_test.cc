@@ -201,7 +201,7 @@ PoolState SharedState(const std::vector<std::string>& names) {
   for (const auto& n : names) {
     RdmaDevice d;
     d.name = n;
-    st.devices[n] = TrackedDevice{d, {true, ""}};
+    st.devices[n] = node::TrackedDevice{d, {true, ""}};
   }
   return st;
 }
@@ -388,7 +388,7 @@ TEST(PreferredAllocationTest, ThePreparedTopologyGivesTheAnswersOfTheUnpreparedO
     pci.pcie_path = {"rp" + std::to_string(i / 20), "sw" + std::to_string(i / 5), "fn" + std::to_string(i)};
     if (i % 50 == 49) pci.pcie_path.clear();
     d.parent.pci = pci;
-    st.devices[d.name] = TrackedDevice{d, {true, ""}};
+    st.devices[d.name] = node::TrackedDevice{d, {true, ""}};
   }
   FillIds(st);
   AllocationTopology prepared = PoolTopology(st);

@@ -25,7 +25,7 @@ TEST(ClaimCdiSpec, NamesAreUniquePerClaimAndKindIsTheDriver) {
 }
 
 TEST(ClaimCdiSpec, IbGetsUmadButIssmOnlyWhenAskedAndRoceNeitherByDefault) {
-  dp::AllocateOptions issm;
+  node::AllocateOptions issm;
   issm.issm = true;
   std::vector<ClaimDevice> devs = {{"ib", "mlx5-0", dp::testdev::Ib("mlx5_0", 0), issm},
                                    {"eth", "mlx5-2", dp::testdev::Roce("mlx5_2", 2, "eth0"), {}}};
@@ -45,7 +45,7 @@ TEST(ClaimCdiSpec, IbGetsUmadButIssmOnlyWhenAskedAndRoceNeitherByDefault) {
 }
 
 TEST(ClaimCdiSpec, EnvListsEveryDeviceOfTheRequest) {
-  dp::AllocateOptions opts;
+  node::AllocateOptions opts;
   opts.nccl_env = true;
   opts.ucx_env = true;
   opts.extra_env = {{"UCX_TLS", "rc"}};

@@ -7,8 +7,8 @@
 namespace rdmak8s::dra {
 namespace {
 
-dp::TrackedDevice Tracked(RdmaDevice dev, bool healthy = true,
-                          dp::Presence presence = dp::Presence::kPresent) {
+node::TrackedDevice Tracked(RdmaDevice dev, bool healthy = true,
+                          node::Presence presence = node::Presence::kPresent) {
   return {std::move(dev), {healthy, healthy ? "" : "port 1 state DOWN"}, presence};
 }
 
@@ -22,7 +22,7 @@ TEST(DeviceCatalog, FindsByPoolAndDraNameAndLeavesGoneDevicesOut) {
   int64_t now = 100;
   DeviceCatalog catalog("node-a", [&] { return now; });
   catalog.Update({{"mlx5_0", Tracked(dp::testdev::Ib("mlx5_0", 0))},
-                  {"mlx5_1", Tracked(dp::testdev::Ib("mlx5_1", 1), false, dp::Presence::kGone)}});
+                  {"mlx5_1", Tracked(dp::testdev::Ib("mlx5_1", 1), false, node::Presence::kGone)}});
   auto found = catalog.Find("node-a", "mlx5-0");
   ASSERT_TRUE(found.has_value());
   EXPECT_EQ(found->dev.name, "mlx5_0");

@@ -13,17 +13,17 @@
 namespace rdmak8s::dra {
 namespace {
 
-std::map<std::string, dp::TrackedDevice> NodeDevices() {
+std::map<std::string, node::TrackedDevice> NodeDevices() {
   SysfsDiscovery discovery(DiscoveryOptions{std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/mlx5_roce_sriov", nullptr});
   auto all = discovery.DiscoverAll();
   EXPECT_TRUE(all.ok()) << all.status().ToString();
-  std::map<std::string, dp::TrackedDevice> out;
+  std::map<std::string, node::TrackedDevice> out;
   if (!all.ok()) return out;
-  for (const auto& d : all->devices) out[d.name] = dp::TrackedDevice{d, {true, ""}};
+  for (const auto& d : all->devices) out[d.name] = node::TrackedDevice{d, {true, ""}};
   return out;
 }
 
-std::vector<std::string> Names(const std::map<std::string, dp::TrackedDevice>& m) {
+std::vector<std::string> Names(const std::map<std::string, node::TrackedDevice>& m) {
   std::vector<std::string> v;
   for (const auto& [name, t] : m) v.push_back(name);
   return v;

@@ -83,7 +83,7 @@ class DraMetricsTest : public ::testing::Test {
   }
   void SetHealth(bool healthy) {
     catalog_.Update({{"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {healthy, healthy ? "" : "port 1 state DOWN"},
-                                 dp::Presence::kPresent}}});
+                                 node::Presence::kPresent}}});
   }
 
   testing::TempDir tmp_;

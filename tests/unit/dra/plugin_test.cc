@@ -60,7 +60,7 @@ class DraPluginTest : public ::testing::Test {
   }
   void SetHealth(bool healthy) {
     catalog_.Update({{"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {healthy, healthy ? "" : "port 1 state DOWN"},
-                                 dp::Presence::kPresent}}});
+                                 node::Presence::kPresent}}});
   }
 
   testing::TempDir tmp_;
@@ -273,7 +273,7 @@ TEST_F(DraPluginTest, HealthMessageSaysWhyADeviceIsUnhealthyOrGone) {
 
 TEST(ToHealthMessageTest, LongReasonsAreCutToKubeletsLimit) {
   CatalogDevice d{"p", "d", std::nullopt, dp::testdev::Ib("mlx5_0", 0), {false, std::string(2000, 'x')},
-                  dp::Presence::kPresent, 0};
+                  node::Presence::kPresent, 0};
   auto m = ToHealthMessage({d}, 100, 30);
   ASSERT_EQ(m.devices_size(), 1);
   EXPECT_EQ(m.devices(0).message().size(), kMaxHealthMessage);
@@ -323,10 +323,10 @@ TEST(TwoDriversTest, BothDriversOfOneClaimPrepareAndEachCdiDeviceResolves) {
   };
   std::array<Driver, 2> drivers;
   drivers[0].name = "ib.rdmak8s.io";
-  drivers[0].catalog.Update({{"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {true, ""}, dp::Presence::kPresent}}});
+  drivers[0].catalog.Update({{"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {true, ""}, node::Presence::kPresent}}});
   drivers[1].name = "roce.rdmak8s.io";
   drivers[1].catalog.Update(
-      {{"mlx5_1", {dp::testdev::Roce("mlx5_1", 1, "eth1"), {true, ""}, dp::Presence::kPresent}}});
+      {{"mlx5_1", {dp::testdev::Roce("mlx5_1", 1, "eth1"), {true, ""}, node::Presence::kPresent}}});
   auto options = [&](const std::string& driver) {
     PreparerOptions p;
     p.driver_name = driver;

@@ -53,10 +53,10 @@ class PreparerTest : public ::testing::Test {
     options_.cdi_dir = tmp_.path() + "/cdi";
     options_.pod_devices_dir = tmp_.path() + "/pods";
     fs::create_directories(options_.cdi_dir);
-    catalog_.Update({{"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {}, dp::Presence::kPresent}},
+    catalog_.Update({{"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {}, node::Presence::kPresent}},
                      {"mlx5_1", {dp::testdev::Ib("mlx5_1", 1, "0000:3b:00.1"), {false, "port 1 state DOWN"},
-                                 dp::Presence::kPresent}},
-                     {"mlx5_2", {dp::testdev::Roce("mlx5_2", 2, "eth0"), {}, dp::Presence::kPresent}}});
+                                 node::Presence::kPresent}},
+                     {"mlx5_2", {dp::testdev::Roce("mlx5_2", 2, "eth0"), {}, node::Presence::kPresent}}});
     Restart();
   }
   // A new Preparer over the same directories: what a driver restart sees.
@@ -261,7 +261,7 @@ namespace {
 // Shared mode (--shares 2 without consumable capacity): claims name "<device>-<k>".
 TEST_F(PreparerTest, TwoClaimsOnTwoSharesOfOneDeviceBothPrepareThatDevice) {
   DeviceCatalog shared(kPool, nullptr, 2);
-  shared.Update({{"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {}, dp::Presence::kPresent}}});
+  shared.Update({{"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {}, node::Presence::kPresent}}});
   auto p = Preparer::Create(options_, &reader_, &shared);
   ASSERT_TRUE(p.ok()) << p.status().message();
   reader_.Put(Claim("uid-1", {Ours("mlx5-0-0")}, {"pod-1"}));

@@ -100,7 +100,7 @@ class TrustTableTest : public ::testing::Test {
     options_.cdi_dir = tmp_.path() + "/cdi";
     options_.pod_devices_dir = tmp_.path() + "/pods";
     fs::create_directories(options_.cdi_dir);
-    catalog_.Update({{"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {}, dp::Presence::kPresent}}});
+    catalog_.Update({{"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {}, node::Presence::kPresent}}});
     auto p = Preparer::Create(options_, &reader_, &catalog_);
     ASSERT_TRUE(p.ok()) << p.status().message();
     preparer_ = std::move(p).value();
@@ -221,7 +221,7 @@ TEST_F(TrustTableTest, EachNadKeyIsAcceptedOrNeedsTheNodesOverrideAsItsRowSays) 
 // The strict parsers name what they accept when they refuse a key: each of those keys has a row.
 TEST_F(TrustTableTest, EveryKeyTheStrictParsersAcceptHasARow) {
   const std::set<std::string> allocate =
-      Listed(dp::ParseAllocateOptions(R"({"not-a-key": 1})").status().message(), "(allowed: ");
+      Listed(node::ParseAllocateOptions(R"({"not-a-key": 1})").status().message(), "(allowed: ");
   ASSERT_FALSE(allocate.empty());
   const std::set<std::string> top = Listed(dp::ParseConfig(R"({"not-a-key": 1})").status().message(), "(allowed: ");
   const std::set<std::string> pool =

@@ -229,8 +229,8 @@ class PreparerOverApiTest : public ClaimReaderTest {
     options_.cdi_dir = dir_.path() + "/cdi";
     options_.pod_devices_dir = dir_.path() + "/pods";
     std::filesystem::create_directories(options_.cdi_dir);
-    catalog_.Update({{"mlx5_1", {dp::testdev::Ib("mlx5_1", 1, "0000:3b:00.1"), {}, dp::Presence::kPresent}},
-                     {"mlx5_2", {dp::testdev::Roce("mlx5_2", 2, "eth0"), {}, dp::Presence::kPresent}}});
+    catalog_.Update({{"mlx5_1", {dp::testdev::Ib("mlx5_1", 1, "0000:3b:00.1"), {}, node::Presence::kPresent}},
+                     {"mlx5_2", {dp::testdev::Roce("mlx5_2", 2, "eth0"), {}, node::Presence::kPresent}}});
     reader_ = std::make_unique<ApiClaimReader>(client_.get(), ResourceApiVersion::kV1);
     auto p = Preparer::Create(options_, reader_.get(), &catalog_);
     ASSERT_TRUE(p.ok()) << p.status().ToString();

@@ -74,11 +74,11 @@ class SliceSyncTest : public ::testing::Test {
     return out;
   }
   void SetDevices(bool mlx5_1_healthy, bool with_mlx5_2 = false) {
-    std::map<std::string, dp::TrackedDevice> t = {
-        {"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {}, dp::Presence::kPresent}},
+    std::map<std::string, node::TrackedDevice> t = {
+        {"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {}, node::Presence::kPresent}},
         {"mlx5_1", {dp::testdev::Ib("mlx5_1", 1, "0000:3b:00.1"),
-                    {mlx5_1_healthy, mlx5_1_healthy ? "" : "port 1 state DOWN"}, dp::Presence::kPresent}}};
-    if (with_mlx5_2) t["mlx5_2"] = {dp::testdev::Roce("mlx5_2", 2, "eth0"), {}, dp::Presence::kPresent};
+                    {mlx5_1_healthy, mlx5_1_healthy ? "" : "port 1 state DOWN"}, node::Presence::kPresent}}};
+    if (with_mlx5_2) t["mlx5_2"] = {dp::testdev::Roce("mlx5_2", 2, "eth0"), {}, node::Presence::kPresent};
     catalog_.Update(t);
   }
   // The published device names, and whether `tainted` carries the unhealthy taint.
@@ -233,7 +233,7 @@ TEST_F(SliceSyncTest, AMalformedWatchEventIsAWatchErrorNotTheEndOfTheDriver) {
 
 TEST(CatalogDeviceInputsTest, UnhealthyDevicesCarryTheCatalogsReason) {
   DeviceCatalog catalog("node1");
-  catalog.Update({{"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {false, "port 1 state DOWN"}, dp::Presence::kPresent}}});
+  catalog.Update({{"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {false, "port 1 state DOWN"}, node::Presence::kPresent}}});
   std::vector<std::string> notes;
   auto in = CatalogDeviceInputs(catalog.All(), "/nonexistent", &notes);
   ASSERT_EQ(in.size(), 1u);

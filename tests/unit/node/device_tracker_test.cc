@@ -1,6 +1,6 @@
 // DeviceTracker over the real SysfsDiscovery reading a copy of a fixture tree, changed in place
 // the way the kernel changes /sys.
-#include "device-plugin/device_tracker.h"
+#include "node/device_tracker.h"
 
 #include <filesystem>
 #include <fstream>
@@ -10,7 +10,7 @@
 #include "support/temp_dir.h"
 #include "unit/device-plugin/node_sysfs.h"
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 namespace {
 
 namespace fs = std::filesystem;
@@ -256,4 +256,4 @@ TEST_F(DeviceTrackerTest, UnregisteredButStillShownIsReRead) {
 }
 
 }  // namespace
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

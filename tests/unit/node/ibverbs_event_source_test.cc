@@ -1,6 +1,6 @@
 // IbverbsEventSource over the in-memory verbs seam: which contexts it opens and keeps, how it
 // decodes and dispatches events, and what it closes.
-#include "device-plugin/ibverbs_event_source.h"
+#include "node/ibverbs_event_source.h"
 
 #include <poll.h>
 
@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
-#include "unit/device-plugin/fake_verbs_async.h"
+#include "unit/node/fake_verbs_async.h"
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 
 void PrintTo(const DeviceEvent& e, std::ostream* os) {
   *os << "{" << e.rdma_dev << " port " << e.port_num << " " << e.what << "}";
@@ -140,4 +140,4 @@ TEST(DecodeAsyncEventTest, OnlyPortEventsReadTheElementAsAPort) {
 }
 
 }  // namespace
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

@@ -3,7 +3,7 @@
 // the program instead of terminating with an uncaught exception.
 #pragma once
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 
 // spdlog pattern of klog's header: "I1130 19:55:01.123456 12345 daemon.cc:310] message"
 // (severity, mmdd, time with microseconds, thread id, source file:line; the SPDLOG_* macros
@@ -18,4 +18,4 @@ void UseKlogStderrLogger(int verbosity);
 // stderr and the exit code is 1.
 int RunGuarded(const char* program, int (*real_main)(int, char**), int argc, char** argv);
 
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

@@ -21,10 +21,10 @@
 #include <string_view>
 #include <vector>
 
-#include "device-plugin/device_events.h"
+#include "node/device_events.h"
 #include "rdmak8s/status.h"
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 
 struct Uevent {
   std::string action;     // "add", "remove", "move", "change", ...
@@ -50,4 +50,4 @@ std::unique_ptr<DeviceEventSource> NewUeventSourceOnFd(int fd);
 // The kernel's uevent socket (NETLINK_KOBJECT_UEVENT, multicast group 1), non-blocking.
 StatusOr<std::unique_ptr<DeviceEventSource>> NewKernelUeventSource();
 
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

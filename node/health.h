@@ -15,7 +15,7 @@
 
 #include "rdmak8s/device.h"
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 
 struct DeviceHealth {
   bool healthy = true;
@@ -33,4 +33,4 @@ DeviceHealth EvaluateHealth(const RdmaDevice& dev, const NetdevUpFn& netdev_up);
 // unreadable -> nullopt.
 std::optional<bool> ReadNetdevUp(const std::string& sysfs_root, std::string_view netdev);
 
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

@@ -1,4 +1,4 @@
-#include "device-plugin/uevent.h"
+#include "node/uevent.h"
 
 #include <linux/netlink.h>
 #include <sys/socket.h>
@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 
 std::optional<Uevent> ParseUevent(std::string_view datagram) {
   // The header "<action>@<devpath>" ends at the first NUL; udev's messages start "libudev\0".
@@ -133,4 +133,4 @@ StatusOr<std::unique_ptr<DeviceEventSource>> NewKernelUeventSource() {
   return NewUeventSourceOnFd(fd);
 }
 
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

@@ -1,4 +1,4 @@
-#include "device-plugin/program_main.h"
+#include "node/program_main.h"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <exception>
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 
 void UseKlogStderrLogger(int verbosity) {
   auto logger = spdlog::stderr_color_mt("rdmak8s");
@@ -25,4 +25,4 @@ int RunGuarded(const char* program, int (*real_main)(int, char**), int argc, cha
   }
 }
 
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

@@ -1,4 +1,4 @@
-#include "device-plugin/ibverbs_event_source.h"
+#include "node/ibverbs_event_source.h"
 
 #include <fcntl.h>
 #include <sys/epoll.h>
@@ -11,7 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 
 namespace {
 
@@ -188,4 +188,4 @@ StatusOr<std::unique_ptr<DeviceEventSource>> NewIbverbsEventSource() {
   return NewIbverbsEventSource(NewLibibverbsAsyncDevices());
 }
 
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

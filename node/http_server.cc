@@ -1,4 +1,4 @@
-#include "device-plugin/http_server.h"
+#include "node/http_server.h"
 
 #include <netdb.h>
 #include <netinet/in.h>
@@ -17,7 +17,7 @@
 
 #include <spdlog/spdlog.h>
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 
 namespace {
 
@@ -444,4 +444,4 @@ void HttpServer::Loop() {
   close(ep);
 }
 
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

@@ -31,12 +31,12 @@
 #include <string_view>
 #include <vector>
 
-#include "device-plugin/health.h"
-#include "device-plugin/pool_state.h"
+#include "node/health.h"
+#include "node/tracked_device.h"
 #include "rdmak8s/discovery.h"
 #include "rdmak8s/status.h"
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 
 class DeviceTracker {
  public:
@@ -87,4 +87,4 @@ class DeviceTracker {
   std::map<std::string, TrackedDevice> known_;
 };
 
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

@@ -1,11 +1,11 @@
-#include "device-plugin/tracker_events.h"
+#include "node/tracker_events.h"
 
 #include <tuple>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 
 TrackerEventOutcome ApplyLinkEvents(DeviceTracker& tracker, LinkMonitor& links) {
   std::set<std::string> ports_only, reread;
@@ -111,4 +111,4 @@ AsyncEventsOutcome ReadAsyncEvents(DeviceEventSource& async_events) {
   return out;
 }
 
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

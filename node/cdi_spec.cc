@@ -1,4 +1,4 @@
-#include "device-plugin/cdi_spec.h"
+#include "node/cdi_spec.h"
 
 #include "rdmak8s/file_util.h"
 
@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 
 using nlohmann::json;
 
@@ -43,22 +43,6 @@ std::string BuildCdiSpecDocument(const std::string& kind, const std::vector<CdiD
   return spec.dump(2) + "\n";
 }
 
-std::string BuildCdiSpec(const PoolState& state) {
-  std::vector<CdiDevice> devices;
-  for (const auto& [name, tracked] : state.devices) {
-    devices.push_back({name, CharDevicesFor(tracked.dev, state.pool.allocate, state.dev_root), {}});
-  }
-  return BuildCdiSpecDocument(state.cdi_kind, devices);
-}
-
-std::string CdiSpecPath(const std::string& cdi_dir, const std::string& resource) {
-  std::string base = resource;
-  for (char& c : base) {
-    if (c == '/') c = '-';
-  }
-  return cdi_dir + "/rdmak8s-" + base + ".json";
-}
-
 Status WriteFileIfChanged(const std::string& path, const std::string& content) {
   // Compared through the one safe reader: a FIFO planted at the path would block a plain open,
   // and a symlink would make us compare (and report as ours) a file elsewhere.
@@ -70,4 +54,4 @@ Status WriteFileIfChanged(const std::string& path, const std::string& content) {
   return ::rdmak8s::WriteFileAtomic(path, content, 0644);
 }
 
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

@@ -1,8 +1,8 @@
-#include "device-plugin/health.h"
+#include "node/health.h"
 
 #include "rdmak8s/sysfs_attr.h"
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 
 namespace {
 // include/rdma/ib_verbs.h enum ib_port_phys_state: IB_PORT_PHYS_STATE_LINK_UP.
@@ -47,4 +47,4 @@ std::optional<bool> ReadNetdevUp(const std::string& sysfs_root, std::string_view
   return std::nullopt;
 }
 
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

@@ -14,7 +14,7 @@
 
 #include "rdmak8s/status.h"
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 
 struct DeviceEvent {
   std::string rdma_dev;
@@ -36,4 +36,4 @@ class DeviceEventSource {
 // (ibverbs_event_source.h).
 StatusOr<std::unique_ptr<DeviceEventSource>> NewIbverbsEventSource();
 
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

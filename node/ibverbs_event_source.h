@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "device-plugin/device_events.h"
+#include "node/device_events.h"
 #include "rdmak8s/status.h"
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 
 // One open device context (ibv_open_device). Closed on destruction (ibv_close_device).
 class VerbsAsyncContext {
@@ -60,4 +60,4 @@ DeviceEvent DecodeAsyncEvent(const std::string& rdma_dev, const ibv_async_event&
 StatusOr<std::unique_ptr<DeviceEventSource>> NewIbverbsEventSource(
     std::unique_ptr<VerbsAsyncDevices> devices);
 
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

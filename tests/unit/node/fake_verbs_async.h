@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "device-plugin/ibverbs_event_source.h"
+#include "node/ibverbs_event_source.h"
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 
 class FakeVerbsAsyncDevices : public VerbsAsyncDevices {
  public:
@@ -97,4 +97,4 @@ class FakeVerbsAsyncDevices : public VerbsAsyncDevices {
   std::map<std::string, Device> devices_;
 };
 
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

@@ -1,4 +1,4 @@
-#include "device-plugin/device_tracker.h"
+#include "node/device_tracker.h"
 
 #include <sys/stat.h>
 
@@ -8,10 +8,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include "device-plugin/pools.h"
+#include "node/selectors.h"
 #include "rdmak8s/port_state.h"
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 
 namespace {
 
@@ -262,4 +262,4 @@ std::vector<std::string> DeviceTracker::Present() const {
   return out;
 }
 
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

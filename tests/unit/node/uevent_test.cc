@@ -1,6 +1,6 @@
 // Kernel uevents of RDMA devices (device-plugin/uevent.h): the parser on bytes, the source over a
 // socketpair (the seam the daemon tests use), and the real kernel socket on a veth pair.
-#include "device-plugin/uevent.h"
+#include "node/uevent.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 namespace {
 
 using namespace std::string_literals;
@@ -126,4 +126,4 @@ TEST(UeventTest, KernelSocketReceivesAndParsesRealUevents) {
 }
 
 }  // namespace
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

@@ -40,7 +40,7 @@
 
 #include "rdmak8s/status.h"
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 
 struct HttpResponse {
   int status = 200;
@@ -121,4 +121,4 @@ class HttpServer {
   Stats stats_;
 };
 
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

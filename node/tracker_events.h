@@ -16,11 +16,11 @@
 #include <set>
 #include <string>
 
-#include "device-plugin/device_events.h"
-#include "device-plugin/device_tracker.h"
+#include "node/device_events.h"
+#include "node/device_tracker.h"
 #include "rdmak8s/route_netlink.h"
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 
 struct TrackerEventOutcome {
   bool changed = false;
@@ -49,4 +49,4 @@ struct AsyncEventsOutcome {
 };
 AsyncEventsOutcome ReadAsyncEvents(DeviceEventSource& async_events);
 
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

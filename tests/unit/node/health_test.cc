@@ -1,4 +1,4 @@
-#include "device-plugin/health.h"
+#include "node/health.h"
 
 #include <unistd.h>
 
@@ -7,13 +7,13 @@
 
 #include <gtest/gtest.h>
 
-#include "unit/device-plugin/test_devices.h"
 #include "support/temp_dir.h"
+#include "unit/device-plugin/test_devices.h"
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 namespace {
 
-using namespace testdev;
+using namespace dp::testdev;
 
 NetdevUpFn AllUp() {
   return [](std::string_view) { return std::optional<bool>(true); };
@@ -91,4 +91,4 @@ TEST(HealthTest, ReadNetdevUpReadsOperstate) {
 }
 
 }  // namespace
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

@@ -2,7 +2,7 @@
 // client that reaches the port can do: loop scrapes, hold answers unread, open connection after
 // connection. Real loopback TCP; the costly route is a computation the test holds at a gate, so
 // "a scrape is in flight" is a state the test sets, not a time it hopes for.
-#include "device-plugin/http_server.h"
+#include "node/http_server.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -22,7 +22,7 @@
 
 #include "support/loopback_http.h"
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 namespace {
 
 using namespace std::chrono_literals;
@@ -243,4 +243,4 @@ TEST(HttpServerTest, RequestLargerThanTheBoundIsRefused) {
 }
 
 }  // namespace
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

@@ -1,19 +1,18 @@
-// CDI (Container Device Interface, spec 0.5.0) for one pool: one CDI device per RDMA device
-// ("<prefix>/<pool>=<rdma_dev>") whose containerEdits carry that device's char devices, and the
-// shared rdma_cm node in the spec-wide containerEdits. The daemon keeps one file per pool in
-// --cdi-dir in sync with discovery; writes are atomic (temporary file + rename) and skipped when
-// the content did not change.
+// CDI (Container Device Interface, spec 0.5.0) documents and their writer, for both agents (the
+// device plugin's spec per pool, pool_cdi_spec.h; the DRA driver's per claim, claim_cdi_spec.h):
+// one CDI device per RDMA device whose containerEdits carry that device's char devices, and the
+// shared rdma_cm node in the spec-wide containerEdits. Writes are atomic (temporary file +
+// rename) and skipped when the content did not change.
 #pragma once
 
 #include <map>
 #include <string>
 #include <vector>
 
-#include "device-plugin/allocate.h"
-#include "device-plugin/pool_state.h"
+#include "node/allocate.h"
 #include "rdmak8s/status.h"
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 
 // One CDI device of a spec: its name (after "<kind>=") and what its containerEdits carry.
 struct CdiDevice {
@@ -25,10 +24,6 @@ struct CdiDevice {
 // A CDI spec document (JSON text, stable key order) of `kind`: each device's own nodes in its
 // containerEdits, rdma_cm (one node every device shares) once in the spec-wide containerEdits.
 std::string BuildCdiSpecDocument(const std::string& kind, const std::vector<CdiDevice>& devices);
-// The CDI spec document for `state`: one CdiDevice per RDMA device, named after it.
-std::string BuildCdiSpec(const PoolState& state);
-// "<cdi_dir>/rdmak8s-<prefix>-<pool>.json" with '/' in the prefix made '_'.
-std::string CdiSpecPath(const std::string& cdi_dir, const std::string& resource);
 // Writes `content` to `path` atomically (rdmak8s::WriteFileAtomic); no-op when the file already
 // holds exactly that, so runtimes watching the CDI dir see no spurious change. The current file is
 // read with rdmak8s::ReadRegularFile: a symlink, a FIFO or anything else not a regular file at
@@ -37,4 +32,4 @@ std::string CdiSpecPath(const std::string& cdi_dir, const std::string& resource)
 inline constexpr size_t kMaxCdiSpecBytes = size_t{16} << 20;
 Status WriteFileIfChanged(const std::string& path, const std::string& content);
 
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

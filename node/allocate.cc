@@ -1,0 +1,105 @@
+#include "node/allocate.h"
+
+#include <cctype>
+
+#include <nlohmann/json.hpp>
+
+#include "node/json_schema.h"
+
+namespace rdmak8s::node {
+
+namespace {
+
+void Add(std::vector<CharDeviceRef>& out, const CharDevice& c, const std::string& dev_root) {
+  for (const auto& existing : out) {
+    if (existing.name == c.name) return;
+  }
+  out.push_back({c.name, dev_root + "/infiniband/" + c.name, c.ContainerPath()});
+}
+
+}  // namespace
+
+using nlohmann::json;
+using schema::Bad;
+using schema::CheckKeys;
+using schema::TypeName;
+
+std::vector<CharDeviceRef> CharDevicesFor(const RdmaDevice& dev, const AllocateOptions& options,
+                                          const std::string& dev_root) {
+  std::vector<CharDeviceRef> out;
+  auto add_kind = [&](CharDeviceKind kind) {
+    for (const auto& c : dev.char_devices) {
+      if (c.kind == kind) Add(out, c, dev_root);
+    }
+  };
+  add_kind(CharDeviceKind::kUverbs);
+  switch (dev.transport) {
+    case Transport::kIb:
+      add_kind(CharDeviceKind::kUmad);
+      if (options.issm) add_kind(CharDeviceKind::kIssm);
+      break;
+    case Transport::kRoce:
+      if (options.roce_umad) add_kind(CharDeviceKind::kUmad);
+      break;
+    case Transport::kIwarp:
+    case Transport::kUnknown:
+      break;
+  }
+  add_kind(CharDeviceKind::kRdmaCm);
+  return out;
+}
+
+std::map<std::string, std::string> AllocationEnv(const std::vector<const RdmaDevice*>& devs,
+                                                 const AllocateOptions& options) {
+  std::map<std::string, std::string> env = options.extra_env;
+  std::string nccl, ucx;
+  for (const RdmaDevice* dev : devs) {
+    nccl += (nccl.empty() ? "=" : ",") + dev->name;
+    for (const auto& port : dev->ports) {
+      ucx += (ucx.empty() ? "" : ",") + dev->name + ":" + std::to_string(port.port_num);
+    }
+  }
+  if (options.nccl_env) env["NCCL_IB_HCA"] = nccl;
+  if (options.ucx_env) env["UCX_NET_DEVICES"] = ucx;
+  return env;
+}
+
+StatusOr<AllocateOptions> ParseAllocate(const json& j, const std::string& path) {
+  if (!j.is_object()) return Bad(path, "must be an object, got " + TypeName(j));
+  RDMAK8S_RETURN_IF_ERROR(CheckKeys(j, path, {"ncclEnv", "ucxEnv", "issm", "roceUmad", "env"}));
+  AllocateOptions a;
+  auto flag = [&](const char* key, bool& out) -> Status {
+    if (!j.contains(key)) return Status::Ok();
+    if (!j[key].is_boolean()) {
+      return Bad(path + "." + key, "must be true or false, got " + j[key].dump());
+    }
+    out = j[key].get<bool>();
+    return Status::Ok();
+  };
+  RDMAK8S_RETURN_IF_ERROR(flag("ncclEnv", a.nccl_env));
+  RDMAK8S_RETURN_IF_ERROR(flag("ucxEnv", a.ucx_env));
+  RDMAK8S_RETURN_IF_ERROR(flag("issm", a.issm));
+  RDMAK8S_RETURN_IF_ERROR(flag("roceUmad", a.roce_umad));
+  if (j.contains("env")) {
+    const json& e = j["env"];
+    if (!e.is_object()) return Bad(path + ".env", "must be an object of strings, got " + TypeName(e));
+    for (auto it = e.begin(); it != e.end(); ++it) {
+      std::string p = path + ".env." + it.key();
+      if (!it.value().is_string()) return Bad(p, "must be a string, got " + it.value().dump());
+      const std::string& k = it.key();
+      bool ok = !k.empty() && !std::isdigit(static_cast<unsigned char>(k[0]));
+      for (char c : k) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+      if (!ok) return Bad(p, "is not a valid environment variable name");
+      a.extra_env[k] = it.value().get<std::string>();
+    }
+  }
+  return a;
+}
+
+StatusOr<AllocateOptions> ParseAllocateOptions(std::string_view json_text) {
+  json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/false);
+  if (j.is_discarded()) return InvalidArgumentError("$: invalid JSON");
+  return ParseAllocate(j, "$");
+}
+
+}  // namespace rdmak8s::node

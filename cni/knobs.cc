@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "rdmak8s/file_util.h"
+#include "rdmak8s/numbers.h"
 #include "rdmak8s/sysfs_attr.h"
 
 namespace rdmak8s::cni {
@@ -37,10 +38,7 @@ struct KnobFile {
 // "app:<pf>:<dscp>", an app entry's priority) no larger than `max`. IDs come back from the state
 // record on disk: a bad one is an error naming `what`, never a shift past the PFC mask's width.
 StatusOr<unsigned> KnobNumber(const std::string& text, unsigned max, const std::string& what) {
-  RDMAK8S_ASSIGN_OR_RETURN(uint64_t v, ParseUint(text, what));
-  if (v > max) {
-    return InvalidArgumentError(what + ": " + text + " is more than " + std::to_string(max));
-  }
+  RDMAK8S_ASSIGN_OR_RETURN(uint64_t v, ParseUnsignedInRange(text, what, 0, max));
   return static_cast<unsigned>(v);
 }
 

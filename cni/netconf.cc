@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "cni/dra_device.h"
+#include "rdmak8s/numbers.h"
 
 namespace rdmak8s::cni {
 
@@ -72,18 +73,10 @@ std::optional<uint16_t> ParsePkey(const json& v) {
   if (!v.is_string()) return std::nullopt;
   std::string_view s = v.get_ref<const std::string&>();
   if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
-  if (s.empty() || s.size() > 4) return std::nullopt;
-  unsigned n = 0;
-  for (char ch : s) {
-    int d = ch >= '0' && ch <= '9'   ? ch - '0'
-            : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-            : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
-                                     : -1;
-    if (d < 0) return std::nullopt;
-    n = n * 16 + static_cast<unsigned>(d);
-  }
-  if ((n & 0x7fff) == 0) return std::nullopt;
-  return static_cast<uint16_t>(n);
+  if (s.size() > 4) return std::nullopt;
+  StatusOr<uint16_t> n = ParseUnsigned<uint16_t>(s, "pkey", NumberBase::kHex);
+  if (!n.ok() || (*n & 0x7fff) == 0) return std::nullopt;
+  return *n;
 }
 
 std::optional<NetConf> Parse(std::string_view data, Command command, CniError* err) {

@@ -4,8 +4,9 @@
 #include <arpa/inet.h>
 
 #include <cctype>
-#include <cstdlib>
 #include <optional>
+
+#include "rdmak8s/numbers.h"
 
 namespace rdmak8s::cni {
 
@@ -131,13 +132,13 @@ int CompareVersions(std::string_view a, std::string_view b) {
   auto part = [](std::string_view s, int i) {
     for (int k = 0; k < i; ++k) {
       auto dot = s.find('.');
-      if (dot == std::string_view::npos) return 0L;
+      if (dot == std::string_view::npos) return 0U;
       s.remove_prefix(dot + 1);
     }
-    return std::strtol(std::string(s.substr(0, s.find('.'))).c_str(), nullptr, 10);
+    return ParseUnsigned<uint32_t>(s.substr(0, s.find('.')), "cniVersion part").value_or(0);
   };
   for (int i = 0; i < 3; ++i) {
-    long x = part(a, i), y = part(b, i);
+    uint32_t x = part(a, i), y = part(b, i);
     if (x != y) return x < y ? -1 : 1;
   }
   return 0;

@@ -1,7 +1,6 @@
 #include "device-plugin/fabric_metrics.h"
 
 #include <algorithm>
-#include <charconv>
 #include <optional>
 #include <set>
 #include <utility>
@@ -9,6 +8,7 @@
 #include "device-plugin/counter_names.h"
 #include "device-plugin/node_check_results.h"
 #include "rdmak8s/device_lookup.h"
+#include "rdmak8s/numbers.h"
 #include "rdmak8s/sysfs_attr.h"
 
 namespace rdmak8s::dp {
@@ -81,13 +81,6 @@ ClientMetric Sample(std::vector<ClientMetric::Label> labels, double v, MetricTyp
   return m;
 }
 
-std::optional<uint64_t> ParseU64(const std::string& text) {
-  uint64_t v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end == text.data()) return std::nullopt;
-  return v;
-}
-
 }  // namespace
 
 FabricMetrics::FabricMetrics(FabricSources sources) : sources_(std::move(sources)) {}
@@ -152,8 +145,9 @@ void FabricMetrics::CollectPorts(const Device& d, std::vector<MetricFamily>& fam
         if (!meaning) continue;
         StatusOr<std::string> text = counters->Read(name);
         if (!text.ok()) continue;
-        std::optional<uint64_t> v = ParseU64(*text);
-        if (!v) continue;
+        // The whole attribute is the number: "12abc" is no counter value, not 12.
+        StatusOr<uint64_t> v = ParseUnsigned<uint64_t>(*text, counters->PathOf(name));
+        if (!v.ok()) continue;
         const double value = static_cast<double>(*v);
         fams[kRaw].metric.push_back(Sample(
             {{"rdma_dev", dev}, {"port", port_s}, {"counter", name}, {"source", dir}}, value,

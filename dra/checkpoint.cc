@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rdmak8s/file_util.h"
+#include "rdmak8s/json_reader.h"
 
 namespace rdmak8s::dra {
 
@@ -25,29 +26,26 @@ Status Bad(const std::string& path, const std::string& what) {
   return InvalidArgumentError(path + ": " + what);
 }
 
+// The record is read with the one strict reader (rdmak8s/json_reader.h): errors name the $.path.
 Status GetString(const json& obj, const char* key, const std::string& path, std::string& out) {
-  if (!obj.contains(key)) return Bad(path + "." + key, "is required");
-  if (!obj[key].is_string()) return Bad(path + "." + key, "must be a string");
-  out = obj[key].get<std::string>();
+  RDMAK8S_ASSIGN_OR_RETURN(out, json_reader::StringAt(obj, path, key, /*required=*/true));
   return Status::Ok();
 }
 
 Status GetStrings(const json& obj, const char* key, const std::string& path,
                   std::vector<std::string>& out) {
-  if (!obj.contains(key)) return Status::Ok();
-  const json& a = obj[key];
-  if (!a.is_array()) return Bad(path + "." + key, "must be an array");
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!a[i].is_string()) {
-      return Bad(path + "." + key + "[" + std::to_string(i) + "]", "must be a string");
-    }
-    out.push_back(a[i].get<std::string>());
+  RDMAK8S_ASSIGN_OR_RETURN(const json* a, json_reader::ArrayAt(obj, path, key));
+  if (a == nullptr) return Status::Ok();
+  const std::string at = json_reader::Field(path, key);
+  for (size_t i = 0; i < a->size(); ++i) {
+    if (!(*a)[i].is_string()) return Bad(json_reader::Index(at, i), "not a string");
+    out.push_back((*a)[i].get<std::string>());
   }
   return Status::Ok();
 }
 
 StatusOr<PreparedDevice> ParseDevice(const json& j, const std::string& path) {
-  if (!j.is_object()) return Bad(path, "must be an object");
+  RDMAK8S_RETURN_IF_ERROR(json_reader::RequireObject(j, path));
   PreparedDevice d;
   RDMAK8S_RETURN_IF_ERROR(GetString(j, "request", path, d.request));
   RDMAK8S_RETURN_IF_ERROR(GetString(j, "pool", path, d.pool));
@@ -59,7 +57,7 @@ StatusOr<PreparedDevice> ParseDevice(const json& j, const std::string& path) {
 }
 
 StatusOr<PreparedClaim> ParseClaim(const json& j, const std::string& path) {
-  if (!j.is_object()) return Bad(path, "must be an object");
+  RDMAK8S_RETURN_IF_ERROR(json_reader::RequireObject(j, path));
   PreparedClaim c;
   RDMAK8S_RETURN_IF_ERROR(GetString(j, "uid", path, c.uid));
   RDMAK8S_RETURN_IF_ERROR(GetString(j, "namespace", path, c.namespace_name));
@@ -75,11 +73,11 @@ StatusOr<PreparedClaim> ParseClaim(const json& j, const std::string& path) {
   }
   RDMAK8S_RETURN_IF_ERROR(GetString(j, "cdiSpecPath", path, c.cdi_spec_path));
   RDMAK8S_RETURN_IF_ERROR(GetStrings(j, "podUids", path, c.pod_uids));
-  if (j.contains("devices")) {
-    if (!j["devices"].is_array()) return Bad(path + ".devices", "must be an array");
-    for (size_t i = 0; i < j["devices"].size(); ++i) {
-      RDMAK8S_ASSIGN_OR_RETURN(
-          PreparedDevice d, ParseDevice(j["devices"][i], path + ".devices[" + std::to_string(i) + "]"));
+  RDMAK8S_ASSIGN_OR_RETURN(const json* devices, json_reader::ArrayAt(j, path, "devices"));
+  if (devices != nullptr) {
+    for (size_t i = 0; i < devices->size(); ++i) {
+      RDMAK8S_ASSIGN_OR_RETURN(PreparedDevice d,
+                               ParseDevice((*devices)[i], json_reader::Index(path + ".devices", i)));
       c.devices.push_back(std::move(d));
     }
   }
@@ -120,11 +118,11 @@ StatusOr<ClaimMap> ParseCheckpoint(std::string_view text) {
     return Bad("$.version", "must be " + std::to_string(kVersion));
   }
   ClaimMap out;
-  if (!j.contains("claims")) return out;
-  if (!j["claims"].is_array()) return Bad("$.claims", "must be an array");
-  for (size_t i = 0; i < j["claims"].size(); ++i) {
-    std::string path = "$.claims[" + std::to_string(i) + "]";
-    RDMAK8S_ASSIGN_OR_RETURN(PreparedClaim c, ParseClaim(j["claims"][i], path));
+  RDMAK8S_ASSIGN_OR_RETURN(const json* claims, json_reader::ArrayAt(j, "$", "claims"));
+  if (claims == nullptr) return out;
+  for (size_t i = 0; i < claims->size(); ++i) {
+    std::string path = json_reader::Index("$.claims", i);
+    RDMAK8S_ASSIGN_OR_RETURN(PreparedClaim c, ParseClaim((*claims)[i], path));
     if (out.count(c.uid)) return Bad(path + ".uid", "\"" + c.uid + "\" appears twice");
     out[c.uid] = std::move(c);
   }

@@ -1,13 +1,13 @@
 #include "check.h"
 
-#include <fstream>
-#include <sstream>
 
 #include "check_device.h"
 #include "check_ib.h"
 #include "check_iwarp.h"
 #include "check_node.h"
 #include "check_roce.h"
+#include "rdmak8s/file_util.h"
+#include "rdmak8s/numbers.h"
 
 namespace rdmak8s::inspect {
 
@@ -56,11 +56,11 @@ StatusOr<CheckPolicy> LoadPolicy(const CheckInputs& in) {
     policy.netconfs.push_back(std::move(nc));
   }
   for (const std::string& path : in.qos_files) {
-    std::ifstream f(path);
-    if (!f) return ErrnoError(errno, "--qos-file " + path + ": open");
-    std::stringstream ss;
-    ss << f.rdbuf();
-    auto nc = ParseQosArg(ss.str(), "qos-file-" + std::to_string(policy.netconfs.size() + 1));
+    // An admin's file (a ConfigMap's link into ..data/ is followed); a FIFO or a huge file at
+    // the path is refused, never read or waited on.
+    StatusOr<std::string> text = ReadConfigFile(path);
+    if (!text.ok()) return text.status().Prepend("--qos-file " + path);
+    auto nc = ParseQosArg(*text, "qos-file-" + std::to_string(policy.netconfs.size() + 1));
     if (!nc.ok()) return nc.status().Prepend("--qos-file " + path);
     policy.netconfs.push_back(std::move(*nc));
   }
@@ -70,13 +70,11 @@ StatusOr<CheckPolicy> LoadPolicy(const CheckInputs& in) {
   }
   if (!in.runtimes.empty()) policy.runtimes = in.runtimes;
   if (!in.memlock_min.empty() && in.memlock_min != "unlimited") {
-    uint64_t v = 0;
-    const std::string& s = in.memlock_min;
-    bool ok = !s.empty() && s.size() <= 19;
-    for (char c : s) ok = ok && c >= '0' && c <= '9';
-    if (!ok) return InvalidArgumentError("--memlock-min \"" + s + "\": bytes, or unlimited");
-    for (char c : s) v = v * 10 + static_cast<uint64_t>(c - '0');
-    policy.memlock_min_bytes = v;
+    StatusOr<uint64_t> v = ParseUnsigned<uint64_t>(in.memlock_min, "--memlock-min");
+    if (!v.ok()) {
+      return InvalidArgumentError("--memlock-min \"" + in.memlock_min + "\": bytes, or unlimited");
+    }
+    policy.memlock_min_bytes = *v;
   }
   for (const std::string& h : in.hugepages) {
     RDMAK8S_ASSIGN_OR_RETURN(HugepageNeed need, ParseHugepageNeed(h));

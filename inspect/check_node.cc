@@ -5,11 +5,11 @@
 #include <unistd.h>
 
 #include <cctype>
-#include <charconv>
 #include <sstream>
 #include <vector>
 
 #include "rdmak8s/file_util.h"
+#include "rdmak8s/numbers.h"
 #include "rdmak8s/strings.h"
 
 namespace rdmak8s::inspect {
@@ -28,11 +28,11 @@ std::string Trim(std::string s) {
   return s;
 }
 
+// The one number parser (rdmak8s/numbers.h), where a bad number only means "no value".
 std::optional<uint64_t> ParseU64(std::string_view s) {
-  uint64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
+  StatusOr<uint64_t> v = ParseUnsigned<uint64_t>(s, "value");
+  if (!v.ok()) return std::nullopt;
+  return *v;
 }
 
 std::string Bytes(uint64_t b) {

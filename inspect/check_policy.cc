@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rdmak8s/numbers.h"
+
 namespace rdmak8s::inspect {
 
 using nlohmann::json;
@@ -38,20 +40,18 @@ StatusOr<HugepageNeed> ParseHugepageNeed(const std::string& text) {
   std::string size = text.substr(0, eq), count = text.substr(eq + 1);
   size_t digits = 0;
   while (digits < size.size() && std::isdigit(static_cast<unsigned char>(size[digits]))) ++digits;
-  if (digits == 0 || digits > 9) return bad();
-  for (char c : count) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) return bad();
-  }
-  if (count.size() > 12) return bad();
-  uint64_t n = std::stoull(size.substr(0, digits));
+  // Bounded so that the size in kB cannot overflow and a count is a count of pages, not a typo.
+  StatusOr<uint64_t> n = ParseUnsignedInRange(size.substr(0, digits), "--hugepages size", 0, 999999999);
+  StatusOr<uint64_t> pages = ParseUnsignedInRange(count, "--hugepages count", 0, 999999999999);
+  if (!n.ok() || !pages.ok()) return bad();
   std::string unit = size.substr(digits);
   for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   uint64_t kb = 0;
-  if (unit == "k" || unit == "kb") kb = n;
-  else if (unit == "m" || unit == "mb") kb = n * 1024;
-  else if (unit == "g" || unit == "gb") kb = n * 1024 * 1024;
+  if (unit == "k" || unit == "kb") kb = *n;
+  else if (unit == "m" || unit == "mb") kb = *n * 1024;
+  else if (unit == "g" || unit == "gb") kb = *n * 1024 * 1024;
   else return bad();
-  return HugepageNeed{kb, std::stoull(count)};
+  return HugepageNeed{kb, *pages};
 }
 
 std::optional<uint32_t> FabricMtu::For(const std::string& netdev) const {
@@ -72,12 +72,10 @@ Status ParseFabricMtu(const std::string& text, FabricMtu& into) {
   if (netdev.size() > 15 || netdev.find_first_of("/ \t\n:") != std::string::npos) {
     return bad("\"" + netdev + "\" is not a netdev name");
   }
-  if (mtu.empty() || mtu.size() > 5 ||
-      !std::all_of(mtu.begin(), mtu.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return bad("want [<netdev>=]<mtu>, mtu a number");
-  }
-  const uint32_t value = static_cast<uint32_t>(std::stoul(mtu));
-  if (value < 68 || value > 65535) return bad("mtu " + mtu + " outside 68..65535");
+  StatusOr<uint64_t> parsed = ParseUnsigned<uint64_t>(mtu, "mtu");
+  if (!parsed.ok()) return bad("want [<netdev>=]<mtu>, mtu a number");
+  if (*parsed < 68 || *parsed > 65535) return bad("mtu " + mtu + " outside 68..65535");
+  const auto value = static_cast<uint32_t>(*parsed);
   if (netdev.empty()) {
     if (into.all && *into.all != value) return bad("a second fabric MTU for every netdev");
     into.all = value;

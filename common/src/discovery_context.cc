@@ -3,11 +3,11 @@
 #include "discovery_context.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 
 #include "discovery_char_devices.h"
 #include "discovery_netdevs.h"
+#include "rdmak8s/numbers.h"
 #include "sysfs.h"
 
 namespace rdmak8s::internal::discovery {
@@ -20,11 +20,7 @@ std::vector<uint32_t> NumericEntries(const std::vector<std::string>& names) {
   std::vector<uint32_t> out;
   out.reserve(names.size());
   for (const std::string& n : names) {
-    if (n.empty() || n.size() > 9 ||
-        !std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      continue;
-    }
-    out.push_back(static_cast<uint32_t>(std::strtoul(n.c_str(), nullptr, 10)));
+    if (StatusOr<uint32_t> v = ParseUnsigned<uint32_t>(n, n); v.ok()) out.push_back(*v);
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rdmak8s/file_util.h"
+#include "rdmak8s/json_reader.h"
 #include "rdmak8s/strings.h"
 
 namespace rdmak8s {
@@ -62,11 +63,9 @@ json ToJson(const PodClaimRecord& r) {
           {"devices", devices}};
 }
 
+// The record is read with the one strict reader (rdmak8s/json_reader.h): errors name the $.path.
 StatusOr<std::string> StringAt(const json& obj, const char* key, const std::string& path) {
-  if (!obj.is_object() || !obj.contains(key) || !obj[key].is_string()) {
-    return InvalidArgumentError(path + "." + key + ": must be a string");
-  }
-  return obj[key].get<std::string>();
+  return json_reader::StringAt(obj, path, key, /*required=*/true);
 }
 
 StatusOr<PodClaimRecord> FromJson(std::string_view text) {
@@ -80,12 +79,11 @@ StatusOr<PodClaimRecord> FromJson(std::string_view text) {
   RDMAK8S_ASSIGN_OR_RETURN(r.claim_namespace, StringAt(j["claim"], "namespace", "$.claim"));
   RDMAK8S_ASSIGN_OR_RETURN(r.claim_name, StringAt(j["claim"], "name", "$.claim"));
   RDMAK8S_ASSIGN_OR_RETURN(r.claim_uid, StringAt(j["claim"], "uid", "$.claim"));
-  if (!j.contains("devices") || !j["devices"].is_array()) {
-    return InvalidArgumentError("$.devices: must be an array");
-  }
-  for (size_t i = 0; i < j["devices"].size(); ++i) {
-    const json& d = j["devices"][i];
-    std::string p = "$.devices[" + std::to_string(i) + "]";
+  RDMAK8S_ASSIGN_OR_RETURN(const json* devices, json_reader::ArrayAt(j, "$", "devices"));
+  if (devices == nullptr) return InvalidArgumentError("$.devices: missing");
+  for (size_t i = 0; i < devices->size(); ++i) {
+    const json& d = (*devices)[i];
+    std::string p = json_reader::Index("$.devices", i);
     PodClaimDevice out;
     RDMAK8S_ASSIGN_OR_RETURN(out.request, StringAt(d, "request", p));
     RDMAK8S_ASSIGN_OR_RETURN(out.driver, StringAt(d, "driver", p));

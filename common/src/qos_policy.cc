@@ -1,7 +1,8 @@
 #include "rdmak8s/qos_policy.h"
 
-#include <cstdlib>
 #include <exception>
+
+#include "rdmak8s/numbers.h"
 
 namespace rdmak8s {
 
@@ -79,9 +80,8 @@ StatusOr<QosPolicy> Parse(const json& q) {
       r.Fail("qos.dscpToPriority must be an object {\"<dscp>\": <priority>}");
     } else {
       for (const auto& [k, v] : m.items()) {
-        char* end = nullptr;
-        long dscp = std::strtol(k.c_str(), &end, 10);
-        if (k.empty() || *end != '\0' || dscp < 0 || dscp > 63) {
+        StatusOr<uint64_t> dscp = ParseUnsignedInRange(k, "qos.dscpToPriority key", 0, 63);
+        if (!dscp.ok()) {
           r.Fail("qos.dscpToPriority: key \"" + k + "\" is not a DSCP 0..63");
           break;
         }
@@ -89,7 +89,7 @@ StatusOr<QosPolicy> Parse(const json& q) {
           r.Fail("qos.dscpToPriority[\"" + k + "\"]: " + v.dump() + " is not a priority 0..7");
           break;
         }
-        policy.dscp_to_priority[static_cast<uint8_t>(dscp)] = static_cast<uint8_t>(v.get<long>());
+        policy.dscp_to_priority[static_cast<uint8_t>(*dscp)] = static_cast<uint8_t>(v.get<long>());
       }
     }
   }

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <filesystem>
 
@@ -221,30 +220,6 @@ std::string ResolveInSysfsTree(const std::string& root, const std::string& rel) 
     cur = next;
   }
   return cur.string();
-}
-
-StatusOr<uint64_t> ParseUint(std::string_view text, std::string_view what) {
-  std::string_view t = text;
-  int base = 10;
-  if (t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')) {
-    t.remove_prefix(2);
-    base = 16;
-  }
-  uint64_t v = 0;
-  auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v, base);
-  if (t.empty() || ec != std::errc() || ptr != t.data() + t.size()) {
-    return InvalidArgumentError(std::string(what) + ": not a number: \"" + std::string(text) + "\"");
-  }
-  return v;
-}
-
-StatusOr<int64_t> ParseInt(std::string_view text, std::string_view what) {
-  int64_t v = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 10);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
-    return InvalidArgumentError(std::string(what) + ": not a number: \"" + std::string(text) + "\"");
-  }
-  return v;
 }
 
 }  // namespace rdmak8s

@@ -30,7 +30,7 @@ StatusOr<std::vector<std::string>> ListPath(const std::string& path);
 // readlink(2) of an absolute or cwd-relative path.
 StatusOr<std::string> ReadLinkPath(const std::string& path);
 
-// The one number parser (rdmak8s/sysfs_attr.h): the CNI parses GID indexes and knob IDs with it.
+// The one number parser (rdmak8s/numbers.h, through sysfs_attr.h): the CNI parses GID indexes and knob IDs with it.
 using ::rdmak8s::ParseInt;
 using ::rdmak8s::ParseUint;
 // "4: ACTIVE" -> {4, "ACTIVE"}: the kernel's "<n>: <name>" attributes.

@@ -2,14 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
-#include "dra/api/api_json.h"
+#include "rdmak8s/json_reader.h"
 
 namespace rdmak8s::dra {
 namespace {
 
 // The versions an APIGroup answer lists ($.versions[i].version), through checked reads.
 Status ReadVersions(const nlohmann::json& group, bool* v1, bool* v1beta1) {
-  using namespace apijson;
+  using namespace json_reader;
   RDMAK8S_ASSIGN_OR_RETURN(const nlohmann::json* versions, ArrayAt(group, "$", "versions"));
   if (!versions) return Status::Ok();
   for (size_t i = 0; i < versions->size(); ++i) {
@@ -42,7 +42,7 @@ StatusOr<ResourceApiVersion> ApiVersionSource::Get(std::optional<std::chrono::st
   if (resp.status != 200) return ApiError(*api_, req, resp).Prepend("discover resource.k8s.io versions");
   bool v1 = false, v1beta1 = false;
   const std::string what = req.method + " " + api_->server() + req.path;
-  StatusOr<nlohmann::json> group = apijson::Parse(resp.body, what);
+  StatusOr<nlohmann::json> group = json_reader::Parse(resp.body, what);
   if (!group.ok()) return group.status().Prepend("discover resource.k8s.io versions");
   if (Status s = ReadVersions(*group, &v1, &v1beta1); !s.ok()) {
     return s.Prepend("discover resource.k8s.io versions: " + what);

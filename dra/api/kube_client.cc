@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <charconv>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include <curl/curl.h>
 #include <nlohmann/json.hpp>
+
+#include "rdmak8s/file_util.h"
+#include "rdmak8s/numbers.h"
 
 namespace rdmak8s::dra {
 namespace {
@@ -57,12 +57,13 @@ size_t WriteHeader(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
+// A service-account token is a few KiB; the projected volume's file is a link into ..data/.
+constexpr size_t kMaxTokenBytes = 64 * 1024;
+
 StatusOr<std::string> ReadToken(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return ErrnoError(errno, "read token " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string token = ss.str();
+  StatusOr<std::string> text = ReadRegularFile(path, kMaxTokenBytes, FileLinks::kFollow);
+  if (!text.ok()) return text.status().Prepend("read token " + path);
+  std::string token = std::move(*text);
   while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
   if (token.empty()) return InvalidArgumentError("read token " + path + ": empty");
   return token;
@@ -75,12 +76,15 @@ bool Retryable(long status) {
 // Retry-After in seconds (the API server sends integers), at most `cap`; nullopt when absent
 // or a date. Clamped before it is scaled: a huge value must not overflow into a short wait.
 std::optional<std::chrono::milliseconds> RetryAfter(const std::string& v, std::chrono::milliseconds cap) {
-  int64_t secs = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), secs);
-  if (ec == std::errc::result_out_of_range && p == v.data() + v.size()) return cap;
-  if (v.empty() || ec != std::errc() || p != v.data() + v.size() || secs < 0) return std::nullopt;
-  if (secs > cap.count() / 1000) return cap;
-  return std::chrono::milliseconds(secs * 1000);
+  StatusOr<uint64_t> secs = ParseUnsigned<uint64_t>(v, "Retry-After");
+  if (!secs.ok()) {
+    // All digits yet no uint64_t: a huge number of seconds, which is a long wait, not a date.
+    const bool digits =
+        !v.empty() && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+    return digits ? std::optional(cap) : std::nullopt;
+  }
+  if (*secs > static_cast<uint64_t>(cap.count() / 1000)) return cap;
+  return std::chrono::milliseconds(static_cast<int64_t>(*secs) * 1000);
 }
 
 std::string Url(const std::string& server, const HttpRequest& r) { return server + r.path; }

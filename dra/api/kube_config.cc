@@ -1,10 +1,10 @@
 #include "dra/api/kube_config.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <yaml-cpp/yaml.h>
+
+#include "rdmak8s/file_util.h"
 
 namespace rdmak8s::dra {
 namespace {
@@ -88,8 +88,12 @@ StatusOr<KubeConfig> LoadKubeconfig(const std::string& path, std::string_view co
   RDMAK8S_RETURN_IF_ERROR_CTX(RequireFile(path), "kubeconfig");
   const fs::path dir = fs::path(path).parent_path();
   const std::string where = "kubeconfig " + path;
+  // The one safe reader: a FIFO at the path cannot block the driver's start, nor a huge file
+  // fill its memory; a kubeconfig mounted from a Secret is a link into ..data/, followed.
+  StatusOr<std::string> text = ReadConfigFile(path);
+  if (!text.ok()) return text.status().Prepend(where);
   try {
-    YAML::Node root = YAML::LoadFile(path);
+    YAML::Node root = YAML::Load(*text);
     if (!root.IsMap()) return InvalidArgumentError(where + ": not a mapping");
     std::string ctx_name = context.empty() ? Str(root, "current-context") : std::string(context);
     if (ctx_name.empty()) return NotFoundError(where + ": no context given and no current-context");

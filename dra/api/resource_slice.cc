@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dra/api/api_json.h"
+#include "rdmak8s/json_reader.h"
 
 namespace rdmak8s::dra {
 namespace {
@@ -71,7 +71,7 @@ json EncodeDeviceBody(const SliceDevice& d) {
 // One device of a slice at `path` ("$.spec.devices[3]"), through checked reads: a field of
 // the wrong type is an error naming its path, never an exception.
 StatusOr<SliceDevice> DecodeDevice(const json& device, const std::string& path, ResourceApiVersion version) {
-  using namespace apijson;
+  using namespace json_reader;
   SliceDevice d;
   RDMAK8S_ASSIGN_OR_RETURN(d.name, StringAt(device, path, "name", /*required=*/true));
   const json* body = &device;
@@ -212,7 +212,7 @@ StatusOr<ResourceSlice> DecodeResourceSlice(const nlohmann::json& object, Resour
 
 StatusOr<ResourceSlice> DecodeResourceSliceAt(const nlohmann::json& object, const std::string& path,
                                               ResourceApiVersion version) {
-  using namespace apijson;
+  using namespace json_reader;
   ResourceSlice s;
   auto decode = [&]() -> Status {
     RDMAK8S_ASSIGN_OR_RETURN(const json* meta, ObjectAt(object, path, "metadata"));

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "dra/api/api_json.h"
+#include "rdmak8s/json_reader.h"
 
 namespace rdmak8s::dra {
 namespace {
@@ -28,7 +28,7 @@ std::string QueryEscape(std::string_view s) {
 }
 
 StatusOr<json> ParseBody(const KubeApi& api, const HttpRequest& req, const HttpResponse& resp) {
-  return apijson::Parse(resp.body, req.method + " " + api.server() + req.path);
+  return json_reader::Parse(resp.body, req.method + " " + api.server() + req.path);
 }
 
 // One page of a ResourceSliceList: its items (ours only: the field selector already filters;
@@ -36,17 +36,17 @@ StatusOr<json> ParseBody(const KubeApi& api, const HttpRequest& req, const HttpR
 Status DecodeListPage(const json& list, ResourceApiVersion version, const std::string& node,
                       const std::string& driver, std::vector<ResourceSlice>* out, std::string* cont,
                       std::string* resource_version) {
-  RDMAK8S_ASSIGN_OR_RETURN(const json* items, apijson::ArrayAt(list, "$", "items"));
+  RDMAK8S_ASSIGN_OR_RETURN(const json* items, json_reader::ArrayAt(list, "$", "items"));
   for (size_t i = 0; items && i < items->size(); ++i) {
-    RDMAK8S_ASSIGN_OR_RETURN(ResourceSlice s, DecodeResourceSliceAt((*items)[i], apijson::Index("$.items", i), version));
+    RDMAK8S_ASSIGN_OR_RETURN(ResourceSlice s, DecodeResourceSliceAt((*items)[i], json_reader::Index("$.items", i), version));
     if (s.node_name == node && s.driver == driver) out->push_back(std::move(s));
   }
-  RDMAK8S_ASSIGN_OR_RETURN(const json* meta, apijson::ObjectAt(list, "$", "metadata"));
+  RDMAK8S_ASSIGN_OR_RETURN(const json* meta, json_reader::ObjectAt(list, "$", "metadata"));
   cont->clear();
   resource_version->clear();
   if (meta) {
-    RDMAK8S_ASSIGN_OR_RETURN(*cont, apijson::StringAt(*meta, "$.metadata", "continue"));
-    RDMAK8S_ASSIGN_OR_RETURN(*resource_version, apijson::StringAt(*meta, "$.metadata", "resourceVersion"));
+    RDMAK8S_ASSIGN_OR_RETURN(*cont, json_reader::StringAt(*meta, "$.metadata", "continue"));
+    RDMAK8S_ASSIGN_OR_RETURN(*resource_version, json_reader::StringAt(*meta, "$.metadata", "resourceVersion"));
   }
   return Status::Ok();
 }
@@ -135,9 +135,9 @@ Status SlicePublisher::EnsureOwner() {
   if (resp.status != 200) return ApiError(*api_, req, resp).Prepend("owner of ResourceSlices");
   RDMAK8S_ASSIGN_OR_RETURN(json node, ParseBody(*api_, req, resp));
   auto uid = [&]() -> StatusOr<std::string> {
-    RDMAK8S_ASSIGN_OR_RETURN(const json* meta, apijson::ObjectAt(node, "$", "metadata"));
+    RDMAK8S_ASSIGN_OR_RETURN(const json* meta, json_reader::ObjectAt(node, "$", "metadata"));
     if (!meta) return InvalidArgumentError("$.metadata: missing");
-    return apijson::StringAt(*meta, "$.metadata", "uid", /*required=*/true);
+    return json_reader::StringAt(*meta, "$.metadata", "uid", /*required=*/true);
   }();
   if (!uid.ok()) {
     return uid.status().Prepend("owner of ResourceSlices: " + req.method + " " + api_->server() + req.path);

@@ -26,7 +26,7 @@
 // (upgraded from v1beta1 to v1 while the driver runs): the version is forgotten in the shared
 // ApiVersionSource and Publish discovers it again and retries once, at once.
 //
-// Every answer is decoded through checked reads (api_json.h): a malformed one is an error naming
+// Every answer is decoded through checked reads (rdmak8s/json_reader.h): a malformed one is an error naming
 // the field's path, never an exception.
 //
 // Errors and retries: 409 on update -> re-get the object and retry with its resourceVersion

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dra/api/api_json.h"
+#include "rdmak8s/json_reader.h"
 
 namespace rdmak8s::dra {
 namespace {
@@ -35,7 +35,7 @@ struct Decoded {
 };
 
 Decoded DecodeEvent(std::string_view line, ResourceApiVersion version) {
-  using namespace apijson;
+  using namespace json_reader;
   Decoded out;
   StatusOr<json> parsed = Parse(line, "watch event");
   if (!parsed.ok()) {

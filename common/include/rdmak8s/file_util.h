@@ -1,5 +1,11 @@
 // Small file helpers shared by the binaries: the one atomic file write, the one safe file reader,
 // opening a path that must stay beneath a root, and the private directories of our state.
+//
+// Every whole-file read of the project goes through ReadRegularFile (ReadConfigFile for an
+// admin's file that may be a ConfigMap/Secret link; OpenBeneath + ReadFd where the path must stay
+// inside a root): our records, CDI specs, NFD features, the node check's results, configs, the
+// API token and kubeconfig, the node check's --qos-file. Sysfs and procfs attributes are not
+// files in this sense (no size, never a FIFO): they are read by sysfs_attr.h, the sysfs reader.
 #pragma once
 
 #include <sys/stat.h>

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rdmak8s/numbers.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s {
@@ -38,11 +39,8 @@ StatusOr<std::vector<std::string>> ListSysfsDir(const std::string& path);
 // link leaves the tree (an absolute target, or ".." above the root).
 std::string ResolveInSysfsTree(const std::string& root, const std::string& rel);
 
-// "0x1a" (base 16 with prefix), "26": the attribute's unsigned value; kInvalidArgument naming
-// `what` otherwise (empty, a sign, trailing text, more than 64 bits).
-StatusOr<uint64_t> ParseUint(std::string_view text, std::string_view what);
-// "-1", "0": signed decimal; kInvalidArgument naming `what` otherwise.
-StatusOr<int64_t> ParseInt(std::string_view text, std::string_view what);
+// An attribute's number: ParseUint ("0x1a", "26") and ParseInt ("-1") are the project's one
+// number parser, rdmak8s/numbers.h (included here for sysfs readers).
 
 // One open sysfs directory whose attributes are read relative to it with openat(2): a deep path
 // (a device, a GID table of 1,024 entries) is walked once, not once per attribute. Reads follow

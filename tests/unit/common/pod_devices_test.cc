@@ -116,6 +116,27 @@ TEST(PodDevices, CorruptRecordIsAnErrorNamingTheFile) {
       << r.status().message();
 }
 
+// A record is read by the one strict reader: the wrong field is named by its $.path and type.
+TEST(PodDevices, CorruptRecordNamesTheWrongFieldByPath) {
+  testing::TempDir tmp;
+  std::string dir = tmp.path() + "/pods";
+  ASSERT_TRUE(WritePodClaimRecord(dir, "pod-1", "rdma.rdmak8s.io", Record("uid-a", "mlx5_0")).ok());
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"version":1,"claim":{"namespace":"t","name":"c","uid":7},"devices":[]})",
+       "$.claim.uid: not a string (number)"},
+      {R"({"version":1,"claim":"x","devices":[]})", "$.claim: not an object (string)"},
+      {R"({"version":1,"claim":{"namespace":"t","name":"c","uid":"u"}})", "$.devices: missing"},
+      {R"({"version":1,"claim":{"namespace":"t","name":"c","uid":"u"},"devices":[{"request":"r"}]})",
+       "$.devices[0].driver: missing"},
+  };
+  for (const auto& [text, want] : cases) {
+    std::ofstream(dir + "/pod-1/uid-a.rdma.rdmak8s.io.json", std::ios::trunc) << text;
+    auto r = ReadPodClaimRecords(dir, "pod-1");
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
+  }
+}
+
 PodClaimRecord RecordOf(const std::string& driver, const std::string& request, const std::string& rdma_dev) {
   return {"team", "nic-claim", "uid-a", {{request, driver, "node-a", "dev-" + rdma_dev, rdma_dev, ""}}};
 }

@@ -52,5 +52,16 @@ TEST(QosPolicyTest, RejectsTheFirstWrongFieldByName) {
   }
 }
 
+// A DSCP key is the whole text, base 10: strtol's leading spaces and '+' are not a DSCP.
+TEST(QosPolicyTest, RejectsDscpKeysThatAreNotPlainDecimal) {
+  for (const char* key : {" 7", "+7", "7 ", "7abc", "0x7", "-0", ""}) {
+    json q = {{"dscpToPriority", {{key, 1}}}};
+    auto p = ParseQosPolicy(q);
+    ASSERT_FALSE(p.ok()) << '"' << key << '"';
+    EXPECT_EQ(p.status().message(),
+              std::string("qos.dscpToPriority: key \"") + key + "\" is not a DSCP 0..63");
+  }
+}
+
 }  // namespace
 }  // namespace rdmak8s

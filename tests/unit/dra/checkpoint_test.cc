@@ -64,6 +64,26 @@ TEST(Checkpoint, CorruptFileIsAnErrorNotAnEmptyCheckpoint) {
       << loaded.status().message();
 }
 
+// The record is read by the one strict reader: each wrong field is named by its $.path and type.
+TEST(Checkpoint, WrongFieldsAreNamedByPathAndType) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"version":1,"claims":{}})", "$.claims: not a list (object)"},
+      {R"({"version":1,"claims":[7]})", "$.claims[0]: not an object (number)"},
+      {R"({"version":1,"claims":[{"uid":7}]})", "$.claims[0].uid: not a string (number)"},
+      {R"({"version":1,"claims":[{"namespace":"n"}]})", "$.claims[0].uid: missing"},
+      {R"({"version":1,"claims":[{"uid":"u","namespace":"n","name":"c","phase":"prepared",
+          "cdiSpecPath":"/p","podUids":["a",3]}]})", "$.claims[0].podUids[1]: not a string"},
+      {R"({"version":1,"claims":[{"uid":"u","namespace":"n","name":"c","phase":"prepared",
+          "cdiSpecPath":"/p","devices":[{"request":1}]}]})",
+       "$.claims[0].devices[0].request: not a string (number)"},
+  };
+  for (const auto& [text, want] : cases) {
+    auto parsed = ParseCheckpoint(text);
+    ASSERT_FALSE(parsed.ok()) << text;
+    EXPECT_EQ(parsed.status().message(), want) << text;
+  }
+}
+
 TEST(Checkpoint, RefusesAnotherVersionAndDuplicateUids) {
   EXPECT_FALSE(ParseCheckpoint("{\"version\": 2}").ok());
   std::string one = SerializeCheckpoint({{"a", Sample("a", ClaimPhase::kPrepared)}});

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fstream>
 
 #include "check.h"
@@ -85,6 +88,37 @@ TEST(CheckPolicyTest, ConfigFileIsTheDevicePluginsAndItsErrorsNameTheFlag) {
   EXPECT_NE(bad.status().message().find("--config"), std::string::npos);
   EXPECT_NE(bad.status().message().find("$.pools[0].colour: unknown field"), std::string::npos)
       << bad.status().ToString();
+}
+
+// --qos-file is read by the one safe reader: a FIFO at the path is refused at once (an ifstream
+// would wait for a writer for ever), a file over 1 MiB is refused unread, and a ConfigMap's link
+// into ..data/ is followed.
+TEST(CheckPolicyTest, QosFileThatIsAFifoOrTooBigIsRefusedNamingItAndALinkIsFollowed) {
+  rdmak8s::testing::TempDir dir;
+  const std::string fifo = dir.path() + "/qos.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  CheckInputs in;
+  in.qos_files = {fifo};
+  auto p = LoadPolicy(in);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(p.status().message(), "--qos-file " + fifo + ": not a regular file");
+
+  const std::string big = dir.path() + "/qos-big.json";
+  std::ofstream(big) << "{\"pfc\":[3]," << std::string(size_t{1} << 20, ' ') << "}";
+  in.qos_files = {big};
+  p = LoadPolicy(in);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(p.status().message(), "--qos-file " + big + ": larger than 1048576 bytes");
+
+  std::ofstream(dir.path() + "/qos.json") << R"({"pfc":[3]})";
+  const std::string link = dir.path() + "/qos-link.json";
+  ASSERT_EQ(symlink("qos.json", link.c_str()), 0);
+  in.qos_files = {link};
+  p = LoadPolicy(in);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->netconfs.size(), 1u);
 }
 
 TEST(CheckPolicyTest, FlagsOutOfRangeAreRefused) {

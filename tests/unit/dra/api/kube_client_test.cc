@@ -1,5 +1,7 @@
 #include "dra/api/kube_client.h"
 
+#include <sys/stat.h>
+
 #include <condition_variable>
 #include <fstream>
 #include <future>
@@ -117,6 +119,21 @@ TEST_F(KubeClientTest, AMissingTokenFileIsAnErrorNamingIt) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_NE(r.status().message().find(dir_.path() + "/absent"), std::string::npos);
+}
+
+// The token is read by the one safe reader on every request: a FIFO at the path is an error at
+// once, not a request stuck waiting for a writer.
+TEST_F(KubeClientTest, ATokenFileThatIsAFifoIsAnErrorNamingIt) {
+  StartServer();
+  KubeConfig c;
+  c.token_file = dir_.path() + "/token.fifo";
+  ASSERT_EQ(mkfifo(c.token_file.c_str(), 0600), 0);
+  auto r = Client(c)->Send({"GET", "/apis/resource.k8s.io", ""});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("read token " + c.token_file + ": not a regular file"),
+            std::string::npos)
+      << r.status().message();
 }
 
 TEST_F(KubeClientTest, ApiErrorCarriesTheServersMessage) {

@@ -1,5 +1,7 @@
 #include "dra/api/kube_config.h"
 
+#include <sys/stat.h>
+
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -69,6 +71,17 @@ users:
   user:
     exec: {command: aws}
 )";
+
+// --kubeconfig is read by the one safe reader: a FIFO at the path is refused, never waited on.
+TEST(KubeConfigTest, AKubeconfigThatIsAFifoIsRefusedNamingIt) {
+  testing::TempDir dir;
+  const std::string fifo = dir.path() + "/config";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto c = LoadKubeconfig(fifo);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(c.status().message(), "kubeconfig " + fifo + ": not a regular file");
+}
 
 TEST(KubeConfigTest, KubeconfigTakesTheCurrentContextAndDecodesData) {
   testing::TempDir dir;

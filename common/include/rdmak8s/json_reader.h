@@ -1,8 +1,8 @@
-// Checked reads of an API server's JSON answers: the one way dra/api's slice side decodes what a
-// server sent (ResourceSlice objects and lists, watch events, the Node, APIGroup discovery).
-// An answer is untrusted input: a field of the wrong type is an InvalidArgument error naming
-// its path from the answer's root ("$.metadata.continue: not a string (number)"), never a
-// nlohmann exception (which, escaping a thread of the driver, would be std::terminate).
+// The one strict JSON reader of the project: checked reads of untrusted JSON (an API server's
+// answers: ResourceSlice objects and lists, watch events, the Node, APIGroup discovery; records
+// and files on the node). A field of the wrong type is an InvalidArgument error naming its path
+// from the document's root ("$.metadata.continue: not a string (number)"), never a nlohmann
+// exception (which, escaping a thread of a daemon, would be std::terminate).
 //
 // Absent and null fields read as "not there": ObjectAt/ArrayAt give nullptr, StringAt gives ""
 // (or kInvalidArgument "missing" when required), IntAt/BoolAt the default.
@@ -18,7 +18,7 @@
 
 #include "rdmak8s/status.h"
 
-namespace rdmak8s::dra::apijson {
+namespace rdmak8s::json_reader {
 
 // "$.a" + "b" -> "$.a.b"; "$.a" + 2 -> "$.a[2]".
 std::string Field(std::string_view path, std::string_view key);
@@ -42,4 +42,4 @@ StatusOr<int64_t> IntAt(const nlohmann::json& obj, std::string_view path, std::s
 StatusOr<bool> BoolAt(const nlohmann::json& obj, std::string_view path, std::string_view key,
                       bool default_value);
 
-}  // namespace rdmak8s::dra::apijson
+}  // namespace rdmak8s::json_reader

@@ -1,8 +1,9 @@
-#include "dra/api/api_json.h"
+// The strict JSON reader (rdmak8s/json_reader.h).
+#include "rdmak8s/json_reader.h"
 
 #include <cstdint>
 
-namespace rdmak8s::dra::apijson {
+namespace rdmak8s::json_reader {
 namespace {
 
 using nlohmann::json;
@@ -87,4 +88,4 @@ StatusOr<bool> BoolAt(const json& obj, std::string_view path, std::string_view k
   return v->get<bool>();
 }
 
-}  // namespace rdmak8s::dra::apijson
+}  // namespace rdmak8s::json_reader

@@ -18,7 +18,6 @@
 #include <nlohmann/json.hpp>
 
 #include "dra/api/claim_reader.h"
-#include "dra/api/pcie_root.h"
 #include "dra/api/slice_publisher.h"
 #include "dra/api/slice_sync.h"
 #include "dra/health_watcher.h"
@@ -106,7 +105,6 @@ bool PortDownToSlice(const std::string& sys, testing::FakeApiServer& server, dra
   if (!watcher.Start().ok()) return false;
   dra::SlicePublisher publisher(api, {"rdma.rdmak8s.io", "node1"});
   dra::SliceSyncOptions o;
-  o.sysfs_root = sys;
   dra::SliceSync sync(&publisher, &catalog, o);
   std::thread watch([&] { (void)watcher.Run(); });
   std::thread loop([&] { sync.Run(); });
@@ -155,7 +153,7 @@ int main() {
     std::fprintf(stderr, "discovery failed or incomplete\n");
     return 1;
   }
-  std::vector<dra::DeviceInput> inputs = dra::DeviceInputsWithPcieRoots(found->devices, tmp.path() + "/sys", nullptr);
+  std::vector<dra::DeviceInput> inputs = dra::DeviceInputsOf(found->devices);
   dra::PublisherOptions options;
   options.driver = "rdma.rdmak8s.io";
   options.node_name = "node1";

@@ -328,7 +328,6 @@ int RealMain(int argc, char** argv) {
   std::unique_ptr<dra::SliceSync> slice_sync;
   if (publisher) {
     dra::SliceSyncOptions sync_opts;
-    sync_opts.sysfs_root = sysfs_root;
     sync_opts.on_publish = [&metrics, pub = publisher.get()](const Status& s) {
       metrics.ObservePublish(s.ok(), pub->published().slices, pub->published().devices);
     };

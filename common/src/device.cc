@@ -1,5 +1,7 @@
 #include "rdmak8s/device.h"
 
+#include <cctype>
+
 namespace rdmak8s {
 
 std::string_view TransportName(Transport t) {
@@ -20,6 +22,16 @@ Transport TransportOf(NodeType node_type, std::string_view first_link_layer) {
   if (first_link_layer == "InfiniBand") return Transport::kIb;
   if (first_link_layer == "Ethernet") return Transport::kRoce;
   return Transport::kUnknown;
+}
+
+bool IsPcieRootName(std::string_view name) {
+  if (name.size() < 10 || name.substr(0, 3) != "pci") return false;
+  const size_t colon = name.find(':');
+  if (colon == std::string_view::npos || colon < 7 || name.size() - colon - 1 != 2) return false;
+  for (size_t i = 3; i < name.size(); ++i) {
+    if (i != colon && std::isxdigit(static_cast<unsigned char>(name[i])) == 0) return false;
+  }
+  return true;
 }
 
 // The names drivers/infiniband/core/sysfs.c prints after the number in `node_type`.

@@ -3,10 +3,8 @@
 #include "discovery_device.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <set>
-#include <system_error>
 
 #include "discovery_netdevs.h"
 #include "discovery_pci.h"
@@ -18,7 +16,6 @@
 namespace rdmak8s::internal::discovery {
 namespace {
 
-namespace fs = std::filesystem;
 using internal::IsPciAddress;
 using internal::NumberedName;
 using internal::ParseNumberedName;
@@ -81,16 +78,19 @@ StatusOr<SoftHints> ReadDeviceAttributes(const SysfsDir& dir, RdmaDevice& d) {
 
 // The bus device's directory (`device` -> ../../../0000:3b:00.0 for PCI, ../../../mlx5_core.sf.2
 // for auxiliary), resolved from where the device really is (class/infiniband/<dev> ->
-// ../../devices/.../infiniband/<dev>); empty when it has none (a soft device).
+// ../../devices/.../infiniband/<dev>); empty when it has none (a soft device). Lexically, in the
+// tree's own spelling, like every index of the call (ResolveLink): a class entry that is a
+// directory is where it is named; realpath(3) would leave the root when it is reached through a
+// link (a pod's /proc/self/fd/N, a linked fixture) and no index would match.
 StatusOr<std::string> BusDeviceDir(const std::string& class_dir, const std::string& name,
                                    const SysfsDir& dir) {
   std::string real_dir;
   if (StatusOr<std::string> l = internal::ReadLinkPath(class_dir + "/" + name); l.ok()) {
     real_dir = ResolveLink(class_dir, *l);
+  } else if (l.status().code() == StatusCode::kInvalidArgument) {
+    real_dir = ResolveLink(class_dir, name);  // not a link: a directory of its own
   } else {
-    std::error_code ec;
-    real_dir = fs::canonical(dir.path(), ec).string();
-    if (ec) return ErrnoError(ec.value(), "resolve " + dir.path());
+    return l.status().Prepend("resolve " + dir.path());
   }
   std::string parent_dir;
   StatusOr<std::string> dev_link = dir.ReadLink("device");

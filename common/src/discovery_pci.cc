@@ -76,14 +76,18 @@ StatusOr<PciInfo> ReadPci(Context& ctx, const std::string& pci_dir, const SysfsD
       (attr[6] == 't' ? pci.sriov_totalvfs : pci.sriov_numvfs) = static_cast<int>(v);
     }
   }
-  // PCIe path: the BDF components of devices/pci<dom>:<bus>/<root port>/.../<this function>.
+  // PCIe path and root: the host bridge and BDF components of
+  // devices/pci<dom>:<bus>/<root port>/.../<this function>, as the tree's links spell the path
+  // (ResolveLink). A path that leaves devices/ names no root.
   std::string rel = fs::path(pci_dir).lexically_relative(fs::path(root) / "devices").string();
+  const bool in_devices = !rel.empty() && rel.rfind("..", 0) != 0;
   size_t start = 0;
   while (start <= rel.size()) {
     size_t slash = rel.find('/', start);
     std::string_view part = std::string_view(rel).substr(
         start, slash == std::string::npos ? std::string::npos : slash - start);
     if (IsPciAddress(part)) pci.pcie_path.emplace_back(part);
+    if (in_devices && start == 0 && IsPcieRootName(part)) pci.pcie_root = part;
     if (slash == std::string::npos) break;
     start = slash + 1;
   }

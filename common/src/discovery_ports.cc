@@ -29,6 +29,19 @@ StatusOr<std::string> ReadGidAttr(const SysfsDir& port, const std::string& rel) 
 }
 
 
+// rate_show() prints "%d%s Gb/sec (%dX%s)" with "%s" ".5" or "" (drivers/infiniband/core/
+// sysfs.c): the number in Gb/s, 0 for anything else.
+double RateGbps(std::string_view rate) {
+  const std::string_view number = rate.substr(0, rate.find(' '));
+  if (number.size() == rate.size() || rate.substr(number.size()).rfind(" Gb/sec", 0) != 0) return 0;
+  const size_t dot = number.find('.');
+  StatusOr<uint64_t> whole = ParseUint(number.substr(0, dot), "rate");
+  if (!whole.ok() || number.substr(0, 2) == "0x") return 0;
+  if (dot == std::string_view::npos) return static_cast<double>(*whole);
+  if (number.substr(dot) != ".5") return 0;
+  return static_cast<double>(*whole) + 0.5;
+}
+
 }  // namespace
 
 StatusOr<Port> ReadPort(const SysfsDir& dev, uint32_t port_num, bool rnic) {
@@ -45,6 +58,7 @@ StatusOr<Port> ReadPort(const SysfsDir& dev, uint32_t port_num, bool rnic) {
   StatusOr<std::string> rate = dir.Read("rate");
   if (rate.ok()) {
     port.rate = std::move(rate).value();
+    port.rate_gbps = RateGbps(port.rate);
   } else if (rate.status().code() != StatusCode::kNotFound &&
              rate.status().code() != StatusCode::kInvalidArgument) {
     return rate.status();

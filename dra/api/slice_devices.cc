@@ -1,7 +1,6 @@
 #include "dra/api/slice_devices.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <set>
 
@@ -27,20 +26,13 @@ std::string_view FunctionName(const RdmaDevice& d) {
   return "unknown";
 }
 
-// The leading number of a sysfs rate ("100 Gb/sec (4X EDR)" -> 100); nullopt when none.
-std::optional<int64_t> RateGbps(std::string_view rate) {
-  int64_t v = 0;
-  auto [ptr, ec] = std::from_chars(rate.data(), rate.data() + rate.size(), v);
-  if (ec != std::errc() || ptr == rate.data()) return std::nullopt;
-  return v;
-}
-
 class AttributeSet {
  public:
   AttributeSet(std::map<std::string, AttributeValue>& out, std::vector<std::string>& notes,
                std::string_view device)
       : out_(out), notes_(notes), device_(device) {}
   void Int(const std::string& name, int64_t v) { out_[name] = v; }
+  void Note(const std::string& what) { notes_.push_back(std::string(device_) + ": " + what); }
   void Bool(const std::string& name, bool v) { out_[name] = v; }
   void String(const std::string& name, const std::string& v) {
     if (v.empty()) return;
@@ -62,8 +54,12 @@ class AttributeSet {
 void AddAttributes(const DeviceInput& in, const std::vector<DeviceInput>& all, AttributeSet& a) {
   const RdmaDevice& d = in.device;
   const std::string std_prefix = kStandardPrefix;
-  a.String(std_prefix + "pcieRoot", in.pcie_root);
   if (d.parent.pci) {
+    a.String(std_prefix + "pcieRoot", d.parent.pci->pcie_root);
+    if (d.parent.pci->pcie_root.empty()) {
+      a.Note("no pcieRoot attribute: the sysfs path of " + d.parent.pci->address +
+             " shows no pci<domain>:<bus> host bridge");
+    }
     a.String(std_prefix + "pciBusID", d.parent.pci->address);
     if (d.parent.pci->numa_node >= 0) a.Int(std_prefix + "numaNode", d.parent.pci->numa_node);
   }
@@ -113,7 +109,8 @@ void AddAttributes(const DeviceInput& in, const std::vector<DeviceInput>& all, A
     a.String("portState", std::string(PortStateName(active > 0 ? PortState::kActive : p.state)));
     a.String("linkLayer", p.link_layer);
     a.String("linkSpeed", p.rate);
-    if (auto gbps = RateGbps(p.rate)) a.Int("linkSpeedGbps", *gbps);
+    // An int attribute: whole Gb/s (a 1X SDR port's 2.5 is 2).
+    if (p.rate_gbps > 0) a.Int("linkSpeedGbps", static_cast<int64_t>(p.rate_gbps));
     if (d.transport == Transport::kIb) {
       if (p.lid) a.Int("lid", *p.lid);
       if (p.sm_lid) a.Int("smLid", *p.sm_lid);
@@ -125,6 +122,17 @@ void AddAttributes(const DeviceInput& in, const std::vector<DeviceInput>& all, A
 }
 
 }  // namespace
+
+std::vector<DeviceInput> DeviceInputsOf(const std::vector<RdmaDevice>& devices) {
+  std::vector<DeviceInput> out;
+  out.reserve(devices.size());
+  for (const RdmaDevice& d : devices) {
+    DeviceInput in;
+    in.device = d;
+    out.push_back(std::move(in));
+  }
+  return out;
+}
 
 SliceDevicesResult BuildSliceDevices(const std::vector<DeviceInput>& inputs,
                                      const SliceDeviceOptions& options,

@@ -10,10 +10,10 @@
 //   netdev (the first), netdevs (all, comma separated), pciAddress, vendorID, deviceID
 //   ("0x15b3"), driver, rdmaDriver, pfAddress, pfName, vfIndex, auxDevice, lowerNetdev, ports,
 //   activePorts, portState (ACTIVE when any port is), linkSpeed (port 1's rate text),
-//   linkSpeedGbps, firmware, nodeGUID, roceV2; IB only: lid, smLid, pkeys (port 1's).
+//   linkSpeedGbps (port 1's Port::rate_gbps, whole Gb/s), firmware, nodeGUID, roceV2; IB only: lid, smLid, pkeys (port 1's).
 // A value the API would reject (a string longer than 64) is left out and said in `notes`.
 //
-// Pure code: no I/O (the PCIe root comes in with the device: pcie_root.h reads it).
+// Pure code: no I/O (the PCIe root is discovery's, PciInfo::pcie_root).
 #pragma once
 
 #include <string>
@@ -31,7 +31,6 @@ inline constexpr char kUnhealthyTaintKey[] = "unhealthy";  // "<driver>/unhealth
 
 struct DeviceInput {
   RdmaDevice device;
-  std::string pcie_root;        // "pci0000:5d"; empty when unknown (soft devices)
   bool healthy = true;
   std::string unhealthy_reason;  // a short word ("PortDown"); the taint's value
 };
@@ -55,6 +54,10 @@ struct SliceDevicesResult {
   std::vector<std::pair<std::string, std::string>> rdma_dev_of;
   std::vector<std::string> notes;    // attributes or devices left out, and why
 };
+
+// The publisher's input for discovered devices, all healthy (the caller marks the unhealthy
+// ones).
+std::vector<DeviceInput> DeviceInputsOf(const std::vector<RdmaDevice>& devices);
 
 // Device names are DraDeviceNames(every input's rdma_dev, options.shares) (dra/device_name.h):
 // the catalog names the same set by the same rule, so the preparer finds what a claim names.

@@ -6,20 +6,18 @@
 
 #include <spdlog/spdlog.h>
 
-#include "dra/api/pcie_root.h"
 
 namespace rdmak8s::dra {
 
-std::vector<DeviceInput> CatalogDeviceInputs(const std::vector<CatalogDevice>& devices,
-                                             const std::string& sysfs_root,
-                                             std::vector<std::string>* notes) {
-  std::vector<RdmaDevice> rdma;
-  rdma.reserve(devices.size());
-  for (const auto& d : devices) rdma.push_back(d.dev);
-  std::vector<DeviceInput> out = DeviceInputsWithPcieRoots(rdma, sysfs_root, notes);
-  for (size_t i = 0; i < out.size() && i < devices.size(); ++i) {
-    out[i].healthy = devices[i].health.healthy;
-    out[i].unhealthy_reason = devices[i].health.reason;
+std::vector<DeviceInput> CatalogDeviceInputs(const std::vector<CatalogDevice>& devices) {
+  std::vector<DeviceInput> out;
+  out.reserve(devices.size());
+  for (const auto& d : devices) {
+    DeviceInput in;
+    in.device = d.dev;
+    in.healthy = d.health.healthy;
+    in.unhealthy_reason = d.health.reason;
+    out.push_back(std::move(in));
   }
   return out;
 }
@@ -151,8 +149,7 @@ void SliceSync::RunLoop() {
       publisher_->ForgetOwner();
     }
     uint64_t generation = catalog_->generation();
-    std::vector<std::string> notes;
-    std::vector<DeviceInput> inputs = CatalogDeviceInputs(catalog_->All(), options_.sysfs_root, &notes);
+    std::vector<DeviceInput> inputs = CatalogDeviceInputs(catalog_->All());
     Status s;
     try {
       s = publisher_->Publish(inputs);
@@ -169,7 +166,6 @@ void SliceSync::RunLoop() {
       backoff = std::min(backoff * 2, options_.max_backoff);
       continue;
     }
-    for (const auto& n : notes) SPDLOG_WARN("ResourceSlices: {}", n);
     for (const auto& n : publisher_->last_notes()) SPDLOG_WARN("ResourceSlices: {}", n);
     pending = false;
     {

@@ -41,16 +41,12 @@
 
 namespace rdmak8s::dra {
 
-// The publisher's input for the catalog's devices: the PCIe root of each (pcie_root.h, read
-// under `sysfs_root`), unhealthy ones marked with the catalog's reason. Devices moved into a
-// pod's network namespace are still published (they are allocated, not gone). Roots that
-// cannot be read go to *notes.
-std::vector<DeviceInput> CatalogDeviceInputs(const std::vector<CatalogDevice>& devices,
-                                             const std::string& sysfs_root,
-                                             std::vector<std::string>* notes);
+// The publisher's input for the catalog's devices (their PCIe roots are discovery's), unhealthy
+// ones marked with the catalog's reason. Devices moved into a pod's network namespace are still
+// published (they are allocated, not gone).
+std::vector<DeviceInput> CatalogDeviceInputs(const std::vector<CatalogDevice>& devices);
 
 struct SliceSyncOptions {
-  std::string sysfs_root = "/sys";
   std::chrono::milliseconds initial_backoff{500};
   std::chrono::milliseconds max_backoff{30000};
   // The safety net: a publish at least this often.

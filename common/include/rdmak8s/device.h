@@ -63,6 +63,10 @@ std::string_view GidTypeName(GidType t);         // "IB", "RoCE v1", "RoCE v2", 
 // port ("InfiniBand", "Ethernet"; "" when it has none); anything else is kUnknown.
 Transport TransportOf(NodeType node_type, std::string_view first_link_layer);
 
+// Whether `name` is a host bridge directory name (PciInfo::pcie_root): "pci" + 4 or more hex
+// digits (the domain; VMD domains have 5) + ':' + 2 hex digits (the bus).
+bool IsPcieRootName(std::string_view name);
+
 struct GidEntry {
   uint32_t index = 0;
   std::string gid;     // as sysfs prints it: "fe80:0000:0000:0000:0202:c9ff:fe00:0001"
@@ -77,6 +81,10 @@ struct Port {
   std::string phys_state_name;      // "LinkUp", "Disabled", ...
   std::string link_layer;           // "InfiniBand" | "Ethernet" (sysfs text)
   std::string rate;                 // "100 Gb/sec (4X EDR)" (sysfs text)
+  // The rate's number, in Gb/s: 100, 2.5 ("2.5 Gb/sec (1X SDR)"); 0 when sysfs gives no rate or
+  // one not in the kernel's form ("<n>[.5] Gb/sec (<w>X<speed>)", rate_show() in
+  // drivers/infiniband/core/sysfs.c). Consumers read this, never the text.
+  double rate_gbps = 0;
   // InfiniBand only (absent on Ethernet/iWARP ports).
   std::optional<uint32_t> lid;
   std::optional<uint32_t> sm_lid;
@@ -97,6 +105,12 @@ struct PciInfo {
   int numa_node = -1;                  // -1 when unknown/not NUMA
   // PCI addresses from the root port down to (and including) this function, for locality.
   std::vector<std::string> pcie_path;
+  // The host bridge the function sits under, as the standard DRA attribute
+  // resource.kubernetes.io/pcieRoot names it: "pci<domain>:<bus>" ("pci0000:5d"), the directory
+  // the kernel creates for a root bus (drivers/pci/probe.c, "pci%04x:%02x") above
+  // devices/.../<function>. From the function's path in the tree as its links spell it (resolved
+  // lexically, never with realpath(3)); empty when that path shows none.
+  std::string pcie_root;
   bool is_vf = false;
   std::string pf_address;              // for a VF: the PF's address
   int vf_index = -1;                   // for a VF: N of the PF's virtfnN link pointing at it

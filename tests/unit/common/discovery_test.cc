@@ -454,6 +454,106 @@ TEST(DiscoveryTest, DeviceLinksEndingInDotDotReadAsTheirTarget) {
   EXPECT_THAT(sf.netdevs, ElementsAre("enp94s0f0s2"));
 }
 
+// A copy of the mlx5_roce_sriov tree whose host bridge directory devices/pci0000:5d is a link
+// to a directory elsewhere (named otherwise): read lexically, as every link of the tree is, the
+// functions still sit under pci0000:5d; realpath(3) would place them outside the tree.
+std::string TreeWithLinkedHostBridge(const TempDir& tmp) {
+  const fs::path root = fs::path(tmp.path()) / "sys";
+  fs::copy(Fixture("mlx5_roce_sriov"), root, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  const fs::path elsewhere = fs::path(tmp.path()) / "elsewhere";
+  fs::create_directory(elsewhere);
+  fs::rename(root / "devices/pci0000:5d", elsewhere / "bridge");
+  fs::create_directory_symlink("../../elsewhere/bridge", root / "devices/pci0000:5d");
+  return root.string();
+}
+
+TEST(DiscoveryTest, PcieRootIsTheHostBridgeOnTheLexicalPath) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  SysfsDiscovery discovery({TreeWithLinkedHostBridge(tmp), nullptr});
+  StatusOr<DiscoveryResult> r = discovery.DiscoverAll();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->devices.size(), 4u);
+  for (const RdmaDevice& d : r->devices) {
+    SCOPED_TRACE(d.name);
+    ASSERT_TRUE(d.parent.pci.has_value());
+    EXPECT_EQ(d.parent.pci->pcie_root, "pci0000:5d");
+    ASSERT_FALSE(d.parent.pci->pcie_path.empty());
+    EXPECT_EQ(d.parent.pci->pcie_path.front(), "0000:5d:00.0");
+  }
+}
+
+TEST(DiscoveryTest, PcieRootOfEveryFixtureFunctionAndNoneForSoftDevices) {
+  EXPECT_EQ(DiscoverFixture("mlx5_ib_2port").devices.at(0).parent.pci->pcie_root, "pci0000:3a");
+  const RdmaDevice rxe = DiscoverFixture("rxe_veth").devices.at(0);
+  EXPECT_FALSE(rxe.parent.pci.has_value());
+}
+
+// A sysfs root reached through a link (a bind mount seen as /proc/self/fd/N, a symlinked
+// fixture) whose class/infiniband/<dev> is a directory, not a link: its `device` link is resolved
+// from where it is named, in the tree's own spelling, so the netdev index (built the same way)
+// still finds the function's netdevs (realpath(3) of the class directory left the tree's
+// spelling, and no index entry matched).
+TEST(DiscoveryTest, ClassDirectoryUnderALinkedRootKeepsItsNetdevs) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const fs::path real = fs::path(tmp.path()) / "real";
+  fs::copy(Fixture("mlx5_roce_sriov"), real, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  const fs::path cls = real / "class/infiniband/mlx5_0";
+  const fs::path obj = real / "devices/pci0000:5d/0000:5d:00.0/0000:5e:00.0/infiniband/mlx5_0";
+  fs::remove(cls);
+  fs::copy(obj, cls, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  fs::remove(cls / "device");
+  fs::create_directory_symlink("../../../devices/pci0000:5d/0000:5d:00.0/0000:5e:00.0", cls / "device");
+  // Only the netdev index may name the function's netdevs: no GID names one.
+  fs::remove_all(cls / "ports/1/gid_attrs/ndevs");
+  const fs::path linked = fs::path(tmp.path()) / "sys";
+  fs::create_directory_symlink("real", linked);
+  SysfsDiscovery discovery({linked.string(), nullptr});
+  StatusOr<DiscoveryResult> r = discovery.DiscoverAll();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->devices.size(), 4u);
+  const RdmaDevice& pf = r->devices[0];
+  ASSERT_EQ(pf.name, "mlx5_0");
+  EXPECT_THAT(pf.netdevs, ElementsAre("ens1f0np0", "ens1f0np0.100", "mv0"));
+  ASSERT_TRUE(pf.parent.pci.has_value());
+  EXPECT_EQ(pf.parent.pci->pcie_root, "pci0000:5d");
+}
+
+// The rate's number, once, in discovery: the kernel's "2.5" of a 1X SDR port is 2.5, and text
+// not in rate_show()'s form gives none (a leading number alone is not a rate).
+TEST(DiscoveryTest, PortRateInGbpsFromTheKernelsText) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  SysfsBuilder b(tmp.path());
+  const std::vector<std::pair<std::string, double>> cases = {
+      {"200 Gb/sec (4X HDR)", 200}, {"2.5 Gb/sec (1X SDR)", 2.5}, {"100abc Gb/sec", 0},
+      {"12.7 Gb/sec (1X SDR)", 0}, {"Unknown", 0}};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    testing::PciFunctionSpec nic;
+    nic.address = "0000:3" + std::to_string(i) + ":00.0";
+    ASSERT_TRUE(b.AddPciFunction(nic).ok());
+    testing::RdmaDeviceSpec d;
+    d.name = "mlx5_" + std::to_string(i);
+    d.parent_name = nic.address;
+    testing::PortSpec port;
+    port.rate = cases[i].first;
+    d.ports = {port};
+    ASSERT_TRUE(b.AddRdmaDevice(d).ok());
+  }
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  SysfsDiscovery discovery({tmp.path(), nullptr});
+  StatusOr<DiscoveryResult> r = discovery.DiscoverAll();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->devices.size(), cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].first);
+    ASSERT_EQ(r->devices[i].ports.size(), 1u);
+    EXPECT_EQ(r->devices[i].ports[0].rate, cases[i].first);
+    EXPECT_EQ(r->devices[i].ports[0].rate_gbps, cases[i].second);
+  }
+}
+
 // --- DiscoverOne ---
 
 TEST(DiscoveryTest, DiscoverOneReturnsTheNamedDevice) {

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include "dra/api/pcie_root.h"
+#include <filesystem>
+
 #include "rdmak8s/discovery.h"
+#include "support/temp_dir.h"
 
 namespace rdmak8s::dra {
 namespace {
@@ -14,10 +16,7 @@ std::vector<DeviceInput> Inputs(const std::string& fixture) {
   SysfsDiscovery discovery({Fixture(fixture), nullptr});
   auto result = discovery.DiscoverAll();
   EXPECT_TRUE(result.ok()) << result.status().ToString();
-  std::vector<std::string> notes;
-  auto inputs = DeviceInputsWithPcieRoots(result->devices, Fixture(fixture), &notes);
-  EXPECT_TRUE(notes.empty());
-  return inputs;
+  return DeviceInputsOf(result->devices);
 }
 
 const SliceDevice* Find(const SliceDevicesResult& r, const std::string& name) {
@@ -82,6 +81,42 @@ TEST(SliceDevicesTest, InfiniBandDevicesCarryLidSmLidAndPkeys) {
   EXPECT_EQ(Str(d, "activePorts"), "1");
   EXPECT_EQ(Str(d, "portState"), "ACTIVE");
   EXPECT_EQ(Str(d, "resource.kubernetes.io/pcieRoot"), "pci0000:3a");
+}
+
+// The host bridge directory is a link to a directory named otherwise: the root is still the
+// pci<domain>:<bus> of the function's path in the tree (discovery's lexical rule), never where
+// realpath(3) lands.
+TEST(SliceDevicesTest, PcieRootFollowsTheTreesPathNotRealpath) {
+  testing::TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(tmp.path()) / "sys";
+  fs::copy(Fixture("mlx5_roce_sriov"), root, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  fs::create_directory(fs::path(tmp.path()) / "elsewhere");
+  fs::rename(root / "devices/pci0000:5d", fs::path(tmp.path()) / "elsewhere/bridge");
+  fs::create_directory_symlink("../../elsewhere/bridge", root / "devices/pci0000:5d");
+  SysfsDiscovery discovery({root.string(), nullptr});
+  auto found = discovery.DiscoverAll();
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  auto r = BuildSliceDevices(DeviceInputsOf(found->devices), kExclusive, {});
+  ASSERT_EQ(r.devices.size(), 4u);
+  EXPECT_TRUE(r.notes.empty());
+  for (const auto& d : r.devices) {
+    EXPECT_EQ(Str(d, "resource.kubernetes.io/pcieRoot"), "pci0000:5d") << d.name;
+  }
+}
+
+// linkSpeedGbps is discovery's number (Port::rate_gbps), not a prefix of the text: "100abc" is
+// no rate.
+TEST(SliceDevicesTest, LinkSpeedGbpsIsTheModelsRateNotTheTextsLeadingDigits) {
+  auto inputs = Inputs("mlx5_ib_2port");
+  ASSERT_EQ(inputs.size(), 1u);
+  Port& p = inputs[0].device.ports.at(0);
+  p.rate = "100abc Gb/sec";
+  p.rate_gbps = 0;
+  EXPECT_EQ(Str(BuildSliceDevices(inputs, kExclusive, {}).devices.at(0), "linkSpeedGbps"), "<absent>");
+  p.rate_gbps = 2.5;
+  EXPECT_EQ(Str(BuildSliceDevices(inputs, kExclusive, {}).devices.at(0), "linkSpeedGbps"), "2");
 }
 
 TEST(SliceDevicesTest, SoftDevicesHaveNoPcieRoot) {
@@ -177,11 +212,18 @@ TEST(SliceDevicesTest, DeviceNamesAreDnsLabelsAndCollisionsAreSaid) {
   EXPECT_NE(r.notes[0].find("RXE0"), std::string::npos);
 }
 
-TEST(PcieRootTest, NamesTheHostBridgeAndTheMissingFunction) {
-  auto root = PcieRootOf(Fixture("irdma_iwarp"), "0000:" "00:00.0");
-  EXPECT_FALSE(root.ok());
-  EXPECT_EQ(root.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(root.status().message().find("0000:00:00.0"), std::string::npos);
+TEST(SliceDevicesTest, PciFunctionWithoutAHostBridgeIsPublishedWithoutPcieRootAndANote) {
+  auto inputs = Inputs("mlx5_ib_2port");
+  ASSERT_EQ(inputs.size(), 1u);
+  inputs[0].device.parent.pci->pcie_root.clear();
+  auto r = BuildSliceDevices(inputs, kExclusive, {});
+  ASSERT_EQ(r.devices.size(), 1u);
+  EXPECT_EQ(Str(r.devices[0], "resource.kubernetes.io/pcieRoot"), "<absent>");
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("no pcieRoot"), std::string::npos) << r.notes[0];
+}
+
+TEST(PcieRootTest, HostBridgeNames) {
   EXPECT_TRUE(IsPcieRootName("pci0000:5d"));
   EXPECT_TRUE(IsPcieRootName("pci10000:00"));
   EXPECT_FALSE(IsPcieRootName("pci0000:5d0"));

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "dra/api/pcie_root.h"
 #include "fakes/fake_api_server.h"
 #include "rdmak8s/discovery.h"
 #include "support/temp_dir.h"
@@ -22,7 +21,7 @@ std::vector<DeviceInput> Fixture(const std::string& c) {
   SysfsDiscovery discovery({root, nullptr});
   auto result = discovery.DiscoverAll();
   EXPECT_TRUE(result.ok());
-  return DeviceInputsWithPcieRoots(result->devices, root, nullptr);
+  return DeviceInputsOf(result->devices);
 }
 
 // n synthetic PCI functions (copies of the fixture's PF under other names and addresses).

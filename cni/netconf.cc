@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "cni/dra_device.h"
+#include "rdmak8s/json_reader.h"
 #include "rdmak8s/numbers.h"
 
 namespace rdmak8s::cni {
@@ -27,6 +28,9 @@ std::string PeekCniVersion(std::string_view stdin_data) {
 
 namespace {
 
+// The netconf's fields through the one strict reader (rdmak8s/json_reader.h): every message is
+// "$.<field>: <what>" ("$.port: not a number (string)"), the path from the netconf's root, and
+// reaches the runtime as the CNI error's msg.
 struct Reader {
   CniError* err;
   bool ok = true;
@@ -36,32 +40,39 @@ struct Reader {
     ok = false;
     *err = CniError{kErrInvalidConfig, std::move(msg), ""};
   }
+  void Fail(const Status& s) { Fail(std::string(s.message())); }
 
-  std::string String(const json& j, const char* key, std::string_view where = "") {
-    if (!j.contains(key)) return "";
-    if (!j[key].is_string()) {
-      Fail(std::string(where) + "\"" + key + "\" must be a string");
+  std::string String(const json& j, const char* key, std::string_view where = "$") {
+    StatusOr<std::string> v = json_reader::StringAt(j, where, key);
+    if (!v.ok()) {
+      Fail(v.status());
       return "";
     }
-    return j[key].get<std::string>();
+    return *v;
   }
   std::optional<long> Int(const json& j, const char* key, long lo, long hi,
-                          std::string_view where = "") {
-    if (!j.contains(key)) return std::nullopt;
-    if (!j[key].is_number_integer() || j[key].get<long>() < lo || j[key].get<long>() > hi) {
-      Fail(std::string(where) + "\"" + key + "\" must be an integer in " + std::to_string(lo) +
-           ".." + std::to_string(hi));
+                          std::string_view where = "$") {
+    if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+    StatusOr<int64_t> v = json_reader::IntAt(j, where, key, 0);
+    if (!v.ok()) {
+      Fail(v.status());
       return std::nullopt;
     }
-    return j[key].get<long>();
+    if (*v < lo || *v > hi) {
+      Fail(json_reader::Invalid(json_reader::Field(where, key),
+                                "must be an integer in " + std::to_string(lo) + ".." +
+                                    std::to_string(hi) + ", not " + std::to_string(*v)));
+      return std::nullopt;
+    }
+    return static_cast<long>(*v);
   }
-  bool Bool(const json& j, const char* key, bool dflt, std::string_view where = "") {
-    if (!j.contains(key)) return dflt;
-    if (!j[key].is_boolean()) {
-      Fail(std::string(where) + "\"" + key + "\" must be true or false");
+  bool Bool(const json& j, const char* key, bool dflt, std::string_view where = "$") {
+    StatusOr<bool> v = json_reader::BoolAt(j, where, key, dflt);
+    if (!v.ok()) {
+      Fail(v.status());
       return dflt;
     }
-    return j[key].get<bool>();
+    return *v;
   }
 };
 
@@ -108,23 +119,21 @@ std::optional<NetConf> Parse(std::string_view data, Command command, CniError* e
   c.name = r.String(j, "name");
   c.type = r.String(j, "type");
   if (r.ok && !ValidNetworkName(c.name)) {
-    r.Fail("invalid network name \"" + c.name + "\": must match [a-zA-Z0-9][a-zA-Z0-9_.-]*");
+    r.Fail("$.name: invalid network name \"" + c.name + "\": must match [a-zA-Z0-9][a-zA-Z0-9_.-]*");
   }
   c.device_id = r.String(j, "deviceID");
-  if (j.contains("runtimeConfig")) {
-    if (!j["runtimeConfig"].is_object()) {
-      r.Fail("\"runtimeConfig\" must be an object");
-    } else {
-      std::string rt = r.String(j["runtimeConfig"], "deviceID", "runtimeConfig.");
-      if (!rt.empty()) c.device_id = rt;
-    }
+  if (StatusOr<const json*> rc = json_reader::ObjectAt(j, "$", "runtimeConfig"); !rc.ok()) {
+    r.Fail(rc.status());
+  } else if (*rc != nullptr) {
+    std::string rt = r.String(**rc, "deviceID", "$.runtimeConfig");
+    if (!rt.empty()) c.device_id = rt;
   }
   c.dra_request = r.String(j, "draRequest");
   if (r.ok && !c.dra_request.empty() && !ValidDraRequest(c.dra_request)) {
     if (command == Command::kDel) {
       c.dra_request.clear();  // DEL undoes what the record says and never selects a device
     } else {
-      r.Fail("\"draRequest\" \"" + c.dra_request + "\" is not a DRA request name: \"<request>\", " +
+      r.Fail("$.draRequest: \"" + c.dra_request + "\" is not a DRA request name: \"<request>\", " +
              "\"<request>/<subrequest>\" or \"<claim>/<request>\", each part of [a-z0-9.-]");
     }
   }
@@ -135,21 +144,21 @@ std::optional<NetConf> Parse(std::string_view data, Command command, CniError* e
   if (j.contains("pkey")) {
     c.pkey = ParsePkey(j["pkey"]);
     if (!c.pkey) {
-      r.Fail("\"pkey\" " + j["pkey"].dump() + " is not a partition key: a string of 1 to 4 hex " +
+      r.Fail("$.pkey: " + j["pkey"].dump() + " is not a partition key: a string of 1 to 4 hex " +
              "digits, with or without 0x (\"8001\" is 0x8001): a 15-bit key 0x0001..0x7fff, " +
              "optionally with the full-member bit 0x8000 (the key 0, 0x0000 or 0x8000, is invalid)");
     }
   }
   c.netns_mode = r.String(j, "netnsMode");
   if (r.ok && !c.netns_mode.empty() && c.netns_mode != "shared" && c.netns_mode != "exclusive") {
-    r.Fail("\"netnsMode\" must be \"shared\" or \"exclusive\", not \"" + c.netns_mode + "\"");
+    r.Fail("$.netnsMode: must be \"shared\" or \"exclusive\", not \"" + c.netns_mode + "\"");
   }
   // Host paths must be absolute: a relative one would resolve against whatever directory the
   // runtime happens to exec the plugin in.
   auto path = [&](const char* key) {
     std::string v = r.String(j, key);
     if (r.ok && !v.empty() && v[0] != '/') {
-      r.Fail("\"" + std::string(key) + "\" must be an absolute path, not \"" + v + "\"");
+      r.Fail(json_reader::Field("$", key) + ": must be an absolute path, not \"" + v + "\"");
     }
     return v;
   };
@@ -160,7 +169,7 @@ std::optional<NetConf> Parse(std::string_view data, Command command, CniError* e
   std::string level = r.String(j, "logLevel");
   if (!level.empty()) {
     c.log_level = ParseLogLevel(level);
-    if (!c.log_level) r.Fail("\"logLevel\" must be error, warning, info or debug, not \"" + level + "\"");
+    if (!c.log_level) r.Fail("$.logLevel: must be error, warning, info or debug, not \"" + level + "\"");
   }
 
   // DEL must be permissive (SPEC.md: it should not fail on what it does not need): a malformed
@@ -174,7 +183,7 @@ std::optional<NetConf> Parse(std::string_view data, Command command, CniError* e
     else qr.Fail(qos.status().message());
   }
   if (j.contains("prevResult") && !j["prevResult"].is_null()) {
-    if (!j["prevResult"].is_object()) qr.Fail("\"prevResult\" must be an object");
+    if (!j["prevResult"].is_object()) qr.Fail(json_reader::NotA("$.prevResult", "an object", j["prevResult"]));
     else c.prev_result = j["prevResult"];
   }
   if (!lenient.ok) {
@@ -186,14 +195,14 @@ std::optional<NetConf> Parse(std::string_view data, Command command, CniError* e
   if (command == Command::kGc && CompareVersions(c.cni_version, "1.1.0") >= 0) {  // (older: refused)
     const json va = j.contains("cni.dev/valid-attachments") ? j["cni.dev/valid-attachments"] : json();
     if (!va.is_array()) {
-      r.Fail(std::string("GC needs \"cni.dev/valid-attachments\", an array of {containerID, ifname} ") +
+      r.Fail(std::string("$.cni.dev/valid-attachments: GC needs an array of {containerID, ifname} ") +
              (j.contains("cni.dev/valid-attachments") ? "(it is " + va.dump() + ")" : "(it is missing)") +
              ": nothing released");
     } else {
       for (const auto& a : va) {
         if (!a.is_object() || !a.contains("containerID") || !a["containerID"].is_string() ||
             !a.contains("ifname") || !a["ifname"].is_string()) {
-          r.Fail("\"cni.dev/valid-attachments\": each entry needs string containerID and ifname");
+          r.Fail("$.cni.dev/valid-attachments: each entry needs string containerID and ifname");
           break;
         }
         c.valid_attachments.push_back(

@@ -13,6 +13,7 @@
 
 #include "rdmak8s/strings.h"
 #include "rdmak8s/file_util.h"
+#include "rdmak8s/json_reader.h"
 
 namespace rdmak8s::cni {
 
@@ -20,40 +21,49 @@ using nlohmann::json;
 
 namespace {
 
+// The node's configuration through the one strict reader: "$.<key>: <what>", prefixed with
+// "node configuration <path>" by the caller.
+StatusOr<NodeConfig> ParseFields(const json& j, NodeConfig c) {
+  RDMAK8S_RETURN_IF_ERROR(json_reader::CheckKeys(
+      j, "$",
+      {"sysfsRoot", "configfsRoot", "stateDir", "podDevicesDir", "logFile", "logLevel",
+       "allowNetconfOverrides"}));
+  auto path = [&](const char* key, std::string& out) -> Status {
+    if (!j.contains(key) || j[key].is_null()) return Status::Ok();
+    RDMAK8S_ASSIGN_OR_RETURN(std::string s, json_reader::StringAt(j, "$", key));
+    if ((std::string_view(key) != "logFile" || !s.empty()) && (s.empty() || s[0] != '/')) {
+      return json_reader::Invalid(json_reader::Field("$", key),
+                                  "must be an absolute path, not \"" + s + "\"");
+    }
+    out = s;
+    return Status::Ok();
+  };
+  RDMAK8S_RETURN_IF_ERROR(path("sysfsRoot", c.sysfs_root));
+  RDMAK8S_RETURN_IF_ERROR(path("configfsRoot", c.configfs_root));
+  RDMAK8S_RETURN_IF_ERROR(path("stateDir", c.state_dir));
+  RDMAK8S_RETURN_IF_ERROR(path("podDevicesDir", c.pod_devices_dir));
+  RDMAK8S_RETURN_IF_ERROR(path("logFile", c.log_file));
+  if (j.contains("logLevel") && !j["logLevel"].is_null()) {
+    RDMAK8S_ASSIGN_OR_RETURN(std::string level, json_reader::StringAt(j, "$", "logLevel"));
+    std::optional<LogLevel> l = ParseLogLevel(level);
+    if (!l) {
+      return json_reader::Invalid("$.logLevel", "must be error, warning, info or debug, not \"" +
+                                                    level + "\"");
+    }
+    c.log_level = *l;
+  }
+  RDMAK8S_ASSIGN_OR_RETURN(c.allow_netconf_overrides,
+                           json_reader::BoolAt(j, "$", "allowNetconfOverrides",
+                                               c.allow_netconf_overrides));
+  return c;
+}
+
 StatusOr<NodeConfig> Parse(const std::string& path, const std::string& data, NodeConfig c) {
   json j = json::parse(data, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return InvalidArgumentError("node configuration " + path + ": not a JSON object");
-  }
-  auto bad = [&](const std::string& key, const std::string& why) {
-    return InvalidArgumentError("node configuration " + path + ": \"" + key + "\" " + why);
-  };
-  for (const auto& [key, v] : j.items()) {
-    if (key == "sysfsRoot" || key == "configfsRoot" || key == "stateDir" || key == "logFile" ||
-        key == "podDevicesDir") {
-      if (!v.is_string()) return bad(key, "must be a string");
-      std::string s = v.get<std::string>();
-      if (key != "logFile" || !s.empty()) {
-        if (s.empty() || s[0] != '/') return bad(key, "must be an absolute path, not \"" + s + "\"");
-      }
-      if (key == "sysfsRoot") c.sysfs_root = s;
-      else if (key == "configfsRoot") c.configfs_root = s;
-      else if (key == "stateDir") c.state_dir = s;
-      else if (key == "podDevicesDir") c.pod_devices_dir = s;
-      else c.log_file = s;
-    } else if (key == "logLevel") {
-      auto level = v.is_string() ? ParseLogLevel(v.get<std::string>()) : std::nullopt;
-      if (!level) return bad(key, "must be error, warning, info or debug");
-      c.log_level = *level;
-    } else if (key == "allowNetconfOverrides") {
-      if (!v.is_boolean()) return bad(key, "must be true or false");
-      c.allow_netconf_overrides = v.get<bool>();
-    } else {
-      return bad(key, "is not a node configuration key (sysfsRoot, configfsRoot, stateDir, "
-                      "podDevicesDir, logFile, logLevel, allowNetconfOverrides)");
-    }
-  }
-  return c;
+  if (j.is_discarded()) return InvalidArgumentError("node configuration " + path + ": not JSON");
+  auto out = ParseFields(j, std::move(c));
+  if (!out.ok()) return out.status().Prepend("node configuration " + path);
+  return out;
 }
 
 }  // namespace

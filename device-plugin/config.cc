@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/json_schema.h"
 #include "rdmak8s/file_util.h"
+#include "rdmak8s/json_reader.h"
 #include "rdmak8s/strings.h"
 
 namespace rdmak8s::dp {
@@ -16,9 +16,9 @@ namespace rdmak8s::dp {
 namespace {
 
 using nlohmann::json;
-using node::schema::Bad;
-using node::schema::CheckKeys;
-using node::schema::TypeName;
+using json_reader::CheckKeys;
+using json_reader::Invalid;
+using json_reader::Missing;
 
 bool IsResourceNamePart(const std::string& s) {
   // Kubernetes qualified-name part: [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?, at most 63.
@@ -55,14 +55,11 @@ bool IsDnsSubdomain(const std::string& s) {
 }
 
 StatusOr<PoolConfig> ParsePool(const json& j, const std::string& path) {
-  if (!j.is_object()) return Bad(path, "must be an object, got " + TypeName(j));
   RDMAK8S_RETURN_IF_ERROR(CheckKeys(j, path, {"name", "mode", "capacity", "selectors", "allocate"}));
   PoolConfig p;
-  if (!j.contains("name")) return Bad(path + ".name", "is required");
-  if (!j["name"].is_string()) return Bad(path + ".name", "must be a string, got " + TypeName(j["name"]));
-  p.name = j["name"].get<std::string>();
+  RDMAK8S_ASSIGN_OR_RETURN(p.name, json_reader::StringAt(j, path, "name", /*required=*/true));
   if (!IsResourceNamePart(p.name)) {
-    return Bad(path + ".name", "\"" + p.name +
+    return Invalid(path + ".name", "\"" + p.name +
                                    "\" is not a valid resource name (1-63 of [A-Za-z0-9-_.], "
                                    "starting and ending alphanumeric)");
   }
@@ -73,25 +70,25 @@ StatusOr<PoolConfig> ParsePool(const json& j, const std::string& path) {
     } else if (m == "exclusive") {
       p.mode = PoolMode::kExclusive;
     } else {
-      return Bad(path + ".mode", m.dump() + " is not one of shared, exclusive");
+      return Invalid(path + ".mode", m.dump() + " is not one of shared, exclusive");
     }
   }
   if (j.contains("capacity")) {
     const json& c = j["capacity"];
     if (p.mode == PoolMode::kExclusive) {
-      return Bad(path + ".capacity", "only applies to shared pools (exclusive is one ID per device)");
+      return Invalid(path + ".capacity", "only applies to shared pools (exclusive is one ID per device)");
     }
     if (c == "auto") {
       p.capacity = kAutoCapacity;
     } else if (c.is_number_integer() && c.get<int64_t>() >= 1 && c.get<int64_t>() <= kMaxCapacity) {
       p.capacity = c.get<int>();
     } else {
-      return Bad(path + ".capacity", "must be \"auto\" or an integer 1.." +
+      return Invalid(path + ".capacity", "must be \"auto\" or an integer 1.." +
                                          std::to_string(kMaxCapacity) + ", got " + c.dump());
     }
   }
-  if (!j.contains("selectors")) {
-    return Bad(path + ".selectors", "is required (use {} only if the pool should take every device)");
+  if (!j.contains("selectors") || j["selectors"].is_null()) {
+    return Invalid(path + ".selectors", "missing (use {} only if the pool should take every device)");
   }
   RDMAK8S_ASSIGN_OR_RETURN(p.selectors, node::ParseSelectors(j["selectors"], path + ".selectors"));
   if (j.contains("allocate")) {
@@ -113,27 +110,26 @@ StatusOr<PluginConfig> ParseConfig(std::string_view json_text) {
     }
     return InvalidArgumentError("$: invalid JSON");
   }
-  if (!j.is_object()) return Bad("$", "must be an object, got " + TypeName(j));
   RDMAK8S_RETURN_IF_ERROR(CheckKeys(j, "$", {"resourcePrefix", "pools"}));
   PluginConfig cfg;
   if (j.contains("resourcePrefix")) {
     if (!j["resourcePrefix"].is_string() || !IsDnsSubdomain(j["resourcePrefix"].get<std::string>())) {
-      return Bad("$.resourcePrefix", j["resourcePrefix"].dump() +
+      return Invalid("$.resourcePrefix", j["resourcePrefix"].dump() +
                                          " is not a DNS subdomain (lower-case, like rdma or "
                                          "rdma.example.com)");
     }
     cfg.resource_prefix = j["resourcePrefix"].get<std::string>();
   }
-  if (!j.contains("pools")) return Bad("$.pools", "is required");
-  const json& pools = j["pools"];
-  if (!pools.is_array()) return Bad("$.pools", "must be a list, got " + TypeName(pools));
-  if (pools.empty()) return Bad("$.pools", "must name at least one pool");
+  RDMAK8S_ASSIGN_OR_RETURN(const json* pools_at, json_reader::ArrayAt(j, "$", "pools"));
+  if (pools_at == nullptr) return Missing("$.pools");
+  const json& pools = *pools_at;
+  if (pools.empty()) return Invalid("$.pools", "must name at least one pool");
   std::set<std::string> names;
   for (size_t i = 0; i < pools.size(); ++i) {
-    std::string path = "$.pools[" + std::to_string(i) + "]";
+    std::string path = json_reader::Index("$.pools", i);
     RDMAK8S_ASSIGN_OR_RETURN(PoolConfig p, ParsePool(pools[i], path));
     if (!names.insert(p.name).second) {
-      return Bad(path + ".name", "duplicate pool name \"" + p.name + "\"");
+      return Invalid(path + ".name", "duplicate pool name \"" + p.name + "\"");
     }
     cfg.pools.push_back(std::move(p));
   }

@@ -6,20 +6,17 @@
 
 #include "node/selectors.h"
 #include "rdmak8s/file_util.h"
+#include "rdmak8s/json_reader.h"
 
 namespace rdmak8s::dra {
 
 StatusOr<DeviceFilter> DeviceFilter::Parse(std::string_view json_text) {
   nlohmann::json j = nlohmann::json::parse(json_text, nullptr, false);
   if (j.is_discarded()) return InvalidArgumentError("$: not valid JSON");
-  if (!j.is_object()) return InvalidArgumentError("$: must be an object {\"selectors\": {...}}");
-  for (const auto& [key, value] : j.items()) {
-    if (key != "selectors") {
-      return InvalidArgumentError("$." + key + ": unknown key (known: selectors)");
-    }
-  }
-  if (!j.contains("selectors")) {
-    return InvalidArgumentError("$.selectors: is required (leave --devices out to take every device)");
+  RDMAK8S_RETURN_IF_ERROR(json_reader::CheckKeys(j, "$", {"selectors"}));
+  if (!j.contains("selectors") || j["selectors"].is_null()) {
+    return json_reader::Invalid("$.selectors",
+                                "missing (leave --devices out to take every device)");
   }
   RDMAK8S_ASSIGN_OR_RETURN(node::Selectors s, node::ParseSelectors(j["selectors"], "$.selectors"));
   return DeviceFilter(std::move(s));

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rdmak8s/json_reader.h"
 #include "rdmak8s/numbers.h"
 
 namespace rdmak8s::inspect {
@@ -13,10 +14,11 @@ namespace rdmak8s::inspect {
 using nlohmann::json;
 
 StatusOr<cni::NetConf> ParseQosArg(const std::string& text, const std::string& bare_name) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return InvalidArgumentError("--qos: not a JSON object: " + text);
-  }
+  // The strict reader's shape: "--qos: not JSON", "--qos: not an object (array)".
+  StatusOr<json> parsed = json_reader::Parse(text, "--qos");
+  if (!parsed.ok()) return InvalidArgumentError("--qos: not JSON: " + text);
+  const json& j = *parsed;
+  RDMAK8S_RETURN_IF_ERROR(json_reader::RequireObject(j, "--qos"));
   std::string conf = text;
   if (!j.contains("cniVersion")) {
     // A bare qos block: the netconf around it is the least the CNI's parser accepts.

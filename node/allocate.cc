@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/json_schema.h"
+#include "rdmak8s/json_reader.h"
 
 namespace rdmak8s::node {
 
@@ -20,9 +20,9 @@ void Add(std::vector<CharDeviceRef>& out, const CharDevice& c, const std::string
 }  // namespace
 
 using nlohmann::json;
-using schema::Bad;
-using schema::CheckKeys;
-using schema::TypeName;
+using json_reader::CheckKeys;
+using json_reader::Invalid;
+using json_reader::NotA;
 
 std::vector<CharDeviceRef> CharDevicesFor(const RdmaDevice& dev, const AllocateOptions& options,
                                           const std::string& dev_root) {
@@ -65,31 +65,25 @@ std::map<std::string, std::string> AllocationEnv(const std::vector<const RdmaDev
 }
 
 StatusOr<AllocateOptions> ParseAllocate(const json& j, const std::string& path) {
-  if (!j.is_object()) return Bad(path, "must be an object, got " + TypeName(j));
   RDMAK8S_RETURN_IF_ERROR(CheckKeys(j, path, {"ncclEnv", "ucxEnv", "issm", "roceUmad", "env"}));
   AllocateOptions a;
   auto flag = [&](const char* key, bool& out) -> Status {
-    if (!j.contains(key)) return Status::Ok();
-    if (!j[key].is_boolean()) {
-      return Bad(path + "." + key, "must be true or false, got " + j[key].dump());
-    }
-    out = j[key].get<bool>();
+    RDMAK8S_ASSIGN_OR_RETURN(out, json_reader::BoolAt(j, path, key, out));
     return Status::Ok();
   };
   RDMAK8S_RETURN_IF_ERROR(flag("ncclEnv", a.nccl_env));
   RDMAK8S_RETURN_IF_ERROR(flag("ucxEnv", a.ucx_env));
   RDMAK8S_RETURN_IF_ERROR(flag("issm", a.issm));
   RDMAK8S_RETURN_IF_ERROR(flag("roceUmad", a.roce_umad));
-  if (j.contains("env")) {
-    const json& e = j["env"];
-    if (!e.is_object()) return Bad(path + ".env", "must be an object of strings, got " + TypeName(e));
-    for (auto it = e.begin(); it != e.end(); ++it) {
+  RDMAK8S_ASSIGN_OR_RETURN(const json* e, json_reader::ObjectAt(j, path, "env"));
+  if (e != nullptr) {
+    for (auto it = e->begin(); it != e->end(); ++it) {
       std::string p = path + ".env." + it.key();
-      if (!it.value().is_string()) return Bad(p, "must be a string, got " + it.value().dump());
+      if (!it.value().is_string()) return NotA(p, "a string", it.value());
       const std::string& k = it.key();
       bool ok = !k.empty() && !std::isdigit(static_cast<unsigned char>(k[0]));
       for (char c : k) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-      if (!ok) return Bad(p, "is not a valid environment variable name");
+      if (!ok) return Invalid(p, "is not a valid environment variable name");
       a.extra_env[k] = it.value().get<std::string>();
     }
   }

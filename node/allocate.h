@@ -35,10 +35,10 @@ struct AllocateOptions {
 
 // One "allocate" object (a device-plugin pool's "allocate"), validated strictly: unknown keys,
 // wrong types and invalid env names are kInvalidArgument naming the key under `path`
-// ("$.pools[0].allocate.ncclEnv: must be true or false, got 1").
+// ("$.pools[0].allocate.ncclEnv: not a boolean (number)").
 StatusOr<AllocateOptions> ParseAllocate(const nlohmann::json& j, const std::string& path);
 // The JSON text of one "allocate" object alone (the DRA driver's opaque claim parameters take
-// the same shape); errors name the JSON path from "$" ("$.ncclEnv: must be true or false").
+// the same shape); errors name the JSON path from "$" ("$.ncclEnv: not a boolean (number)").
 StatusOr<AllocateOptions> ParseAllocateOptions(std::string_view json_text);
 
 struct CharDeviceRef {

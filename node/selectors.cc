@@ -6,8 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/json_schema.h"
 #include "rdmak8s/device_id.h"
+#include "rdmak8s/json_reader.h"
+#include "rdmak8s/numbers.h"
 
 namespace rdmak8s::node {
 
@@ -41,12 +42,53 @@ std::vector<std::string> PfNetdevs(const RdmaDevice& dev, const std::vector<Rdma
 }  // namespace
 
 using nlohmann::json;
-using schema::Bad;
-using schema::CheckHexIds;
-using schema::CheckKeys;
-using schema::CheckOneOf;
-using schema::StringList;
-using schema::TypeName;
+using json_reader::CheckKeys;
+using json_reader::Index;
+using json_reader::Invalid;
+using json_reader::NotA;
+
+namespace {
+
+// A non-empty list of non-empty strings.
+StatusOr<std::vector<std::string>> NonEmptyStrings(const json& j, const std::string& path) {
+  RDMAK8S_ASSIGN_OR_RETURN(std::vector<std::string> out, json_reader::StringList(j, path));
+  if (out.empty()) return Invalid(path, "must not be empty (leave the selector out to match all)");
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i].empty()) return Invalid(Index(path, i), "must not be empty");
+  }
+  return out;
+}
+
+// 4-digit hex PCI IDs ("0x15B3" or "15b3"), normalised in place to lower case without 0x.
+Status CheckHexIds(std::vector<std::string>& ids, const std::string& path, const char* what) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::string_view s = ids[i];
+    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
+    const std::string at = Index(path, i);
+    const std::string bad = "\"" + ids[i] + "\" is not a 4-digit hex PCI " + what;
+    if (s.size() != 4) return Invalid(at, bad);
+    StatusOr<uint16_t> v = ParseUnsigned<uint16_t>(s, at, NumberBase::kHex);
+    if (!v.ok()) return Invalid(at, bad);
+    ids[i] = Hex4(*v);
+  }
+  return Status::Ok();
+}
+
+// Every value one of `allowed`.
+Status CheckOneOf(const std::vector<std::string>& vals, const std::string& path,
+                  std::initializer_list<std::string_view> allowed) {
+  for (size_t i = 0; i < vals.size(); ++i) {
+    if (std::find(allowed.begin(), allowed.end(), vals[i]) != allowed.end()) continue;
+    std::vector<std::string_view> sorted(allowed);
+    std::sort(sorted.begin(), sorted.end());
+    std::string list;
+    for (std::string_view a : sorted) list += (list.empty() ? "" : ", ") + std::string(a);
+    return Invalid(Index(path, i), "\"" + vals[i] + "\" is not one of " + list);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 std::string LinkTypeKey(const RdmaDevice& dev) {
   if (dev.ports.empty()) return "";
@@ -93,7 +135,6 @@ bool SelectorsMatch(const Selectors& s, const RdmaDevice& dev, const std::vector
 }
 
 StatusOr<Selectors> ParseSelectors(const json& j, const std::string& path) {
-  if (!j.is_object()) return Bad(path, "must be an object, got " + TypeName(j));
   RDMAK8S_RETURN_IF_ERROR(CheckKeys(j, path,
                                     {"vendors", "deviceIDs", "drivers", "pciAddresses",
                                      "rdmaDevices", "netdevs", "linkTypes", "transports",
@@ -101,7 +142,7 @@ StatusOr<Selectors> ParseSelectors(const json& j, const std::string& path) {
   Selectors s;
   auto list = [&](const char* key, std::vector<std::string>& out) -> Status {
     if (!j.contains(key)) return Status::Ok();
-    RDMAK8S_ASSIGN_OR_RETURN(out, StringList(j[key], path + "." + key));
+    RDMAK8S_ASSIGN_OR_RETURN(out, NonEmptyStrings(j[key], path + "." + key));
     return Status::Ok();
   };
   RDMAK8S_RETURN_IF_ERROR(list("vendors", s.vendors));
@@ -116,7 +157,7 @@ StatusOr<Selectors> ParseSelectors(const json& j, const std::string& path) {
       c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     }
     if (!IsPciAddress(s.pci_addresses[i])) {
-      return Bad(path + ".pciAddresses[" + std::to_string(i) + "]",
+      return Invalid(Index(path + ".pciAddresses", i),
                  "\"" + s.pci_addresses[i] + "\" is not a PCI address like 0000:3b:00.0");
     }
   }
@@ -130,21 +171,18 @@ StatusOr<Selectors> ParseSelectors(const json& j, const std::string& path) {
   if (j.contains("numaNodes")) {
     const json& n = j["numaNodes"];
     std::string p = path + ".numaNodes";
-    if (!n.is_array()) return Bad(p, "must be a list of integers, got " + TypeName(n));
-    if (n.empty()) return Bad(p, "must not be empty (leave the selector out to match all)");
+    if (!n.is_array()) return NotA(p, "a list", n);
+    if (n.empty()) return Invalid(p, "must not be empty (leave the selector out to match all)");
     for (size_t i = 0; i < n.size(); ++i) {
       if (!n[i].is_number_integer() || n[i].get<int64_t>() < -1 || n[i].get<int64_t>() > 1023) {
-        return Bad(p + "[" + std::to_string(i) + "]",
+        return Invalid(Index(p, i),
                    "must be a NUMA node number (0..1023, or -1 for unknown), got " + n[i].dump());
       }
       s.numa_nodes.push_back(n[i].get<int>());
     }
   }
-  if (j.contains("isVF")) {
-    if (!j["isVF"].is_boolean()) {
-      return Bad(path + ".isVF", "must be true or false, got " + j["isVF"].dump());
-    }
-    s.is_vf = j["isVF"].get<bool>();
+  if (j.contains("isVF") && !j["isVF"].is_null()) {
+    RDMAK8S_ASSIGN_OR_RETURN(s.is_vf, json_reader::BoolAt(j, path, "isVF", false));
   }
   return s;
 }

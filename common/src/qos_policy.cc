@@ -2,6 +2,7 @@
 
 #include <exception>
 
+#include "rdmak8s/json_reader.h"
 #include "rdmak8s/numbers.h"
 
 namespace rdmak8s {
@@ -11,47 +12,60 @@ using nlohmann::json;
 namespace {
 
 // The first failure wins; later reads still run but report nothing (as the netconf's reader).
+// Every read goes through the one strict reader (rdmak8s/json_reader.h): "<path>.<key>: <what>".
 struct QosReader {
+  std::string_view path;
   std::optional<std::string> error;
 
   void Fail(std::string msg) {
     if (!error) error = std::move(msg);
   }
+  void Fail(const Status& s) { Fail(std::string(s.message())); }
+
   std::string String(const json& j, const char* key) {
-    if (!j.contains(key)) return "";
-    if (!j[key].is_string()) {
-      Fail(std::string("qos.\"") + key + "\" must be a string");
+    StatusOr<std::string> v = json_reader::StringAt(j, path, key);
+    if (!v.ok()) {
+      Fail(v.status());
       return "";
     }
-    return j[key].get<std::string>();
+    return *v;
   }
   std::optional<long> Int(const json& j, const char* key, long lo, long hi) {
-    if (!j.contains(key)) return std::nullopt;
-    if (!j[key].is_number_integer() || j[key].get<long>() < lo || j[key].get<long>() > hi) {
-      Fail(std::string("qos.\"") + key + "\" must be an integer in " + std::to_string(lo) + ".." +
-           std::to_string(hi));
+    if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+    StatusOr<int64_t> v = json_reader::IntAt(j, path, key, 0);
+    if (!v.ok()) {
+      Fail(v.status());
       return std::nullopt;
     }
-    return j[key].get<long>();
+    if (*v < lo || *v > hi) {
+      Fail(json_reader::Invalid(json_reader::Field(path, key),
+                                "must be an integer in " + std::to_string(lo) + ".." +
+                                    std::to_string(hi) + ", not " + std::to_string(*v)));
+      return std::nullopt;
+    }
+    return static_cast<long>(*v);
   }
   bool Bool(const json& j, const char* key, bool dflt) {
-    if (!j.contains(key)) return dflt;
-    if (!j[key].is_boolean()) {
-      Fail(std::string("qos.\"") + key + "\" must be true or false");
+    StatusOr<bool> v = json_reader::BoolAt(j, path, key, dflt);
+    if (!v.ok()) {
+      Fail(v.status());
       return dflt;
     }
-    return j[key].get<bool>();
+    return *v;
   }
   std::vector<uint8_t> Priorities(const json& j, const char* key) {
     std::vector<uint8_t> out;
-    if (!j.contains(key)) return out;
-    if (!j[key].is_array()) {
-      Fail(std::string("qos.") + key + " must be an array of priorities 0..7");
+    StatusOr<const json*> list = json_reader::ArrayAt(j, path, key);
+    if (!list.ok()) {
+      Fail(list.status());
       return out;
     }
-    for (const auto& p : j[key]) {
+    if (*list == nullptr) return out;
+    const std::string at = json_reader::Field(path, key);
+    for (size_t i = 0; i < (*list)->size(); ++i) {
+      const json& p = (**list)[i];
       if (!p.is_number_integer() || p.get<long>() < 0 || p.get<long>() > 7) {
-        Fail(std::string("qos.") + key + ": " + p.dump() + " is not a priority 0..7");
+        Fail(json_reader::Invalid(json_reader::Index(at, i), p.dump() + " is not a priority 0..7"));
         return out;
       }
       auto v = static_cast<uint8_t>(p.get<long>());
@@ -63,34 +77,37 @@ struct QosReader {
   }
 };
 
-StatusOr<QosPolicy> Parse(const json& q) {
-  if (!q.is_object()) return InvalidArgumentError("\"qos\" must be an object");
-  QosReader r;
+StatusOr<QosPolicy> Parse(const json& q, std::string_view path) {
+  RDMAK8S_RETURN_IF_ERROR(json_reader::RequireObject(q, path));
+  QosReader r{path, std::nullopt};
   QosPolicy policy;
   std::string trust = r.String(q, "trust");
   if (!trust.empty()) {
-    if (trust != "dscp" && trust != "pcp") r.Fail("qos.trust must be \"dscp\" or \"pcp\"");
+    if (trust != "dscp" && trust != "pcp") {
+      r.Fail(json_reader::Invalid(json_reader::Field(path, "trust"),
+                                  "must be \"dscp\" or \"pcp\", not \"" + trust + "\""));
+    }
     policy.trust = trust;
   }
   policy.pfc = r.Priorities(q, "pfc");
   policy.ecn = r.Priorities(q, "ecn");
-  if (q.contains("dscpToPriority")) {
-    const json& m = q["dscpToPriority"];
-    if (!m.is_object()) {
-      r.Fail("qos.dscpToPriority must be an object {\"<dscp>\": <priority>}");
-    } else {
-      for (const auto& [k, v] : m.items()) {
-        StatusOr<uint64_t> dscp = ParseUnsignedInRange(k, "qos.dscpToPriority key", 0, 63);
-        if (!dscp.ok()) {
-          r.Fail("qos.dscpToPriority: key \"" + k + "\" is not a DSCP 0..63");
-          break;
-        }
-        if (!v.is_number_integer() || v.get<long>() < 0 || v.get<long>() > 7) {
-          r.Fail("qos.dscpToPriority[\"" + k + "\"]: " + v.dump() + " is not a priority 0..7");
-          break;
-        }
-        policy.dscp_to_priority[static_cast<uint8_t>(*dscp)] = static_cast<uint8_t>(v.get<long>());
+  StatusOr<const json*> m = json_reader::ObjectAt(q, path, "dscpToPriority");
+  if (!m.ok()) {
+    r.Fail(m.status());
+  } else if (*m != nullptr) {
+    const std::string at = json_reader::Field(path, "dscpToPriority");
+    for (const auto& [k, v] : (*m)->items()) {
+      const std::string field = json_reader::Field(at, k);
+      StatusOr<uint64_t> dscp = ParseUnsignedInRange(k, field, 0, 63);
+      if (!dscp.ok()) {
+        r.Fail(json_reader::Invalid(field, "key \"" + k + "\" is not a DSCP 0..63"));
+        break;
       }
+      if (!v.is_number_integer() || v.get<long>() < 0 || v.get<long>() > 7) {
+        r.Fail(json_reader::Invalid(field, v.dump() + " is not a priority 0..7"));
+        break;
+      }
+      policy.dscp_to_priority[static_cast<uint8_t>(*dscp)] = static_cast<uint8_t>(v.get<long>());
     }
   }
   if (auto v = r.Int(q, "roceTos", 0, 255)) policy.roce_tos = static_cast<uint8_t>(*v);
@@ -102,11 +119,11 @@ StatusOr<QosPolicy> Parse(const json& q) {
 
 }  // namespace
 
-StatusOr<QosPolicy> ParseQosPolicy(const json& qos) {
+StatusOr<QosPolicy> ParseQosPolicy(const json& qos, std::string_view path) {
   try {
-    return Parse(qos);
+    return Parse(qos, path);
   } catch (const std::exception& e) {  // nlohmann type errors we did not foresee
-    return InvalidArgumentError(std::string("qos: ") + e.what());
+    return InvalidArgumentError(std::string(path) + ": " + e.what());
   }
 }
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -36,7 +37,8 @@ struct QosPolicy {
 // The `qos` value of a netconf: an object with trust ("dscp" | "pcp"), pfc and ecn (arrays of
 // priorities 0..7, duplicates dropped, order kept), dscpToPriority ({"<dscp 0..63>": <0..7>}),
 // roceTos and trafficClass (0..255), strict (bool); unknown keys are ignored. kInvalidArgument
-// naming the first wrong field ("qos.trust must be \"dscp\" or \"pcp\"").
-StatusOr<QosPolicy> ParseQosPolicy(const nlohmann::json& qos);
+// naming the first wrong field by its path, `path` being the block's own (json_reader.h's style:
+// "$.qos.pfc: not a list (object)", "$.qos.trust: must be \"dscp\" or \"pcp\", not \"x\"").
+StatusOr<QosPolicy> ParseQosPolicy(const nlohmann::json& qos, std::string_view path = "$.qos");
 
 }  // namespace rdmak8s

@@ -82,7 +82,7 @@ expect_rc netns 1
 # 5. Usage: an invalid qos block is refused by the CNI's own parser, exit 2.
 node_check usage --qos '{"pfc":[9]}'
 expect_rc usage 2
-if grep -q "qos.pfc: 9 is not a priority 0..7" "$OUT/usage.err"; then
+if grep -qF '$.qos.pfc[0]: 9 is not a priority 0..7' "$OUT/usage.err"; then
   result usage:message PASS "$(cat "$OUT/usage.err")"
 else
   result usage:message FAIL "stderr: $(cat "$OUT/usage.err")"

@@ -193,7 +193,7 @@ TEST(BinaryTest, TheNodeConfigurationIsTheFileTheRuntimesEnvironmentNames) {
   auto o = RunBinary({{"CNI_COMMAND", "VERSION"}, {"RDMAK8S_CNI_NODE_CONFIG", node}}, R"({"cniVersion":"1.0.0"})");
   EXPECT_EQ(o.exit_code, 1) << o.out << o.err;
   EXPECT_EQ(Parse(o)["code"], 7);
-  EXPECT_NE(Parse(o)["msg"].get<std::string>().find(node + ": \"logFiel\""), std::string::npos) << o.out;
+  EXPECT_NE(Parse(o)["msg"].get<std::string>().find(node + ": $.logFiel: unknown field"), std::string::npos) << o.out;
   // A NAD cannot name a log file or a state dir, whatever it tries.
   const std::string victim = t.path() + "/victim";
   ASSERT_TRUE(testing::WriteFile(victim, "precious"));

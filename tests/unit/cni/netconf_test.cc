@@ -163,7 +163,7 @@ TEST(NetConfTest, PkeyThatIsNotAHexStringIsRefusedNamingTheField) {
     EXPECT_FALSE(Parse(R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s","pkey":)" + bad + "}", &err))
         << bad;
     EXPECT_EQ(err.code, kErrInvalidConfig) << bad;
-    EXPECT_NE(err.msg.find("\"pkey\""), std::string::npos) << err.msg;
+    EXPECT_NE(err.msg.find("$.pkey:"), std::string::npos) << err.msg;
     EXPECT_NE(err.msg.find("hex"), std::string::npos) << err.msg;
   }
 }

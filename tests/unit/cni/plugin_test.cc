@@ -995,7 +995,7 @@ TEST_F(PluginTest, TheNodeConfigurationFileSetsThePathsAndAnInvalidOneIsRefused)
   EXPECT_NE(ReadFile(log).find("INFO"), std::string::npos) << "a netconf logLevel overrides the node's";
   // A typo, a relative path, a file others can write: every command, VERSION too, says so.
   for (auto [content, mode, want] : std::vector<std::tuple<std::string, mode_t, std::string>>{
-           {R"({"stateDirr":"/x"})", 0644, "\"stateDirr\""},
+           {R"({"stateDirr":"/x"})", 0644, "$.stateDirr: unknown field"},
            {R"({"stateDir":"var/x"})", 0644, "absolute"},
            {R"({"allowNetconfOverrides":"yes"})", 0644, "allowNetconfOverrides"},
            {"{", 0644, "JSON"},

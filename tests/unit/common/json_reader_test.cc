@@ -34,5 +34,21 @@ TEST(JsonReaderTest, AbsentAndNullAreNotThereUnlessRequired) {
   EXPECT_EQ(Parse("{", "GET /x").status().message(), "GET /x: answer is not JSON");
 }
 
+TEST(JsonReaderTest, UnknownKeysAreRefusedNamingTheSortedAllowedOnes) {
+  EXPECT_TRUE(CheckKeys(json::parse(R"({"pools":[]})"), "$", {"resourcePrefix", "pools"}).ok());
+  EXPECT_EQ(CheckKeys(json::parse(R"({"poolz":1})"), "$.x", {"resourcePrefix", "pools"}).message(),
+            "$.x.poolz: unknown field (allowed: pools, resourcePrefix)");
+  EXPECT_EQ(CheckKeys(json::array(), "$", {"pools"}).message(), "$: not an object (array)");
+}
+
+TEST(JsonReaderTest, StringListNamesTheElementOfTheWrongType) {
+  EXPECT_EQ(*StringList(json::parse(R"(["a","b"])"), "$.v"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(StringList(json("ib0"), "$.v").status().message(), "$.v: not a list (string)");
+  EXPECT_EQ(StringList(json::parse(R"(["a",1])"), "$.v").status().message(),
+            "$.v[1]: not a string (number)");
+  EXPECT_EQ(Missing("$.v").message(), "$.v: missing");
+  EXPECT_EQ(Invalid("$.v", "must not be empty").code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace rdmak8s::json_reader

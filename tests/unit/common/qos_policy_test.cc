@@ -32,17 +32,17 @@ TEST(QosPolicyTest, EmptyBlockIsAnEmptyPolicy) {
 
 TEST(QosPolicyTest, RejectsTheFirstWrongFieldByName) {
   const std::pair<const char*, const char*> cases[] = {
-      {R"([])", "\"qos\" must be an object"},
-      {R"({"trust":"vlan"})", "qos.trust must be \"dscp\" or \"pcp\""},
-      {R"({"trust":1})", "qos.\"trust\" must be a string"},
-      {R"({"pfc":[8]})", "qos.pfc: 8 is not a priority 0..7"},
-      {R"({"ecn":3})", "qos.ecn must be an array of priorities 0..7"},
-      {R"({"dscpToPriority":{"64":1}})", "qos.dscpToPriority: key \"64\" is not a DSCP 0..63"},
-      {R"({"dscpToPriority":{"10":9}})", "qos.dscpToPriority[\"10\"]: 9 is not a priority 0..7"},
-      {R"({"dscpToPriority":[]})", "qos.dscpToPriority must be an object {\"<dscp>\": <priority>}"},
-      {R"({"roceTos":256})", "qos.\"roceTos\" must be an integer in 0..255"},
-      {R"({"strict":"yes"})", "qos.\"strict\" must be true or false"},
-      {R"({"pfc":[9],"trust":"vlan"})", "qos.trust must be \"dscp\" or \"pcp\""},
+      {R"([])", "$.qos: not an object (array)"},
+      {R"({"trust":"vlan"})", "$.qos.trust: must be \"dscp\" or \"pcp\", not \"vlan\""},
+      {R"({"trust":1})", "$.qos.trust: not a string (number)"},
+      {R"({"pfc":[8]})", "$.qos.pfc[0]: 8 is not a priority 0..7"},
+      {R"({"ecn":3})", "$.qos.ecn: not a list (number)"},
+      {R"({"dscpToPriority":{"64":1}})", "$.qos.dscpToPriority.64: key \"64\" is not a DSCP 0..63"},
+      {R"({"dscpToPriority":{"10":9}})", "$.qos.dscpToPriority.10: 9 is not a priority 0..7"},
+      {R"({"dscpToPriority":[]})", "$.qos.dscpToPriority: not an object (array)"},
+      {R"({"roceTos":256})", "$.qos.roceTos: must be an integer in 0..255, not 256"},
+      {R"({"strict":"yes"})", "$.qos.strict: not a boolean (string)"},
+      {R"({"pfc":[9],"trust":"vlan"})", "$.qos.trust: must be \"dscp\" or \"pcp\", not \"vlan\""},
   };
   for (const auto& [text, want] : cases) {
     auto p = ParseQosPolicy(json::parse(text));
@@ -59,7 +59,7 @@ TEST(QosPolicyTest, RejectsDscpKeysThatAreNotPlainDecimal) {
     auto p = ParseQosPolicy(q);
     ASSERT_FALSE(p.ok()) << '"' << key << '"';
     EXPECT_EQ(p.status().message(),
-              std::string("qos.dscpToPriority: key \"") + key + "\" is not a DSCP 0..63");
+              std::string("$.qos.dscpToPriority.") + key + ": key \"" + key + "\" is not a DSCP 0..63");
   }
 }
 

@@ -200,7 +200,7 @@ TEST_F(BinaryTest, InvalidConfigAtStartExitsNonZeroNamingTheProblem) {
   while (fgets(buf, sizeof(buf), p)) out += buf;
   int status = pclose(p);
   EXPECT_EQ(WEXITSTATUS(status), 1);
-  EXPECT_NE(out.find("$.pools[0].selectors.isVF: must be true or false, got 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("$.pools[0].selectors.isVF: not a boolean (number)"), std::string::npos) << out;
 }
 
 TEST_F(BinaryTest, BusyMetricsPortExitsNonZeroNamingTheAddressAndTheCause) {

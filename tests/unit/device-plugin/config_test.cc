@@ -102,16 +102,16 @@ TEST_P(BadConfigTest, IsRejectedWithJsonPath) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, BadConfigTest,
     ::testing::Values(
-        BadCase{"TopLevelArray", "[]", "$: must be an object, got array"},
+        BadCase{"TopLevelArray", "[]", "$: not an object (array)"},
         BadCase{"UnknownTopField", R"({"pools": [], "poolz": 1})",
                 "$.poolz: unknown field (allowed: pools, resourcePrefix)"},
-        BadCase{"MissingPools", R"({})", "$.pools: is required"},
+        BadCase{"MissingPools", R"({})", "$.pools: missing"},
         BadCase{"EmptyPools", R"({"pools": []})", "$.pools: must name at least one pool"},
-        BadCase{"PoolsNotList", R"({"pools": {}})", "$.pools: must be a list, got object"},
+        BadCase{"PoolsNotList", R"({"pools": {}})", "$.pools: not a list (object)"},
         BadCase{"BadPrefix", R"({"resourcePrefix": "RDMA_", "pools": [{"name": "a", "selectors": {}}]})",
                 "$.resourcePrefix: \"RDMA_\" is not a DNS subdomain (lower-case, like rdma or "
                 "rdma.example.com)"},
-        BadCase{"MissingName", R"({"pools": [{"selectors": {}}]})", "$.pools[0].name: is required"},
+        BadCase{"MissingName", R"({"pools": [{"selectors": {}}]})", "$.pools[0].name: missing"},
         BadCase{"BadName", R"({"pools": [{"name": "-x", "selectors": {}}]})",
                 "$.pools[0].name: \"-x\" is not a valid resource name (1-63 of [A-Za-z0-9-_.], "
                 "starting and ending alphanumeric)"},
@@ -128,7 +128,7 @@ INSTANTIATE_TEST_SUITE_P(
                 R"({"pools": [{"name": "a", "mode": "exclusive", "capacity": 2, "selectors": {}}]})",
                 "$.pools[0].capacity: only applies to shared pools (exclusive is one ID per device)"},
         BadCase{"MissingSelectors", R"({"pools": [{"name": "a"}]})",
-                "$.pools[0].selectors: is required (use {} only if the pool should take every "
+                "$.pools[0].selectors: missing (use {} only if the pool should take every "
                 "device)"},
         BadCase{"UnknownSelector", R"({"pools": [{"name": "a", "selectors": {"vendor": ["15b3"]}}]})",
                 "$.pools[0].selectors.vendor: unknown field (allowed: deviceIDs, drivers, isVF, "
@@ -142,7 +142,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "$.pools[0].selectors.drivers: must not be empty (leave the selector out to match "
                 "all)"},
         BadCase{"SelectorNotList", R"({"pools": [{"name": "a", "selectors": {"netdevs": "ib0"}}]})",
-                "$.pools[0].selectors.netdevs: must be a list of strings, got string"},
+                "$.pools[0].selectors.netdevs: not a list (string)"},
         BadCase{"BadPciAddress",
                 R"({"pools": [{"name": "a", "selectors": {"pciAddresses": ["3b:00.0"]}}]})",
                 "$.pools[0].selectors.pciAddresses[0]: \"3b:00.0\" is not a PCI address like "
@@ -156,14 +156,14 @@ INSTANTIATE_TEST_SUITE_P(
                 "$.pools[0].selectors.numaNodes[0]: must be a NUMA node number (0..1023, or -1 "
                 "for unknown), got \"0\""},
         BadCase{"BadIsVF", R"({"pools": [{"name": "a", "selectors": {"isVF": "yes"}}]})",
-                "$.pools[0].selectors.isVF: must be true or false, got \"yes\""},
+                "$.pools[0].selectors.isVF: not a boolean (string)"},
         BadCase{"UnknownAllocateField",
                 R"({"pools": [{"name": "a", "selectors": {}, "allocate": {"nccl": true}}]})",
                 "$.pools[0].allocate.nccl: unknown field (allowed: env, issm, ncclEnv, roceUmad, "
                 "ucxEnv)"},
         BadCase{"AllocateFlagNotBool",
                 R"({"pools": [{"name": "a", "selectors": {}, "allocate": {"issm": 1}}]})",
-                "$.pools[0].allocate.issm: must be true or false, got 1"},
+                "$.pools[0].allocate.issm: not a boolean (number)"},
         BadCase{"BadEnvName",
                 R"({"pools": [{"name": "a", "selectors": {}, "allocate": {"env": {"1X": "y"}}}]})",
                 "$.pools[0].allocate.env.1X: is not a valid environment variable name"}),

@@ -64,9 +64,9 @@ TEST(DeviceFilterTest, BadFilesAreRefusedNamingWhatIsWrong) {
     const char* names;
   } cases[] = {
       {"{", "not valid JSON"},
-      {"[]", "must be an object"},
-      {R"({"selector": {}})", "$.selector: unknown key"},
-      {R"({})", "$.selectors: is required"},
+      {"[]", "$: not an object (array)"},
+      {R"({"selector": {}})", "$.selector: unknown field (allowed: selectors)"},
+      {R"({})", "$.selectors: missing"},
       {R"({"selectors": {"transport": ["roce"]}})", "$.selectors"},
       {R"({"selectors": {"transports": ["rocev2"]}})", "$.selectors.transports[0]"},
       {R"({"selectors": {"vendors": ["15b"]}})", "$.selectors.vendors[0]"},

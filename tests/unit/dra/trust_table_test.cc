@@ -236,7 +236,7 @@ TEST_F(TrustTableTest, EveryKeyTheStrictParsersAcceptHasARow) {
   const std::string node_path = tmp_.path() + "/node.json";
   std::ofstream(node_path) << R"({"not-a-key": 1})";
   ASSERT_EQ(::chmod(node_path.c_str(), 0600), 0);
-  const std::set<std::string> node = Listed(cni::LoadNodeConfig(node_path).status().message(), "key (");
+  const std::set<std::string> node = Listed(cni::LoadNodeConfig(node_path).status().message(), "(allowed: ");
   ASSERT_FALSE(node.empty());
 
   const std::set<std::string> claim_rows = Keys(kClaim), class_rows = Keys(kClass), pool_rows = Keys(kPool),

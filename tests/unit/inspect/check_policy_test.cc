@@ -35,7 +35,7 @@ TEST(CheckPolicyTest, InvalidQosIsRefusedWithTheCnisMessage) {
   auto nc = ParseQosArg(R"({"trust":"dscp","pfc":[9]})");
   ASSERT_FALSE(nc.ok());
   EXPECT_EQ(nc.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(nc.status().message().find("qos.pfc: 9 is not a priority 0..7"), std::string::npos)
+  EXPECT_NE(nc.status().message().find("$.qos.pfc[0]: 9 is not a priority 0..7"), std::string::npos)
       << nc.status().ToString();
   EXPECT_FALSE(ParseQosArg("[1]").ok());
   EXPECT_FALSE(ParseQosArg("not json").ok());

@@ -247,7 +247,7 @@ TEST_F(PluginDraTest, TheRecordsDirIsTheNodesNeverTheNetconfs) {
   ASSERT_TRUE(WriteFile(file, json({{"podDevicesDir", "run/x"}}).dump()));
   out = Run("DEL", "c1", &pod, Conf("1.0.0", &pod));
   EXPECT_EQ(Code(out), kErrInvalidConfig) << out.stdout_data;
-  EXPECT_NE(Msg(out).find("\"podDevicesDir\""), std::string::npos) << Msg(out);
+  EXPECT_NE(Msg(out).find("$.podDevicesDir"), std::string::npos) << Msg(out);
 }
 
 }  // namespace

@@ -234,3 +234,55 @@ cri_rdma_pod_down() {
   out=$(cri RemovePodSandbox "$w/sb.json" 2>&1) || { echo "RemovePodSandbox: $out"; return 1; }
   rm -rf "$d"
 }
+
+# cri_container_holds POD WANT FROM CMD...: the check POD-container-devices: the lines CMD prints
+# in POD's container (its device nodes, env, sysfs: what the runtime injected) are the words of
+# WANT, in any order; FROM says where WANT came from (the CDI names the container was made with).
+cri_container_holds() {
+  local pod=$1 want=$2 from=$3 got
+  shift 3
+  got=$(pod_run "$pod" "$@" 2>&1 | sort | tr '\n' ' ')
+  want=$(echo "$want" | tr ' ' '\n' | grep . | sort -u | tr '\n' ' ')
+  if [ "$got" = "$want" ]; then
+    result "$pod-container-devices" PASS "the container holds [$got] from CDI $from"
+  else
+    result "$pod-container-devices" FAIL "the container holds [$got], wanted [$want]"
+  fi
+}
+
+# cri_raw_verbs SPOD SDEV SIP CPOD CDEV CIP: raw verbs between two containers (ibv_rc_pingpong,
+# ib_write_bw; SPOD serves on SIP), each side's RoCE v2 GID index read in its own container for
+# the address of its CNI result (checks gid-index, ctr-ibv_rc_pingpong, ctr-ib_write_bw).
+cri_raw_verbs() {
+  local spod=$1 sdev=$2 sip=$3 cpod=$4 cdev=$5 cip=$6 sg cg
+  sg=$(pod_gid_index "$spod" "$sdev" "$sip")
+  cg=$(pod_gid_index "$cpod" "$cdev" "$cip")
+  if [ -z "$sg" ] || [ -z "$cg" ]; then
+    result gid-index FAIL "no RoCE v2 GID for $sip on $sdev ('$sg') or $cip on $cdev ('$cg'), read in the containers"
+    return 1
+  fi
+  result gid-index PASS "RoCE v2 IPv4 GID index $sg on $sdev ($spod, $sip), $cg on $cdev ($cpod, $cip), read in the containers"
+  traffic ctr-ibv_rc_pingpong usec/iter tcp:18515 "$spod" "$cpod" \
+    "ibv_rc_pingpong -d $sdev -i 1 -g $sg -n $ITERS_PP" \
+    "ibv_rc_pingpong -d $cdev -i 1 -g $cg -n $ITERS_PP $sip" \
+    verify_pingpong $ITERS_PP
+  traffic ctr-ib_write_bw MB/s tcp:18515 "$spod" "$cpod" \
+    "ib_write_bw -d $sdev -i 1 -x $sg -F -n $ITERS_BW" \
+    "ib_write_bw -d $cdev -i 1 -x $cg -F -n $ITERS_BW $sip" \
+    verify_perftest $ITERS_BW 4 MB/s
+}
+
+# cri_node_clean: after containerd's teardown of every pod, no rdmak8s state is left (check
+# state-clean) and containerd removed its cni-<uuid> namespaces (check netns-gone).
+cri_node_clean() {
+  local left="" ns
+  check_state_clean "containerd's DELs"
+  for ns in /var/run/netns/cni-*; do
+    [ -e "$ns" ] && left="$left ${ns##*/}"
+  done
+  if [ -z "$left" ]; then
+    result netns-gone PASS "containerd removed its pod namespaces"
+  else
+    result netns-gone FAIL "namespaces left: $left"
+  fi
+}

@@ -275,11 +275,7 @@ tn_node_down() {
   else
     result "$pod-cni-del-twice" FAIL "second DEL: $(tail -n 5 "$POD_DIR/$pod/cni.DEL" | tr '\n' ' ')"
   fi
-  if left=$(cni_state_left); then
-    result state-clean PASS "no attachment record and no saved setting left in /var/lib/cni/rdmak8s"
-  else
-    result state-clean FAIL "state left after DEL: $left"
-  fi
+  check_state_clean DEL
   rm -f "$POD_DIR/$pod/net.conflist"  # down once: a second tn_node_down does nothing
 }
 

@@ -156,11 +156,7 @@ stack_down() {
       result "$pod-address-released" FAIL "net1 still has $left after DEL"
     fi
   done
-  if left=$(cni_state_left); then
-    result state-clean PASS "no attachment record and no saved knob left in /var/lib/cni/rdmak8s"
-  else
-    result state-clean FAIL "state left after DEL: $left"
-  fi
+  check_state_clean DEL
   if [ "$mode" = exclusive ] && [ $added = 1 ]; then
     left=""
     for s in slot1 slot2; do

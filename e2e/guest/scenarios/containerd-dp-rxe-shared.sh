@@ -135,38 +135,12 @@ cdp_pods_up() {
       return 1
     fi
     # What the container holds: the CDI spec's nodes for its device (uverbs, rdma_cm) and the env.
-    got=$(pod_run "$pod" sh -c 'ls /dev/infiniband; env | grep ^RDMAK8S_' 2>&1 | sort | tr '\n' ' ')
-    want="$(basename "$(cdp_uverbs "rxe_$slot")") RDMAK8S_$(echo "$slot" | tr 'a-z' 'A-Z')_DEVICES=rxe_$slot rdma_cm "
-    want=$(echo "$want" | tr ' ' '\n' | grep . | sort | tr '\n' ' ')
-    if [ "$got" = "$want" ]; then
-      result "$pod-container-devices" PASS "the container holds [$got] from CDI $(echo "$alloc" | jq -c .cdi_devices)"
-    else
-      result "$pod-container-devices" FAIL "the container holds [$got], wanted [$want]"
-    fi
+    cri_container_holds "$pod" \
+      "$(basename "$(cdp_uverbs "rxe_$slot")") RDMAK8S_$(echo "$slot" | tr 'a-z' 'A-Z')_DEVICES=rxe_$slot rdma_cm" \
+      "$(echo "$alloc" | jq -c .cdi_devices)" sh -c 'ls /dev/infiniband; env | grep ^RDMAK8S_'
   done
   A_IP=$(cat "$POD_DIR/podA/ip"); B_IP=$(cat "$POD_DIR/podB/ip")
   check_ping fabric-ping podB "$A_IP"
-}
-
-# cdp_traffic: raw verbs between the containers, each side's RoCE v2 GID index read in its own
-# container for the address of its CNI result.
-cdp_traffic() {
-  local sg cg
-  sg=$(pod_gid_index podA rxe_slot1 "$A_IP")
-  cg=$(pod_gid_index podB rxe_slot2 "$B_IP")
-  if [ -z "$sg" ] || [ -z "$cg" ]; then
-    result gid-index FAIL "no RoCE v2 GID for $A_IP on rxe_slot1 ('$sg') or $B_IP on rxe_slot2 ('$cg'), read in the containers"
-    return 1
-  fi
-  result gid-index PASS "RoCE v2 IPv4 GID index $sg on rxe_slot1 (podA, $A_IP), $cg on rxe_slot2 (podB, $B_IP), read in the containers"
-  traffic ctr-ibv_rc_pingpong usec/iter tcp:18515 podA podB \
-    "ibv_rc_pingpong -d rxe_slot1 -i 1 -g $sg -n $ITERS_PP" \
-    "ibv_rc_pingpong -d rxe_slot2 -i 1 -g $cg -n $ITERS_PP $A_IP" \
-    verify_pingpong $ITERS_PP
-  traffic ctr-ib_write_bw MB/s tcp:18515 podA podB \
-    "ib_write_bw -d rxe_slot1 -i 1 -x $sg -F -n $ITERS_BW" \
-    "ib_write_bw -d rxe_slot2 -i 1 -x $cg -F -n $ITERS_BW $A_IP" \
-    verify_perftest $ITERS_BW 4 MB/s
 }
 
 # cdp_pods_down: kubelet's teardown of both pods; then containerd's CNI calls as recorded (two DELs
@@ -211,17 +185,7 @@ cdp_pods_down() {
       result "$pod-device-healthy" FAIL "rdma/$slot: $out"
     fi
   done
-  if left=$(cni_state_left); then
-    result state-clean PASS "no attachment record and no saved knob left in /var/lib/cni/rdmak8s"
-  else
-    result state-clean FAIL "state left after containerd's DELs: $left"
-  fi
-  left=$(ls /var/run/netns | grep '^cni-' | tr '\n' ' ')
-  if [ -z "$left" ]; then
-    result netns-gone PASS "containerd removed its pod namespaces"
-  else
-    result netns-gone FAIL "namespaces left: $left"
-  fi
+  cri_node_clean
 }
 
 cdp_conflist
@@ -231,7 +195,7 @@ if cdp_slots_and_plugin; then
     if err=$(pause_image_import 2>&1) && err=$(rdma_pod_image_import 2>&1); then
       result images PASS "$(ctr_k8s images ls -q 2>&1 | tr '\n' ' ')"
       if cdp_pods_up; then
-        cdp_traffic
+        cri_raw_verbs podA rxe_slot1 "$A_IP" podB rxe_slot2 "$B_IP"
       fi
       cdp_pods_down
       cnilog_show | grep -E ': [0-9]+-(ADD|DEL):' | grep -v 'other env' | head -n 8

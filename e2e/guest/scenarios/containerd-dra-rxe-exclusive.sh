@@ -24,7 +24,7 @@ podB slot2 22222222-bbbb-4bbb-8bbb-0000000000b2 c2b2b2b2-0000-4000-8000-00000000
 
 # The DRA node without pods: slots, fake API server, driver, both devices published.
 cdra_node_up() {
-  local s n
+  local s
   for s in slot1 slot2; do
     if err=$(slot_add $s rxe 2>&1); then
       result "slot-$s" PASS "netns $s, net1 on $FABRIC, rxe_$s (in the root namespace: exclusive mode)"
@@ -32,30 +32,7 @@ cdra_node_up() {
       result "slot-$s" FAIL "$err"; return 1
     fi
   done
-  mkdir -p "$DRA_DIR/claims" "$DRA_DIR/tls" /var/lib/kubelet/plugins_registry "$CDI_DIR"
-  rdmak8s-fake-api-server --tls-dir "$DRA_DIR/tls" --claims-dir "$DRA_DIR/claims" \
-    --node "$NODE:node-uid-e2e" > "$API_LOG" 2>&1 &
-  echo $! > /run/e2e/fake-api-server.pid
-  n=0
-  while [ ! -f "$DRA_DIR/tls/kubeconfig" ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
-  if [ ! -f "$DRA_DIR/tls/kubeconfig" ]; then
-    result api-server FAIL "the fake API server wrote no kubeconfig in 30 s: $(tail -n 5 "$API_LOG")"
-    return 1
-  fi
-  rdmak8s-dra-driver --kubeconfig "$DRA_DIR/tls/kubeconfig" --node-name "$NODE" \
-    --cdi-dir "$CDI_DIR" --delete-slices-on-exit -v 1 >> "$DRA_LOG" 2>&1 &
-  echo $! > /run/e2e/dra-driver.pid
-  n=0
-  while [ $n -lt 900 ]; do
-    [ -n "$(slice_device_of rxe_slot1)" ] && [ -n "$(slice_device_of rxe_slot2)" ] && break
-    sleep 0.1
-    n=$((n + 1))
-  done
-  if [ -z "$(slice_device_of rxe_slot1)" ] || [ -z "$(slice_device_of rxe_slot2)" ]; then
-    result slices-published FAIL "no ResourceSlice device for rxe_slot1 and rxe_slot2 within 90 s"
-    show "$DRA_LOG" 30; return 1
-  fi
-  result slices-published PASS "$(slice_device_of rxe_slot1), $(slice_device_of rxe_slot2)"
+  dra_control_plane_up node-uid-e2e rxe_slot1 rxe_slot2
 }
 
 # The node's one conflist: e2e-slot (pod annotations capability) with host-local, rdmak8s in
@@ -135,44 +112,18 @@ EOF_POD
       return 1
     fi
     # The container holds the spec's nodes (uverbs of its device, rdma_cm) and sees only its device.
-    got=$(pod_run "$pod" sh -c 'ls /dev/infiniband; ls /sys/class/infiniband' 2>&1 | sort | tr '\n' ' ')
     want=$(jq -r '[.containerEdits.deviceNodes[]?, .devices[].containerEdits.deviceNodes[]?] | .[].path' \
              "$CDI_DIR/$DRIVER-claim_$cuid.json" | sed 's|.*/||'; echo "rxe_$slot")
-    want=$(echo "$want" | grep . | sort -u | tr '\n' ' ')
-    if [ "$got" = "$want" ]; then
-      result "$pod-container-devices" PASS "the container holds [$got] from CDI $ids"
-    else
-      result "$pod-container-devices" FAIL "the container holds [$got], wanted [$want]"
-    fi
+    cri_container_holds "$pod" "$want" "$ids" sh -c 'ls /dev/infiniband; ls /sys/class/infiniband'
   done
   A_IP=$(cat "$POD_DIR/podA/ip"); B_IP=$(cat "$POD_DIR/podB/ip")
   check_ping fabric-ping podB "$A_IP"
 }
 
-# Raw verbs between the containers, each side's RoCE v2 GID index read in its own container.
-cdra_traffic() {
-  local sg cg
-  sg=$(pod_gid_index podA rxe_slot1 "$A_IP")
-  cg=$(pod_gid_index podB rxe_slot2 "$B_IP")
-  if [ -z "$sg" ] || [ -z "$cg" ]; then
-    result gid-index FAIL "no RoCE v2 GID for $A_IP on rxe_slot1 ('$sg') or $B_IP on rxe_slot2 ('$cg'), read in the containers"
-    return 1
-  fi
-  result gid-index PASS "RoCE v2 IPv4 GID index $sg on rxe_slot1 (podA, $A_IP), $cg on rxe_slot2 (podB, $B_IP), read in the containers"
-  traffic ctr-ibv_rc_pingpong usec/iter tcp:18515 podA podB \
-    "ibv_rc_pingpong -d rxe_slot1 -i 1 -g $sg -n $ITERS_PP" \
-    "ibv_rc_pingpong -d rxe_slot2 -i 1 -g $cg -n $ITERS_PP $A_IP" \
-    verify_pingpong $ITERS_PP
-  traffic ctr-ib_write_bw MB/s tcp:18515 podA podB \
-    "ib_write_bw -d rxe_slot1 -i 1 -x $sg -F -n $ITERS_BW" \
-    "ib_write_bw -d rxe_slot2 -i 1 -x $cg -F -n $ITERS_BW $A_IP" \
-    verify_perftest $ITERS_BW 4 MB/s
-}
-
 # Kubelet's teardown: CRI (containerd's two DELs), then NodeUnprepareResources; each device back
 # in the root namespace on net1 of its slot, no CNI state, no claim spec, no pod record.
 cdra_pods_down() {
-  local s pod slot puid cuid sb dels n out left
+  local s pod slot puid cuid sb dels n
   for s in $(echo "$CDRA_PODS" | tr ' ' ':'); do
     IFS=: read -r pod slot puid cuid <<EOF_POD
 $s
@@ -199,42 +150,11 @@ EOF_POD
       fi
     fi
     [ -f "/run/e2e/$pod.prepared" ] || continue
-    if out=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" unprepare --claim "default/$(claim_name "$pod")/$cuid" 2>&1) &&
-       [ ! -e "$CDI_DIR/$DRIVER-claim_$cuid.json" ] && [ ! -e "$DRA_PODS_DIR/$puid" ]; then
-      result "$pod-unprepare" PASS "claim unprepared: its CDI spec and the pod's device record are gone"
-    else
-      result "$pod-unprepare" FAIL "unprepare: $out; CDI specs left: $(ls "$CDI_DIR" | tr '\n' ' '); records: $(ls "$DRA_PODS_DIR" 2>&1 | tr '\n' ' ')"
-    fi
+    dra_unprepare "$pod" "$puid" "$cuid"
   done
-  if left=$(cni_state_left); then
-    result state-clean PASS "no attachment record and no saved knob left in /var/lib/cni/rdmak8s"
-  else
-    result state-clean FAIL "state left after containerd's DELs: $left"
-  fi
-  left=$(ls /var/run/netns | grep '^cni-' | tr '\n' ' ')
-  if [ -z "$left" ]; then
-    result netns-gone PASS "containerd removed its pod namespaces"
-  else
-    result netns-gone FAIL "namespaces left: $left"
-  fi
+  cri_node_clean
 }
 
-# The driver's exit removes its slices; then the API server goes.
-cdra_node_down() {
-  local n left
-  if [ -f /run/e2e/dra-driver.pid ]; then
-    kill "$(cat /run/e2e/dra-driver.pid)" 2>/dev/null
-    n=0
-    while _alive "$(cat /run/e2e/dra-driver.pid)" && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
-    left=$(api_get /apis/resource.k8s.io/v1/resourceslices | jq --arg drv "$DRIVER" '[.items[] | select(.spec.driver == $drv)] | length')
-    if [ "$left" = 0 ]; then
-      result slices-deleted-on-exit PASS "after SIGTERM the driver exited and this node's slices are gone"
-    else
-      result slices-deleted-on-exit FAIL "$left slice(s) of $DRIVER left after the driver's exit"
-    fi
-  fi
-  [ -f /run/e2e/fake-api-server.pid ] && kill "$(cat /run/e2e/fake-api-server.pid)" 2>/dev/null
-}
 
 cdra_conflist
 if cdra_node_up; then
@@ -243,7 +163,7 @@ if cdra_node_up; then
     if err=$(pause_image_import 2>&1) && err=$(rdma_pod_image_import 2>&1); then
       result images PASS "$(ctr_k8s images ls -q 2>&1 | tr '\n' ' ')"
       if cdra_pods_up; then
-        cdra_traffic
+        cri_raw_verbs podA rxe_slot1 "$A_IP" podB rxe_slot2 "$B_IP"
       fi
       cdra_pods_down
     else
@@ -255,4 +175,4 @@ if cdra_node_up; then
   fi
   containerd_down
 fi
-cdra_node_down
+dra_control_plane_down

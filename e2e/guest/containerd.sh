@@ -250,26 +250,12 @@ cri_container_holds() {
   fi
 }
 
-# cri_raw_verbs SPOD SDEV SIP CPOD CDEV CIP: raw verbs between two containers (ibv_rc_pingpong,
-# ib_write_bw; SPOD serves on SIP), each side's RoCE v2 GID index read in its own container for
-# the address of its CNI result (checks gid-index, ctr-ibv_rc_pingpong, ctr-ib_write_bw).
+# cri_raw_verbs SPOD SDEV SIP CPOD CDEV CIP: raw verbs between two containers (SPOD serving on
+# SIP), each side's RoCE v2 GID index read in its own container for the address of its CNI
+# result: battery_raw_verbs' ibv_rc_pingpong and ib_write_bw (checks ctr-gid-index,
+# ctr-ibv_rc_pingpong, ctr-ib_write_bw).
 cri_raw_verbs() {
-  local spod=$1 sdev=$2 sip=$3 cpod=$4 cdev=$5 cip=$6 sg cg
-  sg=$(pod_gid_index "$spod" "$sdev" "$sip")
-  cg=$(pod_gid_index "$cpod" "$cdev" "$cip")
-  if [ -z "$sg" ] || [ -z "$cg" ]; then
-    result gid-index FAIL "no RoCE v2 GID for $sip on $sdev ('$sg') or $cip on $cdev ('$cg'), read in the containers"
-    return 1
-  fi
-  result gid-index PASS "RoCE v2 IPv4 GID index $sg on $sdev ($spod, $sip), $cg on $cdev ($cpod, $cip), read in the containers"
-  traffic ctr-ibv_rc_pingpong usec/iter tcp:18515 "$spod" "$cpod" \
-    "ibv_rc_pingpong -d $sdev -i 1 -g $sg -n $ITERS_PP" \
-    "ibv_rc_pingpong -d $cdev -i 1 -g $cg -n $ITERS_PP $sip" \
-    verify_pingpong $ITERS_PP
-  traffic ctr-ib_write_bw MB/s tcp:18515 "$spod" "$cpod" \
-    "ib_write_bw -d $sdev -i 1 -x $sg -F -n $ITERS_BW" \
-    "ib_write_bw -d $cdev -i 1 -x $cg -F -n $ITERS_BW $sip" \
-    verify_perftest $ITERS_BW 4 MB/s
+  battery_raw_verbs ctr "$1" "$2" "$3" "$4" "$5" "$6" "ibv_rc_pingpong ib_write_bw"
 }
 
 # cri_node_clean: after containerd's teardown of every pod, no rdmak8s state is left (check
@@ -285,4 +271,78 @@ cri_node_clean() {
   else
     result netns-gone FAIL "namespaces left: $left"
   fi
+}
+
+# cri_node_conflist NETNS_MODE: the node's one conflist, as containerd reads it from
+# /etc/cni/net.d: e2e-slot (with the pod annotations capability, standing in for Multus's
+# deviceID) and host-local, rdmak8s in NETNS_MODE with no deviceID (shared: it finds the device by
+# CNI_IFNAME's netdev; exclusive: the pod's claimed device by K8S_POD_UID), the recording plugin
+# last.
+cri_node_conflist() {
+  mkdir -p /etc/cni/net.d /etc/cni/rdmak8s
+  [ -f /etc/cni/rdmak8s/node.json ] || echo '{"logFile": "/tmp/rdmak8s-cni.log"}' > /etc/cni/rdmak8s/node.json
+  jq -n --arg mode "$1" '{cniVersion: "1.0.0", name: "e2e-fabric", plugins: [
+    {type: "e2e-slot", capabilities: {"io.kubernetes.cri.pod-annotations": true},
+     ipam: {type: "host-local", ranges: [[{subnet: "198.18.0.0/24"}]], dataDir: "/var/lib/cni/networks"}},
+    {type: "rdmak8s", netnsMode: $mode, qos: {roceTos: 106}, logLevel: "debug"},
+    {type: "e2e-cnilog"}]}' > /etc/cni/net.d/10-e2e-fabric.conflist
+}
+
+# cri_rdma_pod_up POD UID DEVICE_ID: cri_pod_sandbox (figure run-pod-sandbox-POD); on failure the
+# check POD-run-pod-sandbox with the ends of containerd's, the slot plugin's and our CNI's logs.
+cri_rdma_pod_up() {
+  local t0 err
+  t0=$(now_ms)
+  if ! err=$(cri_pod_sandbox "$1" "$2" "$3" 2>&1); then
+    result "$1-run-pod-sandbox" FAIL "$err"
+    tail -n 15 "$CTRD_LOG" | sed 's/^/  containerd: /'
+    show /run/e2e-slot/log; show /tmp/rdmak8s-cni.log 20
+    return 1
+  fi
+  figure "run-pod-sandbox-$1" $(($(now_ms) - t0)) ms
+}
+
+# cri_rdma_container_up POD ALLOCATION_JSON: cri_pod_container; on failure the check
+# POD-container with the end of containerd's log.
+cri_rdma_container_up() {
+  local err
+  if ! err=$(cri_pod_container "$1" "$2" 2>&1); then
+    result "$1-container" FAIL "$err"
+    tail -n 15 "$CTRD_LOG" | sed 's/^/  containerd: /'
+    return 1
+  fi
+}
+
+# check_cri_rdma_pod_down POD: cri_rdma_pod_down as the check POD-cri-down.
+check_cri_rdma_pod_down() {
+  local err
+  if err=$(cri_rdma_pod_down "$1" 2>&1); then
+    result "$1-cri-down" PASS "StopContainer, RemoveContainer, StopPodSandbox, RemovePodSandbox"
+  else
+    result "$1-cri-down" FAIL "$err"; show /run/e2e-slot/log; show /tmp/rdmak8s-cni.log 20
+  fi
+}
+
+# cri_rdma_session PODS_UP PODS_DOWN: what both containerd RDMA scenarios run once their node's
+# agents are up: containerd (check containerd-up), the pause and RDMA pod images (check images),
+# PODS_UP (podA and podB through CRI, setting A_IP and B_IP), raw verbs between their containers
+# when they came up (cri_raw_verbs), PODS_DOWN whatever happened, then containerd stops.
+cri_rdma_session() {
+  local err
+  if err=$(containerd_up 120 2>&1); then
+    result containerd-up PASS "containerd $(ctr --address "$CTRD_SOCK" version 2>&1 | sed -n '/^Server:/,$s/^ *Version: *//p' | head -n 1) answers"
+    if err=$(pause_image_import 2>&1) && err=$(rdma_pod_image_import 2>&1); then
+      result images PASS "$(ctr_k8s images ls -q 2>&1 | tr '\n' ' ')"
+      if $1; then
+        cri_raw_verbs podA rxe_slot1 "$A_IP" podB rxe_slot2 "$B_IP"
+      fi
+      $2
+    else
+      result images FAIL "$(echo "$err" | tail -n 5 | tr '\n' ' ')"
+    fi
+  else
+    result containerd-up FAIL "$err"
+    show "$CTRD_LOG" 20
+  fi
+  containerd_down
 }

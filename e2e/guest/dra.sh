@@ -171,17 +171,21 @@ dra_unprepare() {
   fi
 }
 
+# dra_pod_conflist POD POD_UID: POD's conflist (pod_conflist, exclusive mode; E2E_IPAM_RANGE as
+# it takes it) without deviceID: the CNI finds the pod's device through its claim, by
+# K8S_POD_UID. CNI_ARGS as containerd's CRI passes them (IgnoreUnknown=1 keeps host-local from
+# refusing the K8S_ keys).
+dra_pod_conflist() {
+  pod_conflist "$1" "" exclusive
+  jq 'del(.plugins[1].deviceID)' "$POD_DIR/$1/net.conflist" > "$POD_DIR/$1/net.tmp" &&
+    mv "$POD_DIR/$1/net.tmp" "$POD_DIR/$1/net.conflist"
+  echo "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=$1;K8S_POD_INFRA_CONTAINER_ID=e2e-$1;K8S_POD_UID=$2" > "$POD_DIR/$1/cni_args"
+}
+
 dra_up() {
   local s
   need_binaries rdmak8s-dra-driver rdmak8s-fake-api-server rdmak8s-fake-dra-kubelet cni-driver rdmak8s curl || return 1
-  for s in slot1 slot2; do
-    if err=$(slot_add $s rxe 2>&1); then
-      result "slot-$s" PASS "netns $s, net1 on $FABRIC, rxe_$s (no address until CNI ADD)"
-    else
-      result "slot-$s" FAIL "$err"
-      return 1
-    fi
-  done
+  slots_up rxe "no address until CNI ADD" slot1 slot2 || return 1
   dra_control_plane_up node-uid-e2e rxe_slot1 rxe_slot2 || return 1
   # Registration with kubelet's plugin watcher happens on the first fake-kubelet call below.
   for s in $DRA_PODS; do
@@ -219,12 +223,7 @@ EOF_POD
     else
       result "$pod-devices-from-cdi" FAIL "pod has [$got], the CDI spec gave [$want]"
     fi
-    # No deviceID: the CNI finds the pod's device through its claim, by K8S_POD_UID.
-    pod_conflist "$pod" "" exclusive
-    jq 'del(.plugins[1].deviceID)' "$POD_DIR/$pod/net.conflist" > "$POD_DIR/$pod/net.tmp" &&
-      mv "$POD_DIR/$pod/net.tmp" "$POD_DIR/$pod/net.conflist"
-    # What containerd's CRI passes (IgnoreUnknown=1 keeps host-local from refusing the K8S_ keys).
-    echo "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=$pod;K8S_POD_INFRA_CONTAINER_ID=e2e-$pod;K8S_POD_UID=$puid" > "$POD_DIR/$pod/cni_args"
+    dra_pod_conflist "$pod" "$puid"
     pod_network_up "$pod" "$pod-cni-add-by-pod-uid" || return 1
   done
   pods_reachable
@@ -318,10 +317,7 @@ dra_kubelet_restart_republishes() {
     result podC-create FAIL "pod from the CDI spec of claim $cuid: $alloc $err"
     return 1
   fi
-  pod_conflist podC "" exclusive
-  jq 'del(.plugins[1].deviceID)' "$POD_DIR/podC/net.conflist" > "$POD_DIR/podC/net.tmp" &&
-    mv "$POD_DIR/podC/net.tmp" "$POD_DIR/podC/net.conflist"
-  echo "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=podC;K8S_POD_INFRA_CONTAINER_ID=e2e-podC;K8S_POD_UID=$puid" > "$POD_DIR/podC/cni_args"
+  dra_pod_conflist podC "$puid"
   pod_network_up podC podC-cni-add-by-pod-uid || return 1
   c_ip=$(pod_ip podC)
   battery_raw_verbs dra-after-kubelet-restart podA rxe_slot1 "$A_IP" podC rxe_slot2 "$c_ip"

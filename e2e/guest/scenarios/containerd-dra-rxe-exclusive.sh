@@ -24,28 +24,8 @@ podB slot2 22222222-bbbb-4bbb-8bbb-0000000000b2 c2b2b2b2-0000-4000-8000-00000000
 
 # The DRA node without pods: slots, fake API server, driver, both devices published.
 cdra_node_up() {
-  local s
-  for s in slot1 slot2; do
-    if err=$(slot_add $s rxe 2>&1); then
-      result "slot-$s" PASS "netns $s, net1 on $FABRIC, rxe_$s (in the root namespace: exclusive mode)"
-    else
-      result "slot-$s" FAIL "$err"; return 1
-    fi
-  done
+  slots_up rxe "in the root namespace: exclusive mode" slot1 slot2 || return 1
   dra_control_plane_up node-uid-e2e rxe_slot1 rxe_slot2
-}
-
-# The node's one conflist: e2e-slot (pod annotations capability) with host-local, rdmak8s in
-# exclusive mode with no deviceID (it takes the pod's claimed device by K8S_POD_UID), the
-# recording plugin last.
-cdra_conflist() {
-  mkdir -p /etc/cni/net.d /etc/cni/rdmak8s
-  [ -f /etc/cni/rdmak8s/node.json ] || echo '{"logFile": "/tmp/rdmak8s-cni.log"}' > /etc/cni/rdmak8s/node.json
-  jq -n '{cniVersion: "1.0.0", name: "e2e-fabric", plugins: [
-    {type: "e2e-slot", capabilities: {"io.kubernetes.cri.pod-annotations": true},
-     ipam: {type: "host-local", ranges: [[{subnet: "198.18.0.0/24"}]], dataDir: "/var/lib/cni/networks"}},
-    {type: "rdmak8s", netnsMode: "exclusive", qos: {roceTos: 106}, logLevel: "debug"},
-    {type: "e2e-cnilog"}]}' > /etc/cni/net.d/10-e2e-fabric.conflist
 }
 
 # cdra_spec_nodes_ok CLAIM_UID: every device node the claim's CDI spec names exists as a
@@ -62,7 +42,7 @@ cdra_spec_nodes_ok() {
 }
 
 cdra_pods_up() {
-  local s pod slot puid cuid pd prep ids alloc err ns ip got want t0
+  local s pod slot puid cuid pd prep ids alloc err ns ip got want
   for s in $(echo "$CDRA_PODS" | tr ' ' ':'); do
     IFS=: read -r pod slot puid cuid <<EOF_POD
 $s
@@ -80,14 +60,7 @@ EOF_POD
       result "$pod-prepare" FAIL "NodePrepareResources of default/$(claim_name "$pod"): $prep; records: $(ls "$DRA_PODS_DIR" 2>&1 | tr '\n' ' ')"
       show "$DRA_LOG" 30; return 1
     fi
-    t0=$(now_ms)
-    if ! err=$(cri_pod_sandbox "$pod" "$puid" "rxe_$slot" 2>&1); then
-      result "$pod-run-pod-sandbox" FAIL "$err"
-      tail -n 15 "$CTRD_LOG" | sed 's/^/  containerd: /'
-      show /run/e2e-slot/log; show /tmp/rdmak8s-cni.log 20
-      return 1
-    fi
-    figure "run-pod-sandbox-$pod" $(($(now_ms) - t0)) ms
+    cri_rdma_pod_up "$pod" "$puid" "rxe_$slot" || return 1
     ns=$(cat "$POD_DIR/$pod/netns"); ip=$(cat "$POD_DIR/$pod/ip")
     # Exclusive mode: the claimed device is in containerd's namespace only, on its eth0.
     got=$($IP netns exec "$ns" $RDMA link show 2>/dev/null | grep -o "rxe_$slot/1 .* netdev [a-z0-9]*" | sed 's/.* netdev //')
@@ -106,11 +79,7 @@ EOF_POD
     result "$pod-claim-spec-nodes" PASS "every node of the claim's CDI spec exists after the plug"
     # CreateContainer with the prepare answer's CDI names (kubelet passes them as they are).
     alloc=$(jq -nc --argjson ids "$ids" '{cdi_devices: $ids, envs: {}}')
-    if ! err=$(cri_pod_container "$pod" "$alloc" 2>&1); then
-      result "$pod-container" FAIL "$err"
-      tail -n 15 "$CTRD_LOG" | sed 's/^/  containerd: /'
-      return 1
-    fi
+    cri_rdma_container_up "$pod" "$alloc" || return 1
     # The container holds the spec's nodes (uverbs of its device, rdma_cm) and sees only its device.
     want=$(jq -r '[.containerEdits.deviceNodes[]?, .devices[].containerEdits.deviceNodes[]?] | .[].path' \
              "$CDI_DIR/$DRIVER-claim_$cuid.json" | sed 's|.*/||'; echo "rxe_$slot")
@@ -130,11 +99,7 @@ $s
 EOF_POD
     if [ -f "$POD_DIR/$pod/sandbox" ]; then
       sb=$(cat "$POD_DIR/$pod/sandbox")
-      if err=$(cri_rdma_pod_down "$pod" 2>&1); then
-        result "$pod-cri-down" PASS "StopContainer, RemoveContainer, StopPodSandbox, RemovePodSandbox"
-      else
-        result "$pod-cri-down" FAIL "$err"; show /run/e2e-slot/log; show /tmp/rdmak8s-cni.log 20
-      fi
+      check_cri_rdma_pod_down "$pod"
       dels=$(grep -l "^CNI_CONTAINERID=$sb\$" "$CNILOG_DIR"/*-DEL.env 2>/dev/null)
       n=$(echo "$dels" | grep -c .)
       if [ "$n" = 2 ] && grep -q "^CNI_ARGS=.*K8S_POD_UID=$puid" $dels; then
@@ -155,24 +120,8 @@ EOF_POD
   cri_node_clean
 }
 
-
-cdra_conflist
+cri_node_conflist exclusive
 if cdra_node_up; then
-  if err=$(containerd_up 120 2>&1); then
-    result containerd-up PASS "containerd answers"
-    if err=$(pause_image_import 2>&1) && err=$(rdma_pod_image_import 2>&1); then
-      result images PASS "$(ctr_k8s images ls -q 2>&1 | tr '\n' ' ')"
-      if cdra_pods_up; then
-        cri_raw_verbs podA rxe_slot1 "$A_IP" podB rxe_slot2 "$B_IP"
-      fi
-      cdra_pods_down
-    else
-      result images FAIL "$(echo "$err" | tail -n 5 | tr '\n' ' ')"
-    fi
-  else
-    result containerd-up FAIL "$err"
-    show "$CTRD_LOG" 20
-  fi
-  containerd_down
+  cri_rdma_session cdra_pods_up cdra_pods_down
 fi
 dra_control_plane_down

@@ -234,3 +234,115 @@ cri_rdma_pod_down() {
   out=$(cri RemovePodSandbox "$w/sb.json" 2>&1) || { echo "RemovePodSandbox: $out"; return 1; }
   rm -rf "$d"
 }
+
+# cri_container_holds POD WANT FROM CMD...: the check POD-container-devices: the lines CMD prints
+# in POD's container (its device nodes, env, sysfs: what the runtime injected) are the words of
+# WANT, in any order; FROM says where WANT came from (the CDI names the container was made with).
+cri_container_holds() {
+  local pod=$1 want=$2 from=$3 got
+  shift 3
+  got=$(pod_run "$pod" "$@" 2>&1 | sort | tr '\n' ' ')
+  want=$(echo "$want" | tr ' ' '\n' | grep . | sort -u | tr '\n' ' ')
+  if [ "$got" = "$want" ]; then
+    result "$pod-container-devices" PASS "the container holds [$got] from CDI $from"
+  else
+    result "$pod-container-devices" FAIL "the container holds [$got], wanted [$want]"
+  fi
+}
+
+# cri_raw_verbs SPOD SDEV SIP CPOD CDEV CIP: raw verbs between two containers (SPOD serving on
+# SIP), each side's RoCE v2 GID index read in its own container for the address of its CNI
+# result: battery_raw_verbs' ibv_rc_pingpong and ib_write_bw (checks ctr-gid-index,
+# ctr-ibv_rc_pingpong, ctr-ib_write_bw).
+cri_raw_verbs() {
+  battery_raw_verbs ctr "$1" "$2" "$3" "$4" "$5" "$6" "ibv_rc_pingpong ib_write_bw"
+}
+
+# cri_node_clean: after containerd's teardown of every pod, no rdmak8s state is left (check
+# state-clean) and containerd removed its cni-<uuid> namespaces (check netns-gone).
+cri_node_clean() {
+  local left="" ns
+  check_state_clean "containerd's DELs"
+  for ns in /var/run/netns/cni-*; do
+    [ -e "$ns" ] && left="$left ${ns##*/}"
+  done
+  if [ -z "$left" ]; then
+    result netns-gone PASS "containerd removed its pod namespaces"
+  else
+    result netns-gone FAIL "namespaces left: $left"
+  fi
+}
+
+# cri_node_conflist NETNS_MODE: the node's one conflist, as containerd reads it from
+# /etc/cni/net.d: e2e-slot (with the pod annotations capability, standing in for Multus's
+# deviceID) and host-local, rdmak8s in NETNS_MODE with no deviceID (shared: it finds the device by
+# CNI_IFNAME's netdev; exclusive: the pod's claimed device by K8S_POD_UID), the recording plugin
+# last.
+cri_node_conflist() {
+  mkdir -p /etc/cni/net.d /etc/cni/rdmak8s
+  [ -f /etc/cni/rdmak8s/node.json ] || echo '{"logFile": "/tmp/rdmak8s-cni.log"}' > /etc/cni/rdmak8s/node.json
+  jq -n --arg mode "$1" '{cniVersion: "1.0.0", name: "e2e-fabric", plugins: [
+    {type: "e2e-slot", capabilities: {"io.kubernetes.cri.pod-annotations": true},
+     ipam: {type: "host-local", ranges: [[{subnet: "198.18.0.0/24"}]], dataDir: "/var/lib/cni/networks"}},
+    {type: "rdmak8s", netnsMode: $mode, qos: {roceTos: 106}, logLevel: "debug"},
+    {type: "e2e-cnilog"}]}' > /etc/cni/net.d/10-e2e-fabric.conflist
+}
+
+# cri_rdma_pod_up POD UID DEVICE_ID: cri_pod_sandbox (figure run-pod-sandbox-POD); on failure the
+# check POD-run-pod-sandbox with the ends of containerd's, the slot plugin's and our CNI's logs.
+cri_rdma_pod_up() {
+  local t0 err
+  t0=$(now_ms)
+  if ! err=$(cri_pod_sandbox "$1" "$2" "$3" 2>&1); then
+    result "$1-run-pod-sandbox" FAIL "$err"
+    tail -n 15 "$CTRD_LOG" | sed 's/^/  containerd: /'
+    show /run/e2e-slot/log; show /tmp/rdmak8s-cni.log 20
+    return 1
+  fi
+  figure "run-pod-sandbox-$1" $(($(now_ms) - t0)) ms
+}
+
+# cri_rdma_container_up POD ALLOCATION_JSON: cri_pod_container; on failure the check
+# POD-container with the end of containerd's log.
+cri_rdma_container_up() {
+  local err
+  if ! err=$(cri_pod_container "$1" "$2" 2>&1); then
+    result "$1-container" FAIL "$err"
+    tail -n 15 "$CTRD_LOG" | sed 's/^/  containerd: /'
+    return 1
+  fi
+}
+
+# check_cri_rdma_pod_down POD: cri_rdma_pod_down as the check POD-cri-down.
+check_cri_rdma_pod_down() {
+  local err
+  if err=$(cri_rdma_pod_down "$1" 2>&1); then
+    result "$1-cri-down" PASS "StopContainer, RemoveContainer, StopPodSandbox, RemovePodSandbox"
+  else
+    result "$1-cri-down" FAIL "$err"; show /run/e2e-slot/log; show /tmp/rdmak8s-cni.log 20
+  fi
+}
+
+# cri_rdma_session PODS_UP PODS_DOWN: what both containerd RDMA scenarios run once their node's
+# agents are up: containerd (check containerd-up), the pause and RDMA pod images (check images),
+# PODS_UP (podA and podB through CRI, setting A_IP and B_IP), raw verbs between their containers
+# when they came up (cri_raw_verbs), PODS_DOWN whatever happened, then containerd stops.
+cri_rdma_session() {
+  local err
+  if err=$(containerd_up 120 2>&1); then
+    result containerd-up PASS "containerd $(ctr --address "$CTRD_SOCK" version 2>&1 | sed -n '/^Server:/,$s/^ *Version: *//p' | head -n 1) answers"
+    if err=$(pause_image_import 2>&1) && err=$(rdma_pod_image_import 2>&1); then
+      result images PASS "$(ctr_k8s images ls -q 2>&1 | tr '\n' ' ')"
+      if $1; then
+        cri_raw_verbs podA rxe_slot1 "$A_IP" podB rxe_slot2 "$B_IP"
+      fi
+      $2
+    else
+      result images FAIL "$(echo "$err" | tail -n 5 | tr '\n' ' ')"
+    fi
+  else
+    result containerd-up FAIL "$err"
+    show "$CTRD_LOG" 20
+  fi
+  containerd_down
+}

@@ -79,47 +79,114 @@ cdi_as_allocation() {
     "$CDI_DIR/$DRIVER-claim_$1.json"
 }
 
-dra_up() {
-  local s t0 t1 n
-  need_binaries rdmak8s-dra-driver rdmak8s-fake-api-server rdmak8s-fake-dra-kubelet cni-driver rdmak8s curl || return 1
-  for s in slot1 slot2; do
-    if err=$(slot_add $s rxe 2>&1); then
-      result "slot-$s" PASS "netns $s, net1 on $FABRIC, rxe_$s (no address until CNI ADD)"
-    else
-      result "slot-$s" FAIL "$err"
-      return 1
-    fi
+# dra_slices_missing DEV...: prints the DEVs no ResourceSlice device of this driver names yet;
+# fails when any is missing.
+dra_slices_missing() {
+  local d missing=""
+  for d in "$@"; do
+    [ -n "$(slice_device_of "$d")" ] || missing="$missing $d"
   done
+  echo "${missing# }"
+  [ -z "$missing" ]
+}
+
+# dra_control_plane_up NODE_UID DEV...: node $NODE's fake API server (node UID NODE_UID), then
+# rdmak8s-dra-driver (--delete-slices-on-exit). Waits for the events, each bounded: the API
+# server's kubeconfig (30 s), then the slices naming every DEV (90 s; figure
+# dra-slices-published); gives up early when the process waited on exits. Checks api-server (on
+# failure only) and slices-published; fails with what was missing.
+dra_control_plane_up() {
+  local uid=$1 end t0 missing
+  shift
   mkdir -p "$DRA_DIR/claims" "$DRA_DIR/tls" /var/lib/kubelet/plugins_registry "$CDI_DIR"
   rdmak8s-fake-api-server --tls-dir "$DRA_DIR/tls" --claims-dir "$DRA_DIR/claims" \
-    --node "$NODE:node-uid-e2e" > "$API_LOG" 2>&1 &
+    --node "$NODE:$uid" > "$API_LOG" 2>&1 < /dev/null &
   echo $! > /run/e2e/fake-api-server.pid
-  n=0
-  while [ ! -f "$DRA_DIR/tls/kubeconfig" ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+  end=$(($(now_ms) + 30000))
+  while [ ! -f "$DRA_DIR/tls/kubeconfig" ] && [ "$(now_ms)" -lt $end ] &&
+        _alive "$(cat /run/e2e/fake-api-server.pid)"; do
+    sleep 0.1
+  done
   if [ ! -f "$DRA_DIR/tls/kubeconfig" ]; then
-    result api-server FAIL "the fake API server wrote no kubeconfig in 30 s: $(tail -n 5 "$API_LOG")"
+    result api-server FAIL "the fake API server wrote no kubeconfig in 30 s ($(_alive "$(cat /run/e2e/fake-api-server.pid)" && echo running || echo exited)): $(tail -n 5 "$API_LOG" | tr '\n' ' ')"
     return 1
   fi
   t0=$(now_ms)
   rdmak8s-dra-driver --kubeconfig "$DRA_DIR/tls/kubeconfig" --node-name "$NODE" \
-    --cdi-dir "$CDI_DIR" --delete-slices-on-exit -v 1 >> "$DRA_LOG" 2>&1 &
+    --cdi-dir "$CDI_DIR" --delete-slices-on-exit -v 1 >> "$DRA_LOG" 2>&1 < /dev/null &
   echo $! > /run/e2e/dra-driver.pid
-  # Published: both devices in this node's slices.
-  n=0
-  while [ $n -lt 900 ]; do
-    [ -n "$(slice_device_of rxe_slot1)" ] && [ -n "$(slice_device_of rxe_slot2)" ] && break
+  end=$((t0 + 90000))
+  while ! missing=$(dra_slices_missing "$@") && [ "$(now_ms)" -lt $end ] &&
+        _alive "$(cat /run/e2e/dra-driver.pid)"; do
     sleep 0.1
-    n=$((n + 1))
   done
-  if [ -z "$(slice_device_of rxe_slot2)" ] || [ -z "$(slice_device_of rxe_slot1)" ]; then
-    result slices-published FAIL "no ResourceSlice device for rxe_slot1 and rxe_slot2 within 90 s: $(api_get /apis/resource.k8s.io/v1/resourceslices | head -c 600)"
+  if ! missing=$(dra_slices_missing "$@"); then
+    result slices-published FAIL "no ResourceSlice device for $missing within 90 s (driver $(_alive "$(cat /run/e2e/dra-driver.pid)" && echo running || echo exited)): $(api_get /apis/resource.k8s.io/v1/resourceslices | head -c 600)"
     show "$DRA_LOG" 30
     return 1
   fi
-  t1=$(now_ms)
-  figure dra-slices-published $((t1 - t0)) ms
+  figure dra-slices-published $(($(now_ms) - t0)) ms
   [ "$E2E_VERBOSE" = 1 ] && show "$DRA_LOG" 40
-  result slices-published PASS "$(api_get /apis/resource.k8s.io/v1/resourceslices | jq -c --arg drv "$DRIVER" '[.items[] | select(.spec.driver == $drv) | {pool: .spec.pool.name, node: .spec.nodeName, devices: [.spec.devices[] | {name, transport: .attributes.transport.string, rdmaDevice: .attributes.rdmaDevice.string}]}]')"
+  result slices-published PASS "node $NODE: $(api_get /apis/resource.k8s.io/v1/resourceslices | jq -c --arg drv "$DRIVER" '[.items[] | select(.spec.driver == $drv) | {pool: .spec.pool.name, node: .spec.nodeName, devices: [.spec.devices[] | {name, transport: .attributes.transport.string, rdmaDevice: .attributes.rdmaDevice.string}]}]')"
+}
+
+# dra_control_plane_down: uninstall as the DaemonSet's deletion does: SIGTERM to the driver, a
+# bounded wait (30 s) for its exit, then the check slices-deleted-on-exit (its exit removed this
+# node's slices); then the fake API server goes. Does nothing for a driver never started.
+dra_control_plane_down() {
+  local pid end left
+  if [ -f /run/e2e/dra-driver.pid ]; then
+    pid=$(cat /run/e2e/dra-driver.pid)
+    kill "$pid" 2>/dev/null
+    end=$(($(now_ms) + 30000))
+    while _alive "$pid" && [ "$(now_ms)" -lt $end ]; do sleep 0.1; done
+    left=$(api_get /apis/resource.k8s.io/v1/resourceslices | jq --arg drv "$DRIVER" '[.items[] | select(.spec.driver == $drv)] | length')
+    if _alive "$pid"; then
+      result slices-deleted-on-exit FAIL "the driver (pid $pid) did not exit within 30 s of SIGTERM; $left slice(s) of $DRIVER listed"
+      show "$DRA_LOG" 15
+    elif [ "$left" = 0 ]; then
+      result slices-deleted-on-exit PASS "after SIGTERM the driver exited and node $NODE's slices are gone"
+    else
+      result slices-deleted-on-exit FAIL "$left slice(s) of $DRIVER left after the driver's exit"
+      show "$DRA_LOG" 15
+    fi
+    rm -f /run/e2e/dra-driver.pid
+  fi
+  if [ -f /run/e2e/fake-api-server.pid ]; then
+    kill "$(cat /run/e2e/fake-api-server.pid)" 2>/dev/null
+    rm -f /run/e2e/fake-api-server.pid
+  fi
+}
+
+# dra_unprepare POD POD_UID CLAIM_UID: NodeUnprepareResources of the pod's claim as kubelet sends
+# it after the pod's teardown; the check POD-unprepare: it succeeds and leaves no claim CDI spec
+# and no pod device record.
+dra_unprepare() {
+  local out
+  if out=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" unprepare --claim "default/$(claim_name "$1")/$3" 2>&1) &&
+     [ ! -e "$CDI_DIR/$DRIVER-claim_$3.json" ] && [ ! -e "$DRA_PODS_DIR/$2" ]; then
+    result "$1-unprepare" PASS "claim unprepared: its CDI spec and the pod's device record are gone"
+  else
+    result "$1-unprepare" FAIL "unprepare: $out; CDI specs left: $(ls "$CDI_DIR" | tr '\n' ' '); records: $(ls "$DRA_PODS_DIR" 2>&1 | tr '\n' ' ')"
+  fi
+}
+
+# dra_pod_conflist POD POD_UID: POD's conflist (pod_conflist, exclusive mode; E2E_IPAM_RANGE as
+# it takes it) without deviceID: the CNI finds the pod's device through its claim, by
+# K8S_POD_UID. CNI_ARGS as containerd's CRI passes them (IgnoreUnknown=1 keeps host-local from
+# refusing the K8S_ keys).
+dra_pod_conflist() {
+  pod_conflist "$1" "" exclusive
+  jq 'del(.plugins[1].deviceID)' "$POD_DIR/$1/net.conflist" > "$POD_DIR/$1/net.tmp" &&
+    mv "$POD_DIR/$1/net.tmp" "$POD_DIR/$1/net.conflist"
+  echo "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=$1;K8S_POD_INFRA_CONTAINER_ID=e2e-$1;K8S_POD_UID=$2" > "$POD_DIR/$1/cni_args"
+}
+
+dra_up() {
+  local s
+  need_binaries rdmak8s-dra-driver rdmak8s-fake-api-server rdmak8s-fake-dra-kubelet cni-driver rdmak8s curl || return 1
+  slots_up rxe "no address until CNI ADD" slot1 slot2 || return 1
+  dra_control_plane_up node-uid-e2e rxe_slot1 rxe_slot2 || return 1
   # Registration with kubelet's plugin watcher happens on the first fake-kubelet call below.
   for s in $DRA_PODS; do
     local pod slot puid cuid req pd prep alloc got want ids
@@ -156,12 +223,7 @@ EOF_POD
     else
       result "$pod-devices-from-cdi" FAIL "pod has [$got], the CDI spec gave [$want]"
     fi
-    # No deviceID: the CNI finds the pod's device through its claim, by K8S_POD_UID.
-    pod_conflist "$pod" "" exclusive
-    jq 'del(.plugins[1].deviceID)' "$POD_DIR/$pod/net.conflist" > "$POD_DIR/$pod/net.tmp" &&
-      mv "$POD_DIR/$pod/net.tmp" "$POD_DIR/$pod/net.conflist"
-    # What containerd's CRI passes (IgnoreUnknown=1 keeps host-local from refusing the K8S_ keys).
-    echo "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=$pod;K8S_POD_INFRA_CONTAINER_ID=e2e-$pod;K8S_POD_UID=$puid" > "$POD_DIR/$pod/cni_args"
+    dra_pod_conflist "$pod" "$puid"
     pod_network_up "$pod" "$pod-cni-add-by-pod-uid" || return 1
   done
   pods_reachable
@@ -189,7 +251,7 @@ EOF_POD
 }
 
 dra_down() {
-  local s out n left
+  local s
   # As kubelet tears a pod down: CNI DEL (twice), then NodeUnprepareResources.
   stack_down rxe exclusive
   if [ "${DRA_UP:-0}" = 1 ]; then
@@ -198,28 +260,11 @@ dra_down() {
       IFS=: read -r pod slot puid cuid req <<EOF_POD
 $s
 EOF_POD
-      if out=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" unprepare --claim "default/$(claim_name "$pod")/$cuid" 2>&1) &&
-         [ ! -e "$CDI_DIR/$DRIVER-claim_$cuid.json" ] && [ ! -e "$DRA_PODS_DIR/$puid" ]; then
-        result "$pod-unprepare" PASS "claim unprepared: its CDI spec and the pod's device record are gone"
-      else
-        result "$pod-unprepare" FAIL "unprepare: $out; CDI specs left: $(ls "$CDI_DIR" | tr '\n' ' '); records: $(ls "$DRA_PODS_DIR" 2>&1 | tr '\n' ' ')"
-      fi
+      dra_unprepare "$pod" "$puid" "$cuid"
     done
   fi
   # Uninstall: the driver's exit removes this node's slices.
-  if [ -f /run/e2e/dra-driver.pid ]; then
-    kill "$(cat /run/e2e/dra-driver.pid)" 2>/dev/null
-    n=0
-    while _alive "$(cat /run/e2e/dra-driver.pid)" && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
-    left=$(api_get /apis/resource.k8s.io/v1/resourceslices | jq --arg drv "$DRIVER" '[.items[] | select(.spec.driver == $drv)] | length')
-    if [ "$left" = 0 ]; then
-      result slices-deleted-on-exit PASS "after SIGTERM the driver exited and this node's slices are gone"
-    else
-      result slices-deleted-on-exit FAIL "$left slice(s) of $DRIVER left after the driver's exit"
-      show "$DRA_LOG" 15
-    fi
-  fi
-  [ -f /run/e2e/fake-api-server.pid ] && kill "$(cat /run/e2e/fake-api-server.pid)" 2>/dev/null
+  dra_control_plane_down
 }
 
 # dra_kubelet_restart_republishes: kubelet restarts as the real one does (issue 23): at its start
@@ -272,10 +317,7 @@ dra_kubelet_restart_republishes() {
     result podC-create FAIL "pod from the CDI spec of claim $cuid: $alloc $err"
     return 1
   fi
-  pod_conflist podC "" exclusive
-  jq 'del(.plugins[1].deviceID)' "$POD_DIR/podC/net.conflist" > "$POD_DIR/podC/net.tmp" &&
-    mv "$POD_DIR/podC/net.tmp" "$POD_DIR/podC/net.conflist"
-  echo "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=podC;K8S_POD_INFRA_CONTAINER_ID=e2e-podC;K8S_POD_UID=$puid" > "$POD_DIR/podC/cni_args"
+  dra_pod_conflist podC "$puid"
   pod_network_up podC podC-cni-add-by-pod-uid || return 1
   c_ip=$(pod_ip podC)
   battery_raw_verbs dra-after-kubelet-restart podA rxe_slot1 "$A_IP" podC rxe_slot2 "$c_ip"

@@ -176,7 +176,7 @@ TN_RANGE_a='{"rangeStart": "198.18.0.10", "rangeEnd": "198.18.0.49"}'
 TN_RANGE_b='{"rangeStart": "198.18.0.50", "rangeEnd": "198.18.0.89"}'
 
 tn_node_up() {  # tn_node_up KIND
-  local kind=$1 pod dev doc alloc got want uv env devid t0
+  local kind=$1 pod dev doc alloc devid t0
   pod=$(tn_pod)
   dev=${kind}_slot1
   need_binaries rdmak8s-device-plugin rdmak8s-fake-kubelet cni-driver rdmak8s || return 1
@@ -211,18 +211,7 @@ tn_node_up() {  # tn_node_up KIND
     result "$pod-create" FAIL "$err"
     return 1
   fi
-  got=$(pod_run "$pod" ls /dev/infiniband | sort | tr '\n' ' ')
-  want=$(echo "$alloc" | jq -r '.devices[].container_path' | sed 's|.*/||' | sort | tr '\n' ' ')
-  uv=""
-  for u in $(echo "$alloc" | jq -r '.devices[].host_path' | grep uverbs); do
-    [ "$(cat /sys/class/infiniband_verbs/$(basename "$u")/ibdev 2>/dev/null)" = "$dev" ] && uv=$(basename "$u")
-  done
-  env=$(grep '^RDMAK8S_SLOT1_DEVICES=' "$POD_DIR/$pod/env")
-  if [ "$got" = "$want" ] && [ -n "$uv" ] && [ "$env" = "RDMAK8S_SLOT1_DEVICES=$dev" ]; then
-    result "$pod-devices" PASS "/dev/infiniband holds only [$got] ($uv is $dev); $env"
-  else
-    result "$pod-devices" FAIL "pod has [$got], Allocate gave [$want], uverbs of $dev: '${uv}', env '$env'"
-  fi
+  check_pod_devices "$pod" slot1 "$dev" "$alloc"
   devid=$(echo "$doc" | jq -r '.allocations[] | select(.resource == "rdma/slot1") | .ids[0]')
   if [ "$TN_ROLE" = a ]; then E2E_IPAM_RANGE=$TN_RANGE_a; else E2E_IPAM_RANGE=$TN_RANGE_b; fi
   E2E_IPAM_RANGE=$E2E_IPAM_RANGE pod_conflist "$pod" "$devid" shared
@@ -262,24 +251,11 @@ tn_pods_up() {
 
 # tn_node_down: CNI DEL (twice) of this node's pod; the node is left clean.
 tn_node_down() {
-  local pod left
+  local pod
   pod=$(tn_pod)
   [ -f "$POD_DIR/$pod/net.conflist" ] || return 0
-  if cni "$pod" DEL; then
-    result "$pod-cni-del" PASS "DEL of the whole chain"
-  else
-    result "$pod-cni-del" FAIL "cni-driver del: $(tail -n 5 "$POD_DIR/$pod/cni.DEL" | tr '\n' ' ')"
-  fi
-  if cni "$pod" DEL gone; then
-    result "$pod-cni-del-twice" PASS "a second DEL as containerd's RemovePodSandbox sends it (CNI_NETNS empty, no prevResult) succeeds"
-  else
-    result "$pod-cni-del-twice" FAIL "second DEL: $(tail -n 5 "$POD_DIR/$pod/cni.DEL" | tr '\n' ' ')"
-  fi
-  if left=$(cni_state_left); then
-    result state-clean PASS "no attachment record and no saved setting left in /var/lib/cni/rdmak8s"
-  else
-    result state-clean FAIL "state left after DEL: $left"
-  fi
+  pod_network_down "$pod"
+  check_state_clean DEL
   rm -f "$POD_DIR/$pod/net.conflist"  # down once: a second tn_node_down does nothing
 }
 
@@ -326,7 +302,7 @@ tn_main() {
 NODE=node-$TN_ROLE
 
 tn_dra_node_up() {
-  local pod puid cuid pd prep alloc got want n t0
+  local pod puid cuid pd prep alloc got want
   pod=$(tn_pod)
   if [ "$TN_ROLE" = a ]; then
     puid=11111111-aaaa-4aaa-8aaa-00000000000a cuid=c1a1a1a1-0000-4000-8000-00000000000a
@@ -341,30 +317,8 @@ tn_dra_node_up() {
     result slot-slot1 FAIL "$err"
     return 1
   fi
-  mkdir -p "$DRA_DIR/claims" "$DRA_DIR/tls" /var/lib/kubelet/plugins_registry "$CDI_DIR"
-  rdmak8s-fake-api-server --tls-dir "$DRA_DIR/tls" --claims-dir "$DRA_DIR/claims" \
-    --node "$NODE:node-uid-$TN_ROLE" > "$API_LOG" 2>&1 < /dev/null &
-  echo $! > /run/e2e/fake-api-server.pid
-  n=0
-  while [ ! -f "$DRA_DIR/tls/kubeconfig" ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
-  if [ ! -f "$DRA_DIR/tls/kubeconfig" ]; then
-    result api-server FAIL "the fake API server wrote no kubeconfig in 30 s: $(tail -n 5 "$API_LOG")"
-    return 1
-  fi
-  t0=$(now_ms)
-  rdmak8s-dra-driver --kubeconfig "$DRA_DIR/tls/kubeconfig" --node-name "$NODE" \
-    --cdi-dir "$CDI_DIR" --delete-slices-on-exit -v 1 >> "$DRA_LOG" 2>&1 < /dev/null &
-  echo $! > /run/e2e/dra-driver.pid
-  n=0
-  while [ -z "$(slice_device_of rxe_slot1)" ] && [ $n -lt 900 ]; do sleep 0.1; n=$((n + 1)); done
+  dra_control_plane_up "node-uid-$TN_ROLE" rxe_slot1 || return 1
   pd=$(slice_device_of rxe_slot1)
-  if [ -z "$pd" ]; then
-    result slices-published FAIL "no ResourceSlice device for rxe_slot1 within 90 s: $(api_get /apis/resource.k8s.io/v1/resourceslices | head -c 600)"
-    show "$DRA_LOG" 30
-    return 1
-  fi
-  figure dra-slices-published $(($(now_ms) - t0)) ms
-  result slices-published PASS "node $NODE: $(api_get /apis/resource.k8s.io/v1/resourceslices | jq -c '[.items[] | {pool: .spec.pool.name, node: .spec.nodeName, devices: [.spec.devices[].name]}]')"
   claim_write "$(claim_name "$pod")" "$cuid" "$pod" "$puid" ${pd% *} ${pd#* }
   prep=$(claim_prepare "$(claim_name "$pod")" "$cuid")
   if echo "$prep" | jq -e --arg u "$cuid" '.claims[$u].error == "" and (.claims[$u].devices | length) == 1' >/dev/null 2>&1; then
@@ -386,10 +340,7 @@ tn_dra_node_up() {
     result "$pod-devices-from-cdi" FAIL "pod has [$got], the CDI spec gave [$want]"
   fi
   if [ "$TN_ROLE" = a ]; then E2E_IPAM_RANGE=$TN_RANGE_a; else E2E_IPAM_RANGE=$TN_RANGE_b; fi
-  E2E_IPAM_RANGE=$E2E_IPAM_RANGE pod_conflist "$pod" "" exclusive
-  jq 'del(.plugins[1].deviceID)' "$POD_DIR/$pod/net.conflist" > "$POD_DIR/$pod/net.tmp" &&
-    mv "$POD_DIR/$pod/net.tmp" "$POD_DIR/$pod/net.conflist"
-  echo "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=$pod;K8S_POD_INFRA_CONTAINER_ID=e2e-$pod;K8S_POD_UID=$puid" > "$POD_DIR/$pod/cni_args"
+  dra_pod_conflist "$pod" "$puid"
   pod_network_up "$pod" "$pod-cni-add-by-pod-uid" || return 1
   check_devices_moved "$pod rxe_slot1"
 }
@@ -397,7 +348,7 @@ tn_dra_node_up() {
 # tn_dra_node_down: CNI DEL (twice), the device home, unprepare, the driver's exit removes the
 # node's slices.
 tn_dra_node_down() {
-  local pod slot puid cuid out n left
+  local pod slot puid cuid
   [ -f /run/e2e/dra-pod ] || return 0
   IFS=: read -r pod slot puid cuid < /run/e2e/dra-pod
   rm -f /run/e2e/dra-pod
@@ -409,24 +360,8 @@ tn_dra_node_down() {
       result device-home FAIL "rxe_slot1 not back in the root namespace after DEL (slot1: $($IP netns exec slot1 $RDMA dev 2>&1 | tr '\n' ' '))"
     fi
   fi
-  if out=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" unprepare --claim "default/$(claim_name "$pod")/$cuid" 2>&1) &&
-     [ ! -e "$CDI_DIR/rdmak8s-dra-$cuid.json" ]; then
-    result "$pod-unprepare" PASS "claim unprepared: its CDI spec is gone"
-  else
-    result "$pod-unprepare" FAIL "unprepare: $out; CDI specs left: $(ls "$CDI_DIR" | tr '\n' ' ')"
-  fi
-  if [ -f /run/e2e/dra-driver.pid ]; then
-    kill "$(cat /run/e2e/dra-driver.pid)" 2>/dev/null
-    n=0
-    while _alive "$(cat /run/e2e/dra-driver.pid)" && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
-    left=$(api_get /apis/resource.k8s.io/v1/resourceslices | jq --arg drv "$DRIVER" '[.items[] | select(.spec.driver == $drv)] | length')
-    if [ "$left" = 0 ]; then
-      result slices-deleted-on-exit PASS "the driver exited and node $NODE's slices are gone"
-    else
-      result slices-deleted-on-exit FAIL "$left slice(s) of $DRIVER left after the driver's exit"
-    fi
-  fi
-  [ -f /run/e2e/fake-api-server.pid ] && kill "$(cat /run/e2e/fake-api-server.pid)" 2>/dev/null
+  dra_unprepare "$pod" "$puid" "$cuid"
+  dra_control_plane_down
   return 0
 }
 
@@ -472,7 +407,7 @@ pod_ll_gid_index() {  # pod_ll_gid_index [b:]POD DEV
 }
 
 battery_ucx() {  # battery_ucx PREFIX b:SPOD SIP CPOD DEV
-  local p=$1 spod=$2 sip=$3 cpod=$4 dev=$5 env sg cg
+  local p=$1 spod=$2 sip=$3 cpod=$4 dev=$5 env sg cg t
   env=$(grep -h '^UCX_NET_DEVICES=' "$POD_DIR/$cpod/env")
   sg=$(pod_ll_gid_index "$spod" "$dev")
   cg=$(pod_ll_gid_index "$cpod" "$dev")
@@ -481,14 +416,14 @@ battery_ucx() {  # battery_ucx PREFIX b:SPOD SIP CPOD DEV
     return 1
   fi
   result "$p-env" PASS "$cpod's env from Allocate: $env; the server pod's: $(on_b grep -h '^UCX_NET_DEVICES=' "$POD_DIR/${spod#b:}/env"); UCX_IB_GID_INDEX $sg (server) and $cg (client): each pod's link-local RoCE v2 GID"
-  traffic "$p-tag_bw" MB/s tcp:13337 "$spod" "$cpod" \
-    "env UCX_IB_GID_INDEX=$sg ucx_perftest -p 13337" \
-    "env UCX_IB_GID_INDEX=$cg ucx_perftest $sip -p 13337 -t tag_bw -s 65536 -n $ITERS_UCX_BW" \
-    verify_ucx $ITERS_UCX_BW 6 MB/s
-  traffic "$p-tag_lat" usec tcp:13337 "$spod" "$cpod" \
-    "env UCX_IB_GID_INDEX=$sg ucx_perftest -p 13337" \
-    "env UCX_IB_GID_INDEX=$cg ucx_perftest $sip -p 13337 -t tag_lat -s 8 -n $ITERS_UCX_LAT" \
-    verify_ucx $ITERS_UCX_LAT 3 usec
+  # Per test: message size, iterations, the column of ucx_perftest's Final line and its unit.
+  for t in "tag_bw 65536 $ITERS_UCX_BW 6 MB/s" "tag_lat 8 $ITERS_UCX_LAT 3 usec"; do
+    set -- $t
+    traffic "$p-$1" "$5" tcp:13337 "$spod" "$cpod" \
+      "env UCX_IB_GID_INDEX=$sg ucx_perftest -p 13337" \
+      "env UCX_IB_GID_INDEX=$cg ucx_perftest $sip -p 13337 -t $1 -s $2 -n $3" \
+      verify_ucx "$3" "$4" "$5"
+  done
 }
 
 # tn_exec_pod POD BASE64_COMMAND: node B runs a shell command line (base64: it carries quotes and

@@ -10,28 +10,37 @@ ITERS_LAT=300     # ib_send_lat iterations
 RPING_COUNT=10
 PERFTEST_BW_OPTS=${PERFTEST_BW_OPTS:-}  # more ib_write_bw options (the two-node scenarios' own)
 
-# Raw verbs (RoCE only: iWARP connects through rdma_cm alone) with each pod's RoCE v2 GID index.
-battery_raw_verbs() {  # battery_raw_verbs PREFIX SPOD SDEV SIP CPOD CDEV CIP
-  local p=$1 spod=$2 sdev=$3 sip=$4 cpod=$5 cdev=$6 cip=$7 sg cg
+# battery_raw_verbs PREFIX SPOD SDEV SIP CPOD CDEV CIP [TOOLS]: raw verbs (RoCE only: iWARP
+# connects through rdma_cm alone) with each pod's RoCE v2 GID index for its address, SPOD serving
+# on SIP. TOOLS (default all three): ibv_rc_pingpong, ib_write_bw, ib_send_lat, each the check
+# PREFIX-<tool>, after PREFIX-gid-index.
+battery_raw_verbs() {
+  local p=$1 spod=$2 sdev=$3 sip=$4 cpod=$5 cdev=$6 cip=$7 tools=${8:-ibv_rc_pingpong ib_write_bw ib_send_lat} sg cg t
   sg=$(pod_gid_index "$spod" "$sdev" "$sip")
   cg=$(pod_gid_index "$cpod" "$cdev" "$cip")
   if [ -z "$sg" ] || [ -z "$cg" ]; then
-    result "$p-gid-index" FAIL "no RoCE v2 GID for $sip on $sdev ('$sg') or $cip on $cdev ('$cg')"
+    result "$p-gid-index" FAIL "no RoCE v2 GID for $sip on $sdev ('$sg') or $cip on $cdev ('$cg'), read in $spod and $cpod"
     return 1
   fi
-  result "$p-gid-index" PASS "RoCE v2 IPv4 GID index $sg on $sdev, $cg on $cdev"
-  traffic "$p-ibv_rc_pingpong" usec/iter tcp:18515 "$spod" "$cpod" \
-    "ibv_rc_pingpong -d $sdev -i 1 -g $sg -n $ITERS_PP" \
-    "ibv_rc_pingpong -d $cdev -i 1 -g $cg -n $ITERS_PP $sip" \
-    verify_pingpong $ITERS_PP
-  traffic "$p-ib_write_bw" MB/s tcp:18515 "$spod" "$cpod" \
-    "ib_write_bw -d $sdev -i 1 -x $sg -F -n $ITERS_BW $PERFTEST_BW_OPTS" \
-    "ib_write_bw -d $cdev -i 1 -x $cg -F -n $ITERS_BW $PERFTEST_BW_OPTS $sip" \
-    verify_perftest $ITERS_BW 4 MB/s
-  traffic "$p-ib_send_lat" usec tcp:18515 "$spod" "$cpod" \
-    "ib_send_lat -d $sdev -i 1 -x $sg -F -n $ITERS_LAT" \
-    "ib_send_lat -d $cdev -i 1 -x $cg -F -n $ITERS_LAT $sip" \
-    verify_perftest $ITERS_LAT 5 usec
+  result "$p-gid-index" PASS "RoCE v2 IPv4 GID index $sg on $sdev ($spod, $sip), $cg on $cdev ($cpod, $cip), read in the pods"
+  for t in $tools; do
+    # Per tool: iterations, the verifier's column and unit, more options.
+    case $t in
+      ibv_rc_pingpong)
+        traffic "$p-$t" usec/iter tcp:18515 "$spod" "$cpod" \
+          "$t -d $sdev -i 1 -g $sg -n $ITERS_PP" \
+          "$t -d $cdev -i 1 -g $cg -n $ITERS_PP $sip" \
+          verify_pingpong $ITERS_PP
+        continue ;;
+      ib_write_bw) set -- "$ITERS_BW" 4 MB/s "$PERFTEST_BW_OPTS" ;;
+      ib_send_lat) set -- "$ITERS_LAT" 5 usec "" ;;
+      *) result "$p-$t" FAIL "battery_raw_verbs: no such tool '$t'"; continue ;;
+    esac
+    traffic "$p-$t" "$3" tcp:18515 "$spod" "$cpod" \
+      "$t -d $sdev -i 1 -x $sg -F -n $1 $4" \
+      "$t -d $cdev -i 1 -x $cg -F -n $1 $4 $sip" \
+      verify_perftest "$1" "$2" "$3"
+  done
 }
 
 # rdma_cm: rping and the perftest -R variants. BIND=bind makes the perftest server bind the pod's

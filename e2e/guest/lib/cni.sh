@@ -68,5 +68,16 @@ cni_state_left() {
   [ -z "$left" ]
 }
 
+# check_state_clean AFTER: the check state-clean: no rdmak8s state is left (cni_state_left) AFTER
+# the teardown named (e.g. "DEL", "containerd's DELs"); the failure lists what is left.
+check_state_clean() {
+  local left
+  if left=$(cni_state_left); then
+    result state-clean PASS "no attachment record and no saved knob left in /var/lib/cni/rdmak8s"
+  else
+    result state-clean FAIL "state left after $1: $left"
+  fi
+}
+
 # The pod's IPv4 address from its CNI ADD result.
 pod_ip() { jq -r '.ips[0].address' "$POD_DIR/$1/cni.ADD" 2>/dev/null | cut -d/ -f1; }

@@ -28,6 +28,21 @@ slot_add() {
   fi
 }
 
+# slots_up KIND NOTE SLOT...: slot_add SLOT KIND for each SLOT, each the check slot-SLOT (NOTE
+# said after the device on success); stops at the first that fails.
+slots_up() {
+  local kind=$1 note=$2 s err
+  shift 2
+  for s in "$@"; do
+    if err=$(slot_add "$s" "$kind" 2>&1); then
+      result "slot-$s" PASS "netns $s, net1 on $FABRIC, ${kind}_$s${note:+ ($note)}"
+    else
+      result "slot-$s" FAIL "$err"
+      return 1
+    fi
+  done
+}
+
 slot_dev() { ls /sys/class/infiniband 2>/dev/null | grep "_$1\$" | head -n 1; }
 
 # Index of the RoCE v2 GID that carries IPv4 address IP4 on port 1 of DEV, computed from gids/* and

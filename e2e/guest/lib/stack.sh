@@ -10,17 +10,10 @@
 # the Allocate answers; their networks attached by CNI ADD and verified by CHECK.
 # Sets A_IP and B_IP. Returns non-zero when the pods could not be built (traffic is then pointless).
 stack_up() {
-  local kind=$1 mode=$2 pool_mode=shared s pod slot t0 t1 doc alloc dev devid env want got uv
+  local kind=$1 mode=$2 pool_mode=shared s pod slot t0 t1 doc alloc dev devid
   [ "$mode" = exclusive ] && pool_mode=exclusive
   need_binaries rdmak8s-device-plugin rdmak8s-fake-kubelet cni-driver rdmak8s || return 1
-  for s in slot1 slot2; do
-    if err=$(slot_add $s "$kind" 2>&1); then
-      result "slot-$s" PASS "netns $s, net1 on $FABRIC, ${kind}_$s (no address until CNI ADD)"
-    else
-      result "slot-$s" FAIL "$err"
-      return 1
-    fi
-  done
+  slots_up "$kind" "no address until CNI ADD" slot1 slot2 || return 1
 
   dp_start "$(jq -nc --arg k "$kind" --arg m "$pool_mode" '{resourcePrefix: "rdma", pools: [
       {name: "slot1", mode: $m, selectors: {rdmaDevices: [($k + "_slot1")]}},
@@ -61,19 +54,7 @@ stack_up() {
       result "$pod-create" FAIL "$err"
       return 1
     fi
-    # What the pod holds: exactly Allocate's nodes, one of them the uverbs node of its device.
-    got=$(pod_run "$pod" ls /dev/infiniband | sort | tr '\n' ' ')
-    want=$(echo "$alloc" | jq -r '.devices[].container_path' | sed 's|.*/||' | sort | tr '\n' ' ')
-    uv=""
-    for u in $(echo "$alloc" | jq -r '.devices[].host_path' | grep uverbs); do
-      [ "$(cat /sys/class/infiniband_verbs/$(basename "$u")/ibdev 2>/dev/null)" = "$dev" ] && uv=$(basename "$u")
-    done
-    env=$(grep "^RDMAK8S_$(echo "$slot" | tr 'a-z' 'A-Z')_DEVICES=" "$POD_DIR/$pod/env")
-    if [ "$got" = "$want" ] && [ -n "$uv" ] && [ "$env" = "RDMAK8S_$(echo "$slot" | tr 'a-z' 'A-Z')_DEVICES=$dev" ]; then
-      result "$pod-devices" PASS "/dev/infiniband holds only [$got] ($uv is $dev); $env"
-    else
-      result "$pod-devices" FAIL "pod has [$got], Allocate gave [$want], uverbs of $dev: '${uv}', env '$env'"
-    fi
+    check_pod_devices "$pod" "$slot" "$dev" "$alloc"
 
     # deviceID as Multus passes it: the ID kubelet allocated for the NAD's resourceName
     # ("<dev>-<k>" in a shared pool, the device itself in an exclusive one), not the device name.
@@ -82,6 +63,26 @@ stack_up() {
     pod_network_up "$pod" "$pod-cni-add" || return 1
   done
   pods_reachable
+}
+
+# check_pod_devices POD POOL DEV ALLOC: the check POD-devices, on a pod built from ALLOC (its
+# container's Allocate answer from pool POOL): its /dev/infiniband holds exactly ALLOC's nodes,
+# one of them the uverbs node of DEV, and its env names DEV in RDMAK8S_<POOL>_DEVICES.
+check_pod_devices() {
+  local pod=$1 dev=$3 alloc=$4 key got want uv u env
+  key=RDMAK8S_$(echo "$2" | tr 'a-z' 'A-Z')_DEVICES
+  got=$(pod_run "$pod" ls /dev/infiniband | sort | tr '\n' ' ')
+  want=$(echo "$alloc" | jq -r '.devices[].container_path' | sed 's|.*/||' | sort | tr '\n' ' ')
+  uv=""
+  for u in $(echo "$alloc" | jq -r '.devices[].host_path' | grep uverbs); do
+    [ "$(cat "/sys/class/infiniband_verbs/${u##*/}/ibdev" 2>/dev/null)" = "$dev" ] && uv=${u##*/}
+  done
+  env=$(grep "^$key=" "$POD_DIR/$pod/env")
+  if [ "$got" = "$want" ] && [ -n "$uv" ] && [ "$env" = "$key=$dev" ]; then
+    result "$pod-devices" PASS "/dev/infiniband holds only [$got] ($uv is $dev); $env"
+  else
+    result "$pod-devices" FAIL "pod has [$got], Allocate gave [$want], uverbs of $dev: '${uv}', env '$env'"
+  fi
 }
 
 # pod_network_up POD ADD_CHECK_NAME: CNI ADD (timed: figure cni-add-POD; its result is the
@@ -102,6 +103,25 @@ pod_network_up() {
     result "$pod-cni-check" PASS "CHECK of the whole chain passed"
   else
     result "$pod-cni-check" FAIL "cni-driver check: $(tail -n 5 "$POD_DIR/$pod/cni.CHECK" | tr '\n' ' ')"
+  fi
+}
+
+# pod_network_down POD: CNI DEL of the whole chain (timed: figure cni-del-POD; check
+# POD-cni-del), then a second DEL as containerd's RemovePodSandbox sends it (CNI_NETNS empty, no
+# prevResult; check POD-cni-del-twice): DEL must be idempotent.
+pod_network_down() {
+  local pod=$1 t0
+  t0=$(now_ms)
+  if cni "$pod" DEL; then
+    figure "cni-del-$pod" $(($(now_ms) - t0)) ms
+    result "$pod-cni-del" PASS "DEL of the whole chain"
+  else
+    result "$pod-cni-del" FAIL "cni-driver del: $(tail -n 5 "$POD_DIR/$pod/cni.DEL" | tr '\n' ' ')"
+  fi
+  if cni "$pod" DEL gone; then
+    result "$pod-cni-del-twice" PASS "a second DEL as containerd's RemovePodSandbox sends it (CNI_NETNS empty, no prevResult) succeeds"
+  else
+    result "$pod-cni-del-twice" FAIL "second DEL: $(tail -n 5 "$POD_DIR/$pod/cni.DEL" | tr '\n' ' ')"
   fi
 }
 
@@ -132,23 +152,11 @@ check_devices_moved() {
 # stack_down KIND NETNS_MODE: CNI DEL for both pods (twice: DEL must be idempotent), then checks
 # the node is clean: no rdmak8s state left, addresses released, and (exclusive) every device home.
 stack_down() {
-  local kind=$1 mode=$2 pod t0 t1 left added=0
+  local kind=$1 mode=$2 pod left added=0
   for pod in podA podB; do
     [ -f "$POD_DIR/$pod/net.conflist" ] || continue
     added=1
-    t0=$(now_ms)
-    if cni "$pod" DEL; then
-      t1=$(now_ms)
-      figure "cni-del-$pod" $((t1 - t0)) ms
-      result "$pod-cni-del" PASS "DEL of the whole chain"
-    else
-      result "$pod-cni-del" FAIL "cni-driver del: $(tail -n 5 "$POD_DIR/$pod/cni.DEL" | tr '\n' ' ')"
-    fi
-    if cni "$pod" DEL gone; then
-      result "$pod-cni-del-twice" PASS "a second DEL as containerd's RemovePodSandbox sends it (CNI_NETNS empty, no prevResult) succeeds"
-    else
-      result "$pod-cni-del-twice" FAIL "second DEL: $(tail -n 5 "$POD_DIR/$pod/cni.DEL" | tr '\n' ' ')"
-    fi
+    pod_network_down "$pod"
     left=$($IP -n "$(pod_slot $pod)" -4 -o addr show dev net1 2>/dev/null | awk '{print $4}' | tr '\n' ' ')
     if [ -z "$left" ]; then
       result "$pod-address-released" PASS "net1 has no IPv4 address after DEL"
@@ -156,11 +164,7 @@ stack_down() {
       result "$pod-address-released" FAIL "net1 still has $left after DEL"
     fi
   done
-  if left=$(cni_state_left); then
-    result state-clean PASS "no attachment record and no saved knob left in /var/lib/cni/rdmak8s"
-  else
-    result state-clean FAIL "state left after DEL: $left"
-  fi
+  check_state_clean DEL
   if [ "$mode" = exclusive ] && [ $added = 1 ]; then
     left=""
     for s in slot1 slot2; do

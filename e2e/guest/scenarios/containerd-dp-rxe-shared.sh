@@ -18,13 +18,7 @@
 
 cdp_slots_and_plugin() {
   local s doc
-  for s in slot1 slot2; do
-    if err=$(slot_add $s rxe 2>&1); then
-      result "slot-$s" PASS "netns $s, net1 on $FABRIC, rxe_$s"
-    else
-      result "slot-$s" FAIL "$err"; return 1
-    fi
-  done
+  slots_up rxe "" slot1 slot2 || return 1
   dp_start '{"resourcePrefix": "rdma", "pools": [
       {"name": "slot1", "mode": "shared", "selectors": {"rdmaDevices": ["rxe_slot1"]}},
       {"name": "slot2", "mode": "shared", "selectors": {"rdmaDevices": ["rxe_slot2"]}}]}' \
@@ -52,19 +46,6 @@ cdp_slots_and_plugin() {
     result allocate-cdi FAIL "allocations of $bad carry no CDI name or DeviceSpecs: $(echo "$doc" | jq -c '.allocations')"
     return 1
   fi
-}
-
-# The node's one conflist, as containerd reads it from /etc/cni/net.d: e2e-slot (with the pod
-# annotations capability, standing in for Multus's deviceID) and host-local, rdmak8s with no
-# deviceID (no Multus: it finds the device by CNI_IFNAME's netdev), the recording plugin last.
-cdp_conflist() {
-  mkdir -p /etc/cni/net.d /etc/cni/rdmak8s
-  [ -f /etc/cni/rdmak8s/node.json ] || echo '{"logFile": "/tmp/rdmak8s-cni.log"}' > /etc/cni/rdmak8s/node.json
-  jq -n '{cniVersion: "1.0.0", name: "e2e-fabric", plugins: [
-    {type: "e2e-slot", capabilities: {"io.kubernetes.cri.pod-annotations": true},
-     ipam: {type: "host-local", ranges: [[{subnet: "198.18.0.0/24"}]], dataDir: "/var/lib/cni/networks"}},
-    {type: "rdmak8s", netnsMode: "shared", qos: {roceTos: 106}, logLevel: "debug"},
-    {type: "e2e-cnilog"}]}' > /etc/cni/net.d/10-e2e-fabric.conflist
 }
 
 # uverbs node of an RDMA device now.
@@ -98,22 +79,14 @@ cdp_wait_back() {
 }
 
 cdp_pods_up() {
-  local s pod slot uid devid alloc before err got want ip ns t0 t1
+  local s pod slot uid devid alloc before err got ip ns
   for s in "podA slot1 11111111-aaaa-4aaa-8aaa-00000000000a" "podB slot2 22222222-bbbb-4bbb-8bbb-00000000000b"; do
     set -- $s
     pod=$1 slot=$2 uid=$3
     alloc=$(jq -c --arg r "rdma/$slot" '.allocations[] | select(.resource == $r) | .containers[0]' /run/e2e/allocations.json)
     devid=$(jq -r --arg r "rdma/$slot" '.allocations[] | select(.resource == $r) | .ids[0]' /run/e2e/allocations.json)
     before=$(grep -c "rxe_$slot is back on the node" "$DP_LOG")
-    t0=$(now_ms)
-    if ! err=$(cri_pod_sandbox "$pod" "$uid" "$devid" 2>&1); then
-      result "$pod-run-pod-sandbox" FAIL "$err"
-      tail -n 15 "$CTRD_LOG" | sed 's/^/  containerd: /'
-      show /run/e2e-slot/log; show /tmp/rdmak8s-cni.log 20
-      return 1
-    fi
-    t1=$(now_ms)
-    figure "run-pod-sandbox-$pod" $((t1 - t0)) ms
+    cri_rdma_pod_up "$pod" "$uid" "$devid" || return 1
     ns=$(cat "$POD_DIR/$pod/netns"); ip=$(cat "$POD_DIR/$pod/ip")
     # The slot's netdev is the pod's eth0 in containerd's namespace, its rxe made again on it.
     got=$($IP netns exec "$ns" $RDMA link show 2>/dev/null | grep -o "rxe_$slot/1 .* netdev [a-z0-9]*" | sed 's/.* netdev //')
@@ -129,44 +102,14 @@ cdp_pods_up() {
     if ! err=$(cdp_wait_back "rxe_$slot" "$before" 60); then
       result "$pod-device-back" FAIL "$err"; show "$DP_LOG" 20; return 1
     fi
-    if ! err=$(cri_pod_container "$pod" "$alloc" 2>&1); then
-      result "$pod-container" FAIL "$err"
-      tail -n 15 "$CTRD_LOG" | sed 's/^/  containerd: /'
-      return 1
-    fi
+    cri_rdma_container_up "$pod" "$alloc" || return 1
     # What the container holds: the CDI spec's nodes for its device (uverbs, rdma_cm) and the env.
-    got=$(pod_run "$pod" sh -c 'ls /dev/infiniband; env | grep ^RDMAK8S_' 2>&1 | sort | tr '\n' ' ')
-    want="$(basename "$(cdp_uverbs "rxe_$slot")") RDMAK8S_$(echo "$slot" | tr 'a-z' 'A-Z')_DEVICES=rxe_$slot rdma_cm "
-    want=$(echo "$want" | tr ' ' '\n' | grep . | sort | tr '\n' ' ')
-    if [ "$got" = "$want" ]; then
-      result "$pod-container-devices" PASS "the container holds [$got] from CDI $(echo "$alloc" | jq -c .cdi_devices)"
-    else
-      result "$pod-container-devices" FAIL "the container holds [$got], wanted [$want]"
-    fi
+    cri_container_holds "$pod" \
+      "$(basename "$(cdp_uverbs "rxe_$slot")") RDMAK8S_$(echo "$slot" | tr 'a-z' 'A-Z')_DEVICES=rxe_$slot rdma_cm" \
+      "$(echo "$alloc" | jq -c .cdi_devices)" sh -c 'ls /dev/infiniband; env | grep ^RDMAK8S_'
   done
   A_IP=$(cat "$POD_DIR/podA/ip"); B_IP=$(cat "$POD_DIR/podB/ip")
   check_ping fabric-ping podB "$A_IP"
-}
-
-# cdp_traffic: raw verbs between the containers, each side's RoCE v2 GID index read in its own
-# container for the address of its CNI result.
-cdp_traffic() {
-  local sg cg
-  sg=$(pod_gid_index podA rxe_slot1 "$A_IP")
-  cg=$(pod_gid_index podB rxe_slot2 "$B_IP")
-  if [ -z "$sg" ] || [ -z "$cg" ]; then
-    result gid-index FAIL "no RoCE v2 GID for $A_IP on rxe_slot1 ('$sg') or $B_IP on rxe_slot2 ('$cg'), read in the containers"
-    return 1
-  fi
-  result gid-index PASS "RoCE v2 IPv4 GID index $sg on rxe_slot1 (podA, $A_IP), $cg on rxe_slot2 (podB, $B_IP), read in the containers"
-  traffic ctr-ibv_rc_pingpong usec/iter tcp:18515 podA podB \
-    "ibv_rc_pingpong -d rxe_slot1 -i 1 -g $sg -n $ITERS_PP" \
-    "ibv_rc_pingpong -d rxe_slot2 -i 1 -g $cg -n $ITERS_PP $A_IP" \
-    verify_pingpong $ITERS_PP
-  traffic ctr-ib_write_bw MB/s tcp:18515 podA podB \
-    "ib_write_bw -d rxe_slot1 -i 1 -x $sg -F -n $ITERS_BW" \
-    "ib_write_bw -d rxe_slot2 -i 1 -x $cg -F -n $ITERS_BW $A_IP" \
-    verify_perftest $ITERS_BW 4 MB/s
 }
 
 # cdp_pods_down: kubelet's teardown of both pods; then containerd's CNI calls as recorded (two DELs
@@ -179,11 +122,7 @@ cdp_pods_down() {
     [ -f "$POD_DIR/$pod/sandbox" ] || continue
     sb=$(cat "$POD_DIR/$pod/sandbox")
     before=$(grep -c "rxe_$slot is back on the node" "$DP_LOG")
-    if err=$(cri_rdma_pod_down "$pod" 2>&1); then
-      result "$pod-cri-down" PASS "StopContainer, RemoveContainer, StopPodSandbox, RemovePodSandbox"
-    else
-      result "$pod-cri-down" FAIL "$err"; show /run/e2e-slot/log; show /tmp/rdmak8s-cni.log 20
-    fi
+    check_cri_rdma_pod_down "$pod"
     # The recording plugin is last in the chain: libcni runs DEL in reverse, so it saw each DEL first.
     dels=$(grep -l "^CNI_CONTAINERID=$sb\$" "$CNILOG_DIR"/*-DEL.env 2>/dev/null | sort -t/ -k5 -n)
     n=$(echo "$dels" | grep -c .)
@@ -211,38 +150,13 @@ cdp_pods_down() {
       result "$pod-device-healthy" FAIL "rdma/$slot: $out"
     fi
   done
-  if left=$(cni_state_left); then
-    result state-clean PASS "no attachment record and no saved knob left in /var/lib/cni/rdmak8s"
-  else
-    result state-clean FAIL "state left after containerd's DELs: $left"
-  fi
-  left=$(ls /var/run/netns | grep '^cni-' | tr '\n' ' ')
-  if [ -z "$left" ]; then
-    result netns-gone PASS "containerd removed its pod namespaces"
-  else
-    result netns-gone FAIL "namespaces left: $left"
-  fi
+  cri_node_clean
+  cnilog_show | grep -E ': [0-9]+-(ADD|DEL):' | grep -v 'other env' | head -n 8
 }
 
-cdp_conflist
+cri_node_conflist shared
 if cdp_slots_and_plugin; then
-  if err=$(containerd_up 120 2>&1); then
-    result containerd-up PASS "containerd $(ctr --address "$CTRD_SOCK" version 2>&1 | sed -n '/^Server:/,$s/^ *Version: *//p' | head -n 1) answers"
-    if err=$(pause_image_import 2>&1) && err=$(rdma_pod_image_import 2>&1); then
-      result images PASS "$(ctr_k8s images ls -q 2>&1 | tr '\n' ' ')"
-      if cdp_pods_up; then
-        cdp_traffic
-      fi
-      cdp_pods_down
-      cnilog_show | grep -E ': [0-9]+-(ADD|DEL):' | grep -v 'other env' | head -n 8
-    else
-      result images FAIL "$(echo "$err" | tail -n 5 | tr '\n' ' ')"
-    fi
-  else
-    result containerd-up FAIL "$err"
-    show "$CTRD_LOG" 20
-  fi
-  containerd_down
+  cri_rdma_session cdp_pods_up cdp_pods_down
 fi
 kubelet_stop
 dp_stop

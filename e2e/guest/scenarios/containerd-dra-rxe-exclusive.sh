@@ -24,51 +24,8 @@ podB slot2 22222222-bbbb-4bbb-8bbb-0000000000b2 c2b2b2b2-0000-4000-8000-00000000
 
 # The DRA node without pods: slots, fake API server, driver, both devices published.
 cdra_node_up() {
-  local s n
-  for s in slot1 slot2; do
-    if err=$(slot_add $s rxe 2>&1); then
-      result "slot-$s" PASS "netns $s, net1 on $FABRIC, rxe_$s (in the root namespace: exclusive mode)"
-    else
-      result "slot-$s" FAIL "$err"; return 1
-    fi
-  done
-  mkdir -p "$DRA_DIR/claims" "$DRA_DIR/tls" /var/lib/kubelet/plugins_registry "$CDI_DIR"
-  rdmak8s-fake-api-server --tls-dir "$DRA_DIR/tls" --claims-dir "$DRA_DIR/claims" \
-    --node "$NODE:node-uid-e2e" > "$API_LOG" 2>&1 &
-  echo $! > /run/e2e/fake-api-server.pid
-  n=0
-  while [ ! -f "$DRA_DIR/tls/kubeconfig" ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
-  if [ ! -f "$DRA_DIR/tls/kubeconfig" ]; then
-    result api-server FAIL "the fake API server wrote no kubeconfig in 30 s: $(tail -n 5 "$API_LOG")"
-    return 1
-  fi
-  rdmak8s-dra-driver --kubeconfig "$DRA_DIR/tls/kubeconfig" --node-name "$NODE" \
-    --cdi-dir "$CDI_DIR" --delete-slices-on-exit -v 1 >> "$DRA_LOG" 2>&1 &
-  echo $! > /run/e2e/dra-driver.pid
-  n=0
-  while [ $n -lt 900 ]; do
-    [ -n "$(slice_device_of rxe_slot1)" ] && [ -n "$(slice_device_of rxe_slot2)" ] && break
-    sleep 0.1
-    n=$((n + 1))
-  done
-  if [ -z "$(slice_device_of rxe_slot1)" ] || [ -z "$(slice_device_of rxe_slot2)" ]; then
-    result slices-published FAIL "no ResourceSlice device for rxe_slot1 and rxe_slot2 within 90 s"
-    show "$DRA_LOG" 30; return 1
-  fi
-  result slices-published PASS "$(slice_device_of rxe_slot1), $(slice_device_of rxe_slot2)"
-}
-
-# The node's one conflist: e2e-slot (pod annotations capability) with host-local, rdmak8s in
-# exclusive mode with no deviceID (it takes the pod's claimed device by K8S_POD_UID), the
-# recording plugin last.
-cdra_conflist() {
-  mkdir -p /etc/cni/net.d /etc/cni/rdmak8s
-  [ -f /etc/cni/rdmak8s/node.json ] || echo '{"logFile": "/tmp/rdmak8s-cni.log"}' > /etc/cni/rdmak8s/node.json
-  jq -n '{cniVersion: "1.0.0", name: "e2e-fabric", plugins: [
-    {type: "e2e-slot", capabilities: {"io.kubernetes.cri.pod-annotations": true},
-     ipam: {type: "host-local", ranges: [[{subnet: "198.18.0.0/24"}]], dataDir: "/var/lib/cni/networks"}},
-    {type: "rdmak8s", netnsMode: "exclusive", qos: {roceTos: 106}, logLevel: "debug"},
-    {type: "e2e-cnilog"}]}' > /etc/cni/net.d/10-e2e-fabric.conflist
+  slots_up rxe "in the root namespace: exclusive mode" slot1 slot2 || return 1
+  dra_control_plane_up node-uid-e2e rxe_slot1 rxe_slot2
 }
 
 # cdra_spec_nodes_ok CLAIM_UID: every device node the claim's CDI spec names exists as a
@@ -85,7 +42,7 @@ cdra_spec_nodes_ok() {
 }
 
 cdra_pods_up() {
-  local s pod slot puid cuid pd prep ids alloc err ns ip got want t0
+  local s pod slot puid cuid pd prep ids alloc err ns ip got want
   for s in $(echo "$CDRA_PODS" | tr ' ' ':'); do
     IFS=: read -r pod slot puid cuid <<EOF_POD
 $s
@@ -103,14 +60,7 @@ EOF_POD
       result "$pod-prepare" FAIL "NodePrepareResources of default/$(claim_name "$pod"): $prep; records: $(ls "$DRA_PODS_DIR" 2>&1 | tr '\n' ' ')"
       show "$DRA_LOG" 30; return 1
     fi
-    t0=$(now_ms)
-    if ! err=$(cri_pod_sandbox "$pod" "$puid" "rxe_$slot" 2>&1); then
-      result "$pod-run-pod-sandbox" FAIL "$err"
-      tail -n 15 "$CTRD_LOG" | sed 's/^/  containerd: /'
-      show /run/e2e-slot/log; show /tmp/rdmak8s-cni.log 20
-      return 1
-    fi
-    figure "run-pod-sandbox-$pod" $(($(now_ms) - t0)) ms
+    cri_rdma_pod_up "$pod" "$puid" "rxe_$slot" || return 1
     ns=$(cat "$POD_DIR/$pod/netns"); ip=$(cat "$POD_DIR/$pod/ip")
     # Exclusive mode: the claimed device is in containerd's namespace only, on its eth0.
     got=$($IP netns exec "$ns" $RDMA link show 2>/dev/null | grep -o "rxe_$slot/1 .* netdev [a-z0-9]*" | sed 's/.* netdev //')
@@ -129,61 +79,27 @@ EOF_POD
     result "$pod-claim-spec-nodes" PASS "every node of the claim's CDI spec exists after the plug"
     # CreateContainer with the prepare answer's CDI names (kubelet passes them as they are).
     alloc=$(jq -nc --argjson ids "$ids" '{cdi_devices: $ids, envs: {}}')
-    if ! err=$(cri_pod_container "$pod" "$alloc" 2>&1); then
-      result "$pod-container" FAIL "$err"
-      tail -n 15 "$CTRD_LOG" | sed 's/^/  containerd: /'
-      return 1
-    fi
+    cri_rdma_container_up "$pod" "$alloc" || return 1
     # The container holds the spec's nodes (uverbs of its device, rdma_cm) and sees only its device.
-    got=$(pod_run "$pod" sh -c 'ls /dev/infiniband; ls /sys/class/infiniband' 2>&1 | sort | tr '\n' ' ')
     want=$(jq -r '[.containerEdits.deviceNodes[]?, .devices[].containerEdits.deviceNodes[]?] | .[].path' \
              "$CDI_DIR/$DRIVER-claim_$cuid.json" | sed 's|.*/||'; echo "rxe_$slot")
-    want=$(echo "$want" | grep . | sort -u | tr '\n' ' ')
-    if [ "$got" = "$want" ]; then
-      result "$pod-container-devices" PASS "the container holds [$got] from CDI $ids"
-    else
-      result "$pod-container-devices" FAIL "the container holds [$got], wanted [$want]"
-    fi
+    cri_container_holds "$pod" "$want" "$ids" sh -c 'ls /dev/infiniband; ls /sys/class/infiniband'
   done
   A_IP=$(cat "$POD_DIR/podA/ip"); B_IP=$(cat "$POD_DIR/podB/ip")
   check_ping fabric-ping podB "$A_IP"
 }
 
-# Raw verbs between the containers, each side's RoCE v2 GID index read in its own container.
-cdra_traffic() {
-  local sg cg
-  sg=$(pod_gid_index podA rxe_slot1 "$A_IP")
-  cg=$(pod_gid_index podB rxe_slot2 "$B_IP")
-  if [ -z "$sg" ] || [ -z "$cg" ]; then
-    result gid-index FAIL "no RoCE v2 GID for $A_IP on rxe_slot1 ('$sg') or $B_IP on rxe_slot2 ('$cg'), read in the containers"
-    return 1
-  fi
-  result gid-index PASS "RoCE v2 IPv4 GID index $sg on rxe_slot1 (podA, $A_IP), $cg on rxe_slot2 (podB, $B_IP), read in the containers"
-  traffic ctr-ibv_rc_pingpong usec/iter tcp:18515 podA podB \
-    "ibv_rc_pingpong -d rxe_slot1 -i 1 -g $sg -n $ITERS_PP" \
-    "ibv_rc_pingpong -d rxe_slot2 -i 1 -g $cg -n $ITERS_PP $A_IP" \
-    verify_pingpong $ITERS_PP
-  traffic ctr-ib_write_bw MB/s tcp:18515 podA podB \
-    "ib_write_bw -d rxe_slot1 -i 1 -x $sg -F -n $ITERS_BW" \
-    "ib_write_bw -d rxe_slot2 -i 1 -x $cg -F -n $ITERS_BW $A_IP" \
-    verify_perftest $ITERS_BW 4 MB/s
-}
-
 # Kubelet's teardown: CRI (containerd's two DELs), then NodeUnprepareResources; each device back
 # in the root namespace on net1 of its slot, no CNI state, no claim spec, no pod record.
 cdra_pods_down() {
-  local s pod slot puid cuid sb dels n out left
+  local s pod slot puid cuid sb dels n
   for s in $(echo "$CDRA_PODS" | tr ' ' ':'); do
     IFS=: read -r pod slot puid cuid <<EOF_POD
 $s
 EOF_POD
     if [ -f "$POD_DIR/$pod/sandbox" ]; then
       sb=$(cat "$POD_DIR/$pod/sandbox")
-      if err=$(cri_rdma_pod_down "$pod" 2>&1); then
-        result "$pod-cri-down" PASS "StopContainer, RemoveContainer, StopPodSandbox, RemovePodSandbox"
-      else
-        result "$pod-cri-down" FAIL "$err"; show /run/e2e-slot/log; show /tmp/rdmak8s-cni.log 20
-      fi
+      check_cri_rdma_pod_down "$pod"
       dels=$(grep -l "^CNI_CONTAINERID=$sb\$" "$CNILOG_DIR"/*-DEL.env 2>/dev/null)
       n=$(echo "$dels" | grep -c .)
       if [ "$n" = 2 ] && grep -q "^CNI_ARGS=.*K8S_POD_UID=$puid" $dels; then
@@ -199,60 +115,13 @@ EOF_POD
       fi
     fi
     [ -f "/run/e2e/$pod.prepared" ] || continue
-    if out=$(rdmak8s-fake-dra-kubelet --socket "$REG_SOCK" unprepare --claim "default/$(claim_name "$pod")/$cuid" 2>&1) &&
-       [ ! -e "$CDI_DIR/$DRIVER-claim_$cuid.json" ] && [ ! -e "$DRA_PODS_DIR/$puid" ]; then
-      result "$pod-unprepare" PASS "claim unprepared: its CDI spec and the pod's device record are gone"
-    else
-      result "$pod-unprepare" FAIL "unprepare: $out; CDI specs left: $(ls "$CDI_DIR" | tr '\n' ' '); records: $(ls "$DRA_PODS_DIR" 2>&1 | tr '\n' ' ')"
-    fi
+    dra_unprepare "$pod" "$puid" "$cuid"
   done
-  if left=$(cni_state_left); then
-    result state-clean PASS "no attachment record and no saved knob left in /var/lib/cni/rdmak8s"
-  else
-    result state-clean FAIL "state left after containerd's DELs: $left"
-  fi
-  left=$(ls /var/run/netns | grep '^cni-' | tr '\n' ' ')
-  if [ -z "$left" ]; then
-    result netns-gone PASS "containerd removed its pod namespaces"
-  else
-    result netns-gone FAIL "namespaces left: $left"
-  fi
+  cri_node_clean
 }
 
-# The driver's exit removes its slices; then the API server goes.
-cdra_node_down() {
-  local n left
-  if [ -f /run/e2e/dra-driver.pid ]; then
-    kill "$(cat /run/e2e/dra-driver.pid)" 2>/dev/null
-    n=0
-    while _alive "$(cat /run/e2e/dra-driver.pid)" && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
-    left=$(api_get /apis/resource.k8s.io/v1/resourceslices | jq --arg drv "$DRIVER" '[.items[] | select(.spec.driver == $drv)] | length')
-    if [ "$left" = 0 ]; then
-      result slices-deleted-on-exit PASS "after SIGTERM the driver exited and this node's slices are gone"
-    else
-      result slices-deleted-on-exit FAIL "$left slice(s) of $DRIVER left after the driver's exit"
-    fi
-  fi
-  [ -f /run/e2e/fake-api-server.pid ] && kill "$(cat /run/e2e/fake-api-server.pid)" 2>/dev/null
-}
-
-cdra_conflist
+cri_node_conflist exclusive
 if cdra_node_up; then
-  if err=$(containerd_up 120 2>&1); then
-    result containerd-up PASS "containerd answers"
-    if err=$(pause_image_import 2>&1) && err=$(rdma_pod_image_import 2>&1); then
-      result images PASS "$(ctr_k8s images ls -q 2>&1 | tr '\n' ' ')"
-      if cdra_pods_up; then
-        cdra_traffic
-      fi
-      cdra_pods_down
-    else
-      result images FAIL "$(echo "$err" | tail -n 5 | tr '\n' ' ')"
-    fi
-  else
-    result containerd-up FAIL "$err"
-    show "$CTRD_LOG" 20
-  fi
-  containerd_down
+  cri_rdma_session cdra_pods_up cdra_pods_down
 fi
-cdra_node_down
+dra_control_plane_down

@@ -1,0 +1,177 @@
+// A port's GID table in sysfs: the slot reader and the GID search (rdmak8s/gid_table.h).
+#include "rdmak8s/gid_table.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "rdmak8s/numbers.h"
+#include "rdmak8s/roce_gid.h"
+
+namespace rdmak8s {
+namespace {
+
+// One of the port's gid_attrs/ directories (types, ndevs), opened when a slot first needs it:
+// a table whose slots are all empty (or not wanted) never opens it.
+class AttrDir {
+ public:
+  explicit AttrDir(std::string path) : path_(std::move(path)) {}
+
+  // Slot `idx`'s attribute; nullopt when the kernel shows none (no directory, no file, EINVAL).
+  StatusOr<std::optional<std::string>> Read(const std::string& idx) {
+    if (!opened_) {
+      opened_ = true;
+      StatusOr<SysfsDir> d = SysfsDir::Open(path_);
+      if (d.ok()) {
+        dir_.emplace(std::move(d).value());
+      } else if (d.status().code() != StatusCode::kNotFound) {
+        open_error_ = d.status();
+      }
+    }
+    if (!open_error_.ok()) return open_error_;
+    if (!dir_) return std::optional<std::string>();
+    StatusOr<std::string> r = dir_->Read(idx);
+    if (r.ok()) return std::optional<std::string>(std::move(r).value());
+    const StatusCode c = r.status().code();
+    if (c == StatusCode::kNotFound || c == StatusCode::kInvalidArgument) {
+      return std::optional<std::string>();
+    }
+    return r.status();
+  }
+
+ private:
+  std::string path_;
+  bool opened_ = false;
+  std::optional<SysfsDir> dir_;
+  Status open_error_ = Status::Ok();
+};
+
+// gids/<idx>: the GID text, nullopt for an empty slot (the zero GID). kNotFound when the slot is
+// missing; a text that is not a GID is an error naming the path.
+StatusOr<std::optional<std::string>> ReadGidSlot(const SysfsDir& gids, const std::string& idx) {
+  RDMAK8S_ASSIGN_OR_RETURN(std::string text, gids.Read(idx));
+  std::array<unsigned char, 16> bytes{};
+  if (!ParseGid(text, bytes.data())) {
+    return InternalError("read " + gids.PathOf(idx) + ": \"" + text + "\" is not a GID");
+  }
+  if (std::all_of(bytes.begin(), bytes.end(), [](unsigned char c) { return c == 0; })) {
+    return std::optional<std::string>();
+  }
+  return std::optional<std::string>(std::move(text));
+}
+
+// The slot indexes gids/ lists, sorted; a name that is not a number is an error naming it.
+StatusOr<std::vector<uint32_t>> ListSlots(const SysfsDir& gids) {
+  RDMAK8S_ASSIGN_OR_RETURN(std::vector<std::string> names, gids.List());
+  std::vector<uint32_t> indexes;
+  indexes.reserve(names.size());
+  for (const std::string& n : names) {
+    RDMAK8S_ASSIGN_OR_RETURN(uint64_t index, ParseUint(n, gids.PathOf(n)));
+    indexes.push_back(static_cast<uint32_t>(index));
+  }
+  std::sort(indexes.begin(), indexes.end());
+  return indexes;
+}
+
+}  // namespace
+
+GidType GidTypeOf(std::string_view text, std::string_view link_layer, bool rnic) {
+  const bool ib = link_layer == "InfiniBand";
+  if (text == "RoCE v2") return GidType::kRoceV2;
+  if (text == "IB/RoCE v1") {
+    if (ib) return GidType::kIb;
+    return link_layer == "Ethernet" && !rnic ? GidType::kRoceV1 : GidType::kUnknown;
+  }
+  if (text.empty() && ib) return GidType::kIb;
+  return GidType::kUnknown;
+}
+
+bool GidMatches(const GidEntry& entry, const std::string& gid, GidType type) {
+  // GidForIp spells an IPv6 address, hence a GID text, the way `gid` is spelled.
+  return entry.type == type && GidForIp(entry.gid) == gid;
+}
+
+StatusOr<GidTable> GidTable::Open(const std::string& port_dir, std::string link_layer, bool rnic) {
+  RDMAK8S_ASSIGN_OR_RETURN(SysfsDir gids, SysfsDir::Open(port_dir + "/gids"));
+  return GidTable(port_dir, std::move(gids), std::move(link_layer), rnic);
+}
+
+StatusOr<std::vector<GidEntry>> GidTable::ReadAll() const {
+  RDMAK8S_ASSIGN_OR_RETURN(std::vector<uint32_t> indexes, ListSlots(gids_));
+  AttrDir types(port_dir_ + "/gid_attrs/types");
+  AttrDir ndevs(port_dir_ + "/gid_attrs/ndevs");
+  std::vector<GidEntry> out;
+  for (uint32_t i : indexes) {
+    const std::string idx = std::to_string(i);
+    StatusOr<std::optional<std::string>> gid = ReadGidSlot(gids_, idx);
+    if (!gid.ok()) {
+      if (gid.status().code() == StatusCode::kNotFound) continue;  // removed meanwhile
+      return gid.status();
+    }
+    if (!*gid) continue;  // empty; its gid_attrs would answer EINVAL
+    GidEntry e;
+    e.index = i;
+    e.gid = std::move(**gid);
+    RDMAK8S_ASSIGN_OR_RETURN(std::optional<std::string> type, types.Read(idx));
+    e.type = GidTypeOf(type ? *type : "", link_layer_, rnic_);
+    RDMAK8S_ASSIGN_OR_RETURN(std::optional<std::string> netdev, ndevs.Read(idx));
+    if (netdev) e.netdev = std::move(*netdev);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+StatusOr<GidSearch> GidTable::Search(const std::set<std::string>& wanted, GidType type,
+                                     GidScope scope) const {
+  GidSearch r;
+  if (wanted.empty()) return r;
+  std::vector<uint32_t> indexes;  // kWholeTable: every slot listed
+  if (scope == GidScope::kWholeTable) {
+    RDMAK8S_ASSIGN_OR_RETURN(indexes, ListSlots(gids_));
+    r.first_free = indexes.empty() ? 0 : indexes.back() + 1;
+  }
+  AttrDir types(port_dir_ + "/gid_attrs/types");
+  bool free_seen = false;
+  for (size_t k = 0;; ++k) {
+    uint32_t i = 0;
+    if (scope == GidScope::kWholeTable) {
+      if (k == indexes.size()) break;
+      i = indexes[k];
+    } else {
+      i = static_cast<uint32_t>(k);
+    }
+    const std::string idx = std::to_string(i);
+    StatusOr<std::optional<std::string>> g = ReadGidSlot(gids_, idx);
+    if (!g.ok()) {
+      if (g.status().code() != StatusCode::kNotFound) return g.status();
+      if (scope == GidScope::kFilledPrefix) {  // past the table's end
+        if (!free_seen) r.first_free = i;
+        break;
+      }
+      continue;  // removed meanwhile
+    }
+    ++r.slots_read;
+    if (!*g) {
+      if (i >= kFirstFreeGidIndex && !free_seen) {
+        free_seen = true;
+        r.first_free = i;
+        if (scope == GidScope::kFilledPrefix) break;
+      }
+      continue;
+    }
+    GidEntry e;
+    e.index = i;
+    e.gid = std::move(**g);
+    const std::string gid = GidForIp(e.gid);  // the same spelling as `wanted`
+    if (wanted.count(gid) == 0 || r.found.count(gid) != 0) continue;
+    // The type only of a wanted GID: the table of a busy node has hundreds of others.
+    RDMAK8S_ASSIGN_OR_RETURN(std::optional<std::string> text, types.Read(idx));
+    e.type = GidTypeOf(text ? *text : "", link_layer_, rnic_);
+    if (!GidMatches(e, gid, type)) continue;
+    r.found[gid] = i;
+    if (r.found.size() == wanted.size()) break;
+  }
+  return r;
+}
+
+}  // namespace rdmak8s

@@ -71,11 +71,11 @@ StatusOr<Port> ReadPort(const SysfsDir& dev, uint32_t port_num, bool rnic) {
     }
   }
   // The one GID slot reader (gid_table.h): the type rule by this port's link layer.
-  StatusOr<GidTable> table = GidTable::Open(dir.path(), port.link_layer, rnic);
-  if (table.ok()) {
-    RDMAK8S_ASSIGN_OR_RETURN(port.gids, table->ReadAll());
-  } else if (table.status().code() != StatusCode::kNotFound) {
-    return table.status();
+  StatusOr<std::vector<GidEntry>> gids = GidTable::OfPort(dir, port.link_layer, rnic).ReadAll();
+  if (gids.ok()) {
+    port.gids = std::move(gids).value();
+  } else if (gids.status().code() != StatusCode::kNotFound) {
+    return gids.status();
   }
   return port;
 }

@@ -13,12 +13,15 @@ namespace {
 
 // One of the port's gid_attrs/ directories (types, ndevs), opened when a slot first needs it:
 // a table whose slots are all empty (or not wanted) never opens it.
+// Under a port directory already open (`port`), read relative to it without a descriptor.
 class AttrDir {
  public:
-  explicit AttrDir(std::string path) : path_(std::move(path)) {}
+  AttrDir(const SysfsDir* port, const std::string& port_dir, const std::string& kind)
+      : port_(port), rel_("gid_attrs/" + kind + "/"), path_(port_dir + "/gid_attrs/" + kind) {}
 
   // Slot `idx`'s attribute; nullopt when the kernel shows none (no directory, no file, EINVAL).
   StatusOr<std::optional<std::string>> Read(const std::string& idx) {
+    if (port_ != nullptr) return Value(port_->Read(rel_ + idx));
     if (!opened_) {
       opened_ = true;
       StatusOr<SysfsDir> d = SysfsDir::Open(path_);
@@ -30,7 +33,11 @@ class AttrDir {
     }
     if (!open_error_.ok()) return open_error_;
     if (!dir_) return std::optional<std::string>();
-    StatusOr<std::string> r = dir_->Read(idx);
+    return Value(dir_->Read(idx));
+  }
+
+ private:
+  static StatusOr<std::optional<std::string>> Value(StatusOr<std::string> r) {
     if (r.ok()) return std::optional<std::string>(std::move(r).value());
     const StatusCode c = r.status().code();
     if (c == StatusCode::kNotFound || c == StatusCode::kInvalidArgument) {
@@ -39,7 +46,8 @@ class AttrDir {
     return r.status();
   }
 
- private:
+  const SysfsDir* port_;
+  std::string rel_;
   std::string path_;
   bool opened_ = false;
   std::optional<SysfsDir> dir_;
@@ -48,11 +56,13 @@ class AttrDir {
 
 // gids/<idx>: the GID text, nullopt for an empty slot (the zero GID). kNotFound when the slot is
 // missing; a text that is not a GID is an error naming the path.
-StatusOr<std::optional<std::string>> ReadGidSlot(const SysfsDir& gids, const std::string& idx) {
-  RDMAK8S_ASSIGN_OR_RETURN(std::string text, gids.Read(idx));
+// `dir` is gids/ (`rel` "") or the port directory (`rel` "gids/").
+StatusOr<std::optional<std::string>> ReadGidSlot(const SysfsDir& dir, const std::string& rel,
+                                                 const std::string& idx) {
+  RDMAK8S_ASSIGN_OR_RETURN(std::string text, dir.Read(rel + idx));
   std::array<unsigned char, 16> bytes{};
   if (!ParseGid(text, bytes.data())) {
-    return InternalError("read " + gids.PathOf(idx) + ": \"" + text + "\" is not a GID");
+    return InternalError("read " + dir.PathOf(rel + idx) + ": \"" + text + "\" is not a GID");
   }
   if (std::all_of(bytes.begin(), bytes.end(), [](unsigned char c) { return c == 0; })) {
     return std::optional<std::string>();
@@ -61,12 +71,13 @@ StatusOr<std::optional<std::string>> ReadGidSlot(const SysfsDir& gids, const std
 }
 
 // The slot indexes gids/ lists, sorted; a name that is not a number is an error naming it.
-StatusOr<std::vector<uint32_t>> ListSlots(const SysfsDir& gids) {
-  RDMAK8S_ASSIGN_OR_RETURN(std::vector<std::string> names, gids.List());
+StatusOr<std::vector<uint32_t>> ListSlots(const SysfsDir& dir, const std::string& rel) {
+  RDMAK8S_ASSIGN_OR_RETURN(std::vector<std::string> names,
+                           dir.List(rel.empty() ? "" : rel.substr(0, rel.size() - 1)));
   std::vector<uint32_t> indexes;
   indexes.reserve(names.size());
   for (const std::string& n : names) {
-    RDMAK8S_ASSIGN_OR_RETURN(uint64_t index, ParseUint(n, gids.PathOf(n)));
+    RDMAK8S_ASSIGN_OR_RETURN(uint64_t index, ParseUint(n, dir.PathOf(rel + n)));
     indexes.push_back(static_cast<uint32_t>(index));
   }
   std::sort(indexes.begin(), indexes.end());
@@ -93,17 +104,23 @@ bool GidMatches(const GidEntry& entry, const std::string& gid, GidType type) {
 
 StatusOr<GidTable> GidTable::Open(const std::string& port_dir, std::string link_layer, bool rnic) {
   RDMAK8S_ASSIGN_OR_RETURN(SysfsDir gids, SysfsDir::Open(port_dir + "/gids"));
-  return GidTable(port_dir, std::move(gids), std::move(link_layer), rnic);
+  return GidTable(port_dir, std::move(gids), nullptr, std::move(link_layer), rnic);
+}
+
+GidTable GidTable::OfPort(const SysfsDir& port, std::string link_layer, bool rnic) {
+  return GidTable(port.path(), std::nullopt, &port, std::move(link_layer), rnic);
 }
 
 StatusOr<std::vector<GidEntry>> GidTable::ReadAll() const {
-  RDMAK8S_ASSIGN_OR_RETURN(std::vector<uint32_t> indexes, ListSlots(gids_));
-  AttrDir types(port_dir_ + "/gid_attrs/types");
-  AttrDir ndevs(port_dir_ + "/gid_attrs/ndevs");
+  const SysfsDir& dir = port_ != nullptr ? *port_ : *gids_;
+  const std::string rel = port_ != nullptr ? "gids/" : "";
+  RDMAK8S_ASSIGN_OR_RETURN(std::vector<uint32_t> indexes, ListSlots(dir, rel));
+  AttrDir types(port_, port_dir_, "types");
+  AttrDir ndevs(port_, port_dir_, "ndevs");
   std::vector<GidEntry> out;
   for (uint32_t i : indexes) {
     const std::string idx = std::to_string(i);
-    StatusOr<std::optional<std::string>> gid = ReadGidSlot(gids_, idx);
+    StatusOr<std::optional<std::string>> gid = ReadGidSlot(dir, rel, idx);
     if (!gid.ok()) {
       if (gid.status().code() == StatusCode::kNotFound) continue;  // removed meanwhile
       return gid.status();
@@ -125,12 +142,14 @@ StatusOr<GidSearch> GidTable::Search(const std::set<std::string>& wanted, GidTyp
                                      GidScope scope) const {
   GidSearch r;
   if (wanted.empty()) return r;
+  const SysfsDir& dir = port_ != nullptr ? *port_ : *gids_;
+  const std::string rel = port_ != nullptr ? "gids/" : "";
   std::vector<uint32_t> indexes;  // kWholeTable: every slot listed
   if (scope == GidScope::kWholeTable) {
-    RDMAK8S_ASSIGN_OR_RETURN(indexes, ListSlots(gids_));
+    RDMAK8S_ASSIGN_OR_RETURN(indexes, ListSlots(dir, rel));
     r.first_free = indexes.empty() ? 0 : indexes.back() + 1;
   }
-  AttrDir types(port_dir_ + "/gid_attrs/types");
+  AttrDir types(port_, port_dir_, "types");
   bool free_seen = false;
   for (size_t k = 0;; ++k) {
     uint32_t i = 0;
@@ -141,7 +160,7 @@ StatusOr<GidSearch> GidTable::Search(const std::set<std::string>& wanted, GidTyp
       i = static_cast<uint32_t>(k);
     }
     const std::string idx = std::to_string(i);
-    StatusOr<std::optional<std::string>> g = ReadGidSlot(gids_, idx);
+    StatusOr<std::optional<std::string>> g = ReadGidSlot(dir, rel, idx);
     if (!g.ok()) {
       if (g.status().code() != StatusCode::kNotFound) return g.status();
       if (scope == GidScope::kFilledPrefix) {  // past the table's end

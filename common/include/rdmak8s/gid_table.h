@@ -1,9 +1,9 @@
 // A port's GID table in sysfs: the one reader of a GID slot (gid, type, netdev) and the one GID
 // search, for discovery's port model (Port::gids) and the CNI's wait for a pod's RoCE GIDs.
 //   class/infiniband/<dev>/ports/<n>/{gids/<i>,gid_attrs/types/<i>,gid_attrs/ndevs/<i>}
-// Reads go through descriptors on gids/ and gid_attrs/{types,ndevs}/ (SysfsDir, openat: one path
-// walk per directory, not per slot); the attribute directories are opened only when a slot needs
-// them. Errors follow the one sysfs reader (sysfs_attr.h) and name the path: a missing gids/<i> is
+// Reads go through descriptors (SysfsDir, openat: one path walk per directory, not per slot): on
+// gids/ and gid_attrs/{types,ndevs}/, the attribute directories opened only when a slot needs
+// them, or on the port directory discovery has open. Errors follow the one sysfs reader (sysfs_attr.h) and name the path: a missing gids/<i> is
 // kNotFound; an attribute the kernel does not show (no gid_attrs/, no file, or EINVAL: its answer
 // for the attributes of an empty or freed entry, and for ndevs of a GID without a netdev) is "no
 // value"; any other read failure is an error, never folded into "no value".
@@ -69,6 +69,10 @@ class GidTable {
   // search for kRoceV2 needs neither). kNotFound when the port has no gids/ directory.
   static StatusOr<GidTable> Open(const std::string& port_dir, std::string link_layer = "",
                                  bool rnic = false);
+  // The same table read relative to the port directory `port` already open (discovery's): no
+  // descriptor of its own, so a whole read costs what reading the port's attributes does.
+  // `port` must outlive the table; a port without gids/ shows as ReadAll's kNotFound.
+  static GidTable OfPort(const SysfsDir& port, std::string link_layer, bool rnic);
 
   // Every populated slot (the zero GID is an empty slot, skipped) in index order, with its type
   // and netdev ("" when the kernel shows none). A slot removed between the listing and its read
@@ -84,12 +88,14 @@ class GidTable {
                              GidScope scope) const;
 
  private:
-  GidTable(std::string port_dir, SysfsDir gids, std::string link_layer, bool rnic)
-      : port_dir_(std::move(port_dir)), gids_(std::move(gids)), link_layer_(std::move(link_layer)),
-        rnic_(rnic) {}
+  GidTable(std::string port_dir, std::optional<SysfsDir> gids, const SysfsDir* port,
+           std::string link_layer, bool rnic)
+      : port_dir_(std::move(port_dir)), gids_(std::move(gids)), port_(port),
+        link_layer_(std::move(link_layer)), rnic_(rnic) {}
 
   std::string port_dir_;
-  SysfsDir gids_;
+  std::optional<SysfsDir> gids_;      // Open: gids/
+  const SysfsDir* port_ = nullptr;    // OfPort: the port directory, gids/ beneath it
   std::string link_layer_;
   bool rnic_ = false;
 };

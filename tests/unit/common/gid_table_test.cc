@@ -71,6 +71,29 @@ TEST_F(GidTableTest, ReadAllGivesThePopulatedSlotsInIndexOrderWithTypeAndNetdev)
   EXPECT_FALSE((*all)[5].netdev.empty());
 }
 
+TEST_F(GidTableTest, ATableReadThroughItsOpenPortDirectoryReadsTheSame) {
+  auto port_dir = SysfsDir::Open(port("mlx5_0"));
+  ASSERT_TRUE(port_dir.ok()) << port_dir.status().ToString();
+  GidTable of_port = GidTable::OfPort(*port_dir, "Ethernet", false);
+  auto a = of_port.ReadAll();
+  auto b = Open("mlx5_0").ReadAll();
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->size(), b->size());
+  for (size_t i = 0; i < a->size(); ++i) {
+    EXPECT_EQ((*a)[i].gid, (*b)[i].gid);
+    EXPECT_EQ((*a)[i].type, (*b)[i].type);
+    EXPECT_EQ((*a)[i].netdev, (*b)[i].netdev);
+  }
+  auto r = of_port.Search({GidForIp("192.168.100.1")}, GidType::kRoceV2, GidScope::kFilledPrefix);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->found.at(GidForIp("192.168.100.1")), 5u);
+  Unreadable(port("mlx5_0") + "/gid_attrs/types/5");
+  auto bad = of_port.ReadAll();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(port("mlx5_0") + "/gid_attrs/types/5"), std::string::npos)
+      << bad.status().ToString();
+}
+
 // ReadGids, its predecessor, gave such a GID the type "" and went on.
 TEST_F(GidTableTest, AnUnreadableTypeOfAWantedGidIsAnErrorNamingItsPath) {
   Unreadable(port("mlx5_0") + "/gid_attrs/types/5");

@@ -25,7 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cni/plugin.h"
-#include "cni/rdma_sysfs.h"
+#include "rdmak8s/device_lookup.h"
 #include "fakes/fake_dcb_netlink.h"
 #include "rdmak8s/roce_gid.h"
 #include "fakes/fake_rdma_netlink.h"

@@ -27,7 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cni/rdma_sysfs.h"
+#include "rdmak8s/device_lookup.h"
 #include "rdmak8s/roce_gid.h"
 #include "rdmak8s/route_netlink.h"
 #include "support/throwaway_netns.h"

@@ -7,7 +7,7 @@
 #include <set>
 #include <thread>
 
-#include "cni/rdma_sysfs.h"
+#include "rdmak8s/gid_table.h"
 #include "rdmak8s/roce_gid.h"
 #include "cni/spec.h"
 #include "rdmak8s/strings.h"
@@ -62,7 +62,6 @@ Status GidWaiter::CheckGids(const AttachmentRecord& rec, const Netns& pod,
     std::map<std::string, std::pair<uint32_t, uint32_t>> found;  // gid -> (port, GID index)
     uint64_t first_free = 0;
     Status s = resolver_.WithDeviceSysfs(rec, &pod, [&](const std::string& root) -> Status {
-      RdmaSysfs sys(root);
       for (auto port : ports) {
         std::set<std::string> rest;
         for (const auto& [gid, ip] : wanted) {
@@ -70,8 +69,11 @@ Status GidWaiter::CheckGids(const AttachmentRecord& rec, const Netns& pod,
         }
         if (rest.empty()) break;
         RDMAK8S_ASSIGN_OR_RETURN(
-            auto hits, sys.SearchGids(rec.rdma_dev, port, rest, "RoCE v2",
-                                      whole ? GidScope::kWholeTable : GidScope::kFilledPrefix));
+            GidTable table, GidTable::Open(root + "/class/infiniband/" + rec.rdma_dev + "/ports/" +
+                                           std::to_string(port)));
+        RDMAK8S_ASSIGN_OR_RETURN(
+            GidSearch hits, table.Search(rest, GidType::kRoceV2,
+                                         whole ? GidScope::kWholeTable : GidScope::kFilledPrefix));
         for (const auto& [gid, index] : hits.found) found[gid] = {port, index};
         first_free += hits.first_free;
       }

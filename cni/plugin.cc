@@ -21,7 +21,7 @@
 #include "cni/mover.h"
 #include "cni/netconf.h"
 #include "cni/qos_ledger.h"
-#include "cni/rdma_sysfs.h"
+#include "rdmak8s/device_lookup.h"
 #include "cni/spec.h"
 #include "cni/state.h"
 #include "rdmak8s/strings.h"

@@ -16,7 +16,7 @@
 #include <cinttypes>
 #include <cstring>
 
-#include "cni/rdma_sysfs.h"
+#include "rdmak8s/device_lookup.h"
 #include "fuzz/fuzz_check.h"
 #include "rdmak8s/device_id.h"
 #include "rdmak8s/roce_gid.h"

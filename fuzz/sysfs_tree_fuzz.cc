@@ -1,5 +1,6 @@
 // Fuzz target: discovery's and the CNI's parsing of whole sysfs trees (rdmak8s/discovery.h
-// SysfsDiscovery, rdmak8s/port_state.h ReadPortLinkState, cni/rdma_sysfs.h RdmaSysfs): the
+// SysfsDiscovery, rdmak8s/port_state.h ReadPortLinkState, the CNI's rdmak8s/device_lookup.h
+// DeviceLookup, rdmak8s/gid_table.h GidTable): the
 // attribute helpers in context (dev "<major>:<minor>", numa_node, vendor/device IDs, port,
 // node_type, state/phys_state, gids, pkeys, dev_port, ibdev) as a kernel or driver with a bug
 // could print them. A copy of a fixture tree (tests/fixtures/sysfs/mlx5_roce_sriov: PF, VFs,
@@ -13,7 +14,8 @@
 //   - DiscoverAll succeeds (class/infiniband is there and readable), and every device it lists
 //     is either discovered or named in failures: none is dropped silently;
 //   - DiscoverOne agrees with DiscoverAll on which devices read fully;
-//   - a discovered device's ports are 1-based and in order.
+//   - a discovered device's ports are 1-based and in order;
+//   - the GID search finds each RoCE v2 GID a whole read of the table shows, at its lowest index.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -21,9 +23,10 @@
 #include <map>
 #include <set>
 
-#include "cni/rdma_sysfs.h"
 #include "fuzz/fuzz_check.h"
+#include "rdmak8s/device_lookup.h"
 #include "rdmak8s/discovery.h"
+#include "rdmak8s/gid_table.h"
 #include "rdmak8s/port_state.h"
 #include "rdmak8s/roce_gid.h"
 #include "sysfs.h"
@@ -106,18 +109,38 @@ void CheckDiscovery(const Tree& t) {
   }
 }
 
+// The search against a whole read of the same table: every RoCE v2 GID ReadAll shows is found,
+// at the lowest index it has.
+void CheckGidSearch(const std::string& port_dir) {
+  auto table = GidTable::Open(port_dir);
+  if (!table.ok()) return;
+  auto all = table->ReadAll();
+  (void)table->Search({GidForIp("10.0.0.2")}, GidType::kRoceV2, GidScope::kFilledPrefix);
+  if (!all.ok()) return;
+  std::map<std::string, uint32_t> lowest;
+  for (const GidEntry& e : *all) {
+    if (e.type == GidType::kRoceV2) lowest.emplace(GidForIp(e.gid), e.index);
+  }
+  if (lowest.empty()) return;
+  std::set<std::string> wanted;
+  for (const auto& [gid, index] : lowest) wanted.insert(gid);
+  auto found = table->Search(wanted, GidType::kRoceV2, GidScope::kWholeTable);
+  FUZZ_CHECK(found.ok(), port_dir + ": ReadAll read the table, the search failed: " +
+                             found.status().ToString());
+  FUZZ_CHECK(found->found == lowest, port_dir + ": the search and ReadAll disagree on RoCE v2 GIDs");
+}
+
 void CheckCniView(const Tree& t) {
-  cni::RdmaSysfs sysfs(t.root);
+  DeviceLookup sysfs(t.root);
   auto devs = sysfs.ListDevices();
   if (!devs.ok()) return;
   for (const std::string& n : *devs) {
     auto d = sysfs.ReadDevice(n);
     if (d.ok()) {
       for (const auto& p : d->ports) {
-        (void)sysfs.ReadGids(n, p.port_num);
         (void)sysfs.ReadPkeys(n, p.port_num);
         (void)sysfs.ReadPortState(n, p.port_num);
-        (void)sysfs.FindGids(n, p.port_num, {GidForIp("10.0.0.2")}, "RoCE v2");
+        CheckGidSearch(t.root + "/class/infiniband/" + n + "/ports/" + std::to_string(p.port_num));
       }
       (void)sysfs.PfNetdev(*d);
     }

@@ -7,7 +7,7 @@
 
 #include "check_device.h"
 #include "cni/knobs.h"
-#include "rdmak8s/device_lookup.h"
+#include "rdmak8s/gid_table.h"
 #include "rdmak8s/roce_gid.h"
 #include "rdmak8s/strings.h"
 
@@ -31,13 +31,10 @@ std::set<uint8_t> Bits(uint8_t mask) {
   return s;
 }
 
-// The netdev that carries the node-wide knobs (DCB, ECN): the CNI's own rule (the PF of a VF,
-// the owner of an SF, a soft device's lower netdev), else the first port's netdev.
-std::string PfNetdevOf(const RdmaDevice& dev, const CheckEnv& env) {
-  DeviceLookup lookup(env.sysfs_root);
-  if (auto sd = lookup.ReadDevice(dev.name); sd.ok()) {
-    if (auto pf = lookup.PfNetdev(*sd); pf.ok()) return *pf;
-  }
+// The netdev that carries the node-wide knobs (DCB, ECN): discovery's RdmaDevice::pf_netdev (the
+// CNI's rule, pf_netdev.h), else the first port's netdev.
+std::string PfNetdevOf(const RdmaDevice& dev) {
+  if (!dev.pf_netdev.empty()) return dev.pf_netdev;
   for (const Port& p : dev.ports) {
     if (!p.netdevs.empty()) return p.netdevs.front();
   }
@@ -328,8 +325,9 @@ void CheckGids(const RdmaDevice& dev, const Port& port, const CheckEnv& env, Che
     for (const IpAddress& a : *addrs) {
       std::string gid = GidForIp(a.address);
       if (gid.empty()) continue;
+      // The model's GID table, matched by the one rule the CNI's wait uses (gid_table.h).
       bool found = std::any_of(port.gids.begin(), port.gids.end(), [&](const GidEntry& g) {
-        return g.type == GidType::kRoceV2 && g.gid == gid;
+        return GidMatches(g, gid, GidType::kRoceV2);
       });
       (found ? have : missing).push_back(a.address + " (" + nd + ")");
     }
@@ -375,7 +373,7 @@ void CheckRoceDevice(const RdmaDevice& dev, const CheckPolicy& policy, const Che
                         nd + ")",
                     report);
   }
-  const std::string pf = PfNetdevOf(dev, env);
+  const std::string pf = PfNetdevOf(dev);
   if (pf.empty()) {
     report.Add({dev.name, "dcb", Outcome::kFail, "no netdev", "", "",
                 "no PF netdev found: DCB and ECN cannot be read"});

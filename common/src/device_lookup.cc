@@ -10,6 +10,7 @@
 
 #include "rdmak8s/device_id.h"
 #include "rdmak8s/file_util.h"
+#include "rdmak8s/pf_netdev.h"
 #include "rdmak8s/strings.h"
 #include "rdmak8s/sysfs_attr.h"
 #include "sysfs.h"
@@ -264,22 +265,7 @@ StatusOr<std::string> DeviceLookup::ResolveByNetdev(const std::string& netdev,
 }
 
 StatusOr<std::string> DeviceLookup::PfNetdev(const SysfsDevice& dev) const {
-  if (dev.parent_rel.empty()) {
-    if (!dev.lower_netdev.empty()) return dev.lower_netdev;
-    return NotFoundError("RDMA device " + dev.name + " has neither a bus device nor a parent netdev");
-  }
-  // Relative to this view's root: a device read in the pod's view finds its PF netdev in the
-  // node's (devices/ is not netns tagged, the PF's net/ entries are the node's).
-  std::string pci = dev.parent_rel;
-  // An auxiliary device (SF) sits under the PCI function that owns it.
-  if (!Exists(pci + "/net") || !IsPciAddress(dev.parent)) {
-    if (!Exists(pci + "/physfn")) pci = Dirname(pci);
-  }
-  if (std::string pf = ResolveInSysfsTree(root_, pci + "/physfn"); !pf.empty()) pci = pf;
-  auto nets = ListSysfsDir(Path(pci + "/net"));
-  if (!nets.ok()) return nets.status().Prepend("netdev of the PF of " + dev.name);
-  if (nets->empty()) return NotFoundError("PF " + Basename(pci) + " of " + dev.name + " has no netdev");
-  return (*nets)[0];
+  return PfNetdevAt(root_, dev.parent_rel, dev.lower_netdev, dev.name);  // discovery's rule too
 }
 
 }  // namespace rdmak8s

@@ -3,6 +3,7 @@
 #include "discovery_device.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -11,6 +12,7 @@
 #include "discovery_ports.h"
 #include "rdmak8s/device_lookup.h"
 #include "rdmak8s/file_util.h"
+#include "rdmak8s/pf_netdev.h"
 #include "sysfs.h"
 
 namespace rdmak8s::internal::discovery {
@@ -243,6 +245,23 @@ void FindLowerNetdev(const std::string& parent_attr, RdmaDevice& d) {
   }
 }
 
+// d.pf_netdev by the one PF netdev rule (pf_netdev.h, DeviceLookup::PfNetdev's): "" when there
+// is none. A soft device's lower netdev is the model's (FindLowerNetdev).
+Status FindPfNetdev(const Context& ctx, const std::string& parent_dir, RdmaDevice& d) {
+  std::string bus_rel;
+  if (!parent_dir.empty()) {
+    bus_rel = std::filesystem::path(parent_dir).lexically_relative(ctx.root).string();
+    if (bus_rel.empty() || bus_rel.rfind("..", 0) == 0) return Status::Ok();  // not in the tree
+  }
+  StatusOr<std::string> pf = PfNetdevAt(ctx.root, bus_rel, d.parent.lower_netdev, d.name);
+  if (pf.ok()) {
+    d.pf_netdev = std::move(pf).value();
+  } else if (pf.status().code() != StatusCode::kNotFound) {
+    return pf.status();
+  }
+  return Status::Ok();
+}
+
 // Classification (issue 2): the one transport rule (device.h), and the RoCE versions its GIDs
 // offer.
 void Classify(RdmaDevice& d) {
@@ -282,6 +301,7 @@ StatusOr<RdmaDevice> ReadDevice(Context& ctx, const std::string& name) {
   RDMAK8S_RETURN_IF_ERROR(CharFailureOf(ctx, parent_dir));
   RDMAK8S_RETURN_IF_ERROR(ReadPorts(ctx, dir, parent_dir, hints.parent_attr, d));
   FindLowerNetdev(hints.parent_attr, d);
+  RDMAK8S_RETURN_IF_ERROR(FindPfNetdev(ctx, parent_dir, d));
   Classify(d);
   AttachCharDevices(ctx, d);
   return d;

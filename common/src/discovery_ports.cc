@@ -1,33 +1,16 @@
-// Discovery's port reader: state, rate, LIDs, PKeys, GIDs with their types and netdevs.
+// Discovery's port reader: state, rate, LIDs, PKeys, and the GID table (through gid_table.h).
 #include "discovery_ports.h"
 
 #include <string>
 
 #include "discovery_context.h"
+#include "rdmak8s/gid_table.h"
 
 namespace rdmak8s::internal::discovery {
 
 using internal::ParseUint;
 
 namespace {
-
-bool IsZeroGid(std::string_view gid) {
-  for (char c : gid) {
-    if (c != '0' && c != ':') return false;
-  }
-  return true;
-}
-
-// Absent attribute, or EINVAL (the kernel's answer for gid_attrs of an empty GID and for
-// gid_attrs/ndevs of a GID without a netdev): no value. Anything else is a read failure.
-StatusOr<std::string> ReadGidAttr(const SysfsDir& port, const std::string& rel) {
-  StatusOr<std::string> r = port.Read(rel);
-  if (r.ok()) return r;
-  StatusCode c = r.status().code();
-  if (c == StatusCode::kNotFound || c == StatusCode::kInvalidArgument) return std::string();
-  return r.status();
-}
-
 
 // rate_show() prints "%d%s Gb/sec (%dX%s)" with "%s" ".5" or "" (drivers/infiniband/core/
 // sysfs.c): the number in Gb/s, 0 for anything else.
@@ -87,29 +70,10 @@ StatusOr<Port> ReadPort(const SysfsDir& dev, uint32_t port_num, bool rnic) {
       return pkeys.status();
     }
   }
-  StatusOr<std::vector<std::string>> gids = dir.List("gids");
+  // The one GID slot reader (gid_table.h): the type rule by this port's link layer.
+  StatusOr<std::vector<GidEntry>> gids = GidTable::OfPort(dir, port.link_layer, rnic).ReadAll();
   if (gids.ok()) {
-    for (uint32_t i : NumericEntries(*gids)) {
-      std::string idx = std::to_string(i);
-      RDMAK8S_ASSIGN_OR_RETURN(std::string gid, dir.Read("gids/" + idx));
-      if (IsZeroGid(gid)) continue;  // empty slot; its gid_attrs would fail with EINVAL
-      GidEntry e;
-      e.index = i;
-      e.gid = std::move(gid);
-      RDMAK8S_ASSIGN_OR_RETURN(std::string type, ReadGidAttr(dir, "gid_attrs/types/" + idx));
-      // "IB/RoCE v1" means IB on an InfiniBand port and RoCE v1 on an Ethernet CA port; iWARP
-      // (siw, irdma, cxgb4) and unknown link layers print it too, where it means neither.
-      if (type == "IB/RoCE v1") {
-        e.type = ib ? GidType::kIb
-                    : (port.link_layer == "Ethernet" && !rnic ? GidType::kRoceV1 : GidType::kUnknown);
-      } else if (type == "RoCE v2") {
-        e.type = GidType::kRoceV2;
-      } else if (type.empty() && ib) {
-        e.type = GidType::kIb;
-      }
-      RDMAK8S_ASSIGN_OR_RETURN(e.netdev, ReadGidAttr(dir, "gid_attrs/ndevs/" + idx));
-      port.gids.push_back(std::move(e));
-    }
+    port.gids = std::move(gids).value();
   } else if (gids.status().code() != StatusCode::kNotFound) {
     return gids.status();
   }

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "cni/rdma_sysfs.h"
+#include "rdmak8s/device_lookup.h"
 #include "cni/state.h"
 #include "rdmak8s/roce_gid.h"
 #include "rdmak8s/netns.h"

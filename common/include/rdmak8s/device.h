@@ -176,6 +176,9 @@ struct RdmaDevice {
   Parent parent;
   std::vector<Port> ports;
   std::vector<std::string> netdevs;           // union of the ports' netdevs
+  // The netdev of the physical function behind the device, where DCB and ECN live (pf_netdev.h,
+  // the CNI's rule): the PF's for a PF, a VF or an SF, a soft device's lower netdev; "" when none.
+  std::string pf_netdev;
   // The other RDMA devices the kernel lists on the same bus device (<bus device>/infiniband/) in
   // this sysfs view, sorted; empty for a soft device. Two RDMA drivers on one function make
   // its bus device ID ambiguous (device_id.h ExclusiveDeviceId).

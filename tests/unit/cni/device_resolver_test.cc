@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cni/rdma_sysfs.h"
+#include "rdmak8s/device_lookup.h"
 #include "cni_test_util.h"
 
 namespace rdmak8s::cni {
@@ -52,7 +52,7 @@ TEST(DeviceResolverTest, CheckUsableIsTryAgainWhileAnIbPortIsInitAndWiringWhenDo
   const std::string sys = w.tmp.path() + "/sys";
   ASSERT_TRUE(testing::CopyFixture("mlx5_ib_2port", sys));
   DeviceResolver r = w.Resolver({});
-  RdmaSysfs sysfs(sys);
+  DeviceLookup sysfs(sys);
   auto dev = sysfs.ReadDevice("mlx5_0");
   ASSERT_TRUE(dev.ok()) << dev.status().ToString();
   EXPECT_TRUE(r.CheckUsable(sysfs, *dev, {1}).ok());

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <optional>
 
-#include "cni/rdma_sysfs.h"
+#include "rdmak8s/device_lookup.h"
 #include "rdmak8s/roce_gid.h"
 #include "cni_test_util.h"
 #include "support/throwaway_netns.h"

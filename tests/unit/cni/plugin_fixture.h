@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "cni/plugin.h"
-#include "cni/rdma_sysfs.h"
+#include "rdmak8s/device_lookup.h"
 #include "rdmak8s/roce_gid.h"
 #include "cni/spec.h"
 #include "cni/state.h"

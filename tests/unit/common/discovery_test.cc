@@ -257,6 +257,19 @@ TEST(DiscoveryTest, LookupsFindDevicesByPciAuxNameAndNetdev) {
 
 // --- classification of every fixture ---
 
+// The one PF netdev rule (pf_netdev.h, the CNI's DeviceLookup::PfNetdev): the PF's netdev for the
+// PF itself, its VFs and its SF; a soft device's lower netdev.
+TEST(DiscoveryTest, EveryDeviceCarriesThePfNetdevWhereItsDcbLives) {
+  DiscoveryResult r = DiscoverFixture("mlx5_roce_sriov");
+  ASSERT_THAT(Names(r.devices), ElementsAre("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"));
+  for (const RdmaDevice& d : r.devices) EXPECT_EQ(d.pf_netdev, "ens1f0np0") << d.name;
+  EXPECT_EQ(DiscoverFixture("rxe_veth").devices.at(0).pf_netdev, "veth0");
+  EXPECT_EQ(DiscoverFixture("siw_veth").devices.at(0).pf_netdev, "veth0");
+  DiscoveryResult ib = DiscoverFixture("mlx5_ib_2port");
+  ASSERT_FALSE(ib.devices.empty());
+  EXPECT_FALSE(ib.devices[0].pf_netdev.empty()) << "an IPoIB netdev of the PF";
+}
+
 TEST(DiscoveryTest, IrdmaInIwarpModeIsIwarpWithPcieSwitchPath) {
   DiscoveryResult r = DiscoverFixture("irdma_iwarp");
   EXPECT_THAT(r.failures, IsEmpty());

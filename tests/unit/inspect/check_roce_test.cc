@@ -62,6 +62,19 @@ TEST_F(RoceCheckTest, VfsAndSfAreJudgedOnTheirPfsDcb) {
   EXPECT_EQ(Find(r, "mlx5_3 on ens1f0np0", "pfc").outcome, Outcome::kPass);
 }
 
+// The PF netdev is discovery's (RdmaDevice::pf_netdev), not read again: a VF whose physfn link
+// went away after discovery is still judged on the PF's DCB, where a re-read would pick the VF's
+// own netdev.
+TEST_F(RoceCheckTest, TheDcbNetdevIsTheModelsPfNetdevNotReadAgain) {
+  auto vf = node.env().discovery->DiscoverOne("mlx5_1");
+  ASSERT_TRUE(vf.ok()) << vf.status().ToString();
+  ASSERT_EQ(vf->pf_netdev, "ens1f0np0");
+  std::filesystem::remove(node.sys() + "/bus/pci/devices/0000:5e:00.2/physfn");
+  CheckReport r;
+  CheckRoceDevice(*vf, PolicyWithQos(kQos), node.env(), r);
+  EXPECT_EQ(Find(r, "mlx5_1 on ens1f0np0", "pfc").outcome, Outcome::kPass) << FormatReport(r);
+}
+
 TEST_F(RoceCheckTest, PfcOffOnTheRocePriorityFailsWithTheDcbCommand) {
   node.dcb.Find("ens1f0np0")->pfc.enabled = 0;
   CheckReport r = node.Run(PolicyWithQos(kQos));

@@ -6,6 +6,9 @@
 
 #include <filesystem>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -22,6 +25,21 @@ namespace rdmak8s::dra::plugin_fixture {
 
 inline constexpr char kDriver[] = "rdma.rdmak8s.io";
 inline constexpr char kPool[] = "node-a";
+
+// A claim of namespace "team" allocated with `results` and reserved for pod `pod_uid`, as the
+// scheduler leaves it.
+inline ResourceClaim AllocatedClaim(std::string name, std::string uid,
+                                    std::vector<DeviceResult> results,
+                                    std::string pod_uid = "pod-1") {
+  ResourceClaim c;
+  c.namespace_name = "team";
+  c.name = std::move(name);
+  c.uid = std::move(uid);
+  c.allocated = true;
+  c.results = std::move(results);
+  c.reserved_for = {{"", "pods", "p", std::move(pod_uid)}};
+  return c;
+}
 
 class PluginFixture : public ::testing::Test {
  protected:
@@ -44,14 +62,7 @@ class PluginFixture : public ::testing::Test {
         preparer_.get(), &catalog_, metrics);
     ASSERT_TRUE(plugin_->Start().ok());
 
-    ResourceClaim c;
-    c.namespace_name = "team";
-    c.name = "nic";
-    c.uid = "uid-1";
-    c.allocated = true;
-    c.results = {{"nic", kDriver, kPool, "mlx5-0"}};
-    c.reserved_for = {{"", "pods", "p", "pod-1"}};
-    reader_.Put(c);
+    reader_.Put(AllocatedClaim("nic", "uid-1", {{"nic", kDriver, kPool, "mlx5-0"}}));
   }
 
   void SetHealth(bool healthy) {

@@ -162,14 +162,7 @@ TEST_F(DraPluginTest, PluginWatcherRegistersTheDriverAndNeverSeesAStagingName) {
 
 // firstAvailable: the allocation names the subrequest ("nic/ib"); the container asks for "nic".
 TEST_F(DraPluginTest, FirstAvailableDeviceReachesTheContainerNamingTheParentRequest) {
-  ResourceClaim c;
-  c.namespace_name = "team";
-  c.name = "fa";
-  c.uid = "uid-fa";
-  c.allocated = true;
-  c.results = {{"nic/ib", kDriver, kPool, "mlx5-0"}};
-  c.reserved_for = {{"", "pods", "p", "pod-1"}};
-  reader_.Put(c);
+  reader_.Put(plugin_fixture::AllocatedClaim("fa", "uid-fa", {{"nic/ib", kDriver, kPool, "mlx5-0"}}));
   ASSERT_TRUE(kubelet_.Register(plugin_->registration_socket()).ok());
   for (auto api : {fake::DraApi::kV1, fake::DraApi::kV1beta1}) {
     auto prep = kubelet_.NodePrepareResources({{"team", "uid-fa", "fa"}}, api);
@@ -268,14 +261,10 @@ TEST(TwoDriversTest, BothDriversOfOneClaimPrepareAndEachCdiDeviceResolves) {
   fs::create_directories(reg);
   fs::create_directories(tmp.path() + "/cdi");
   fake::FakeClaimReader reader;
-  ResourceClaim c;
-  c.namespace_name = "team";
-  c.name = "both";
-  c.uid = "uid-2";
-  c.allocated = true;
-  c.results = {{"ib", "ib.rdmak8s.io", kPool, "mlx5-0"}, {"roce", "roce.rdmak8s.io", kPool, "mlx5-1"}};
-  c.reserved_for = {{"", "pods", "p", "pod-2"}};
-  reader.Put(c);
+  reader.Put(plugin_fixture::AllocatedClaim(
+      "both", "uid-2",
+      {{"ib", "ib.rdmak8s.io", kPool, "mlx5-0"}, {"roce", "roce.rdmak8s.io", kPool, "mlx5-1"}},
+      "pod-2"));
   struct Driver {
     std::string name;
     DeviceCatalog catalog{kPool};

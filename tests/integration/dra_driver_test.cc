@@ -508,7 +508,10 @@ TEST_F(DraDriverBinaryTest, ARegistryDirectoryRemovedAndMadeAgainGetsTheRegistra
   ASSERT_NO_FATAL_FAILURE(WaitForTheFixturesSlice());
   Register();
   const std::string reg = root_ + "/reg/" + std::string(kDriver) + "-reg.sock";
-  fs::remove_all(root_ + "/reg");
+  // Renamed away, then removed: the driver serves again on every event, and would race a
+  // remove_all of the directory in place ("Directory not empty").
+  fs::rename(root_ + "/reg", root_ + "/reg.old");
+  fs::remove_all(root_ + "/reg.old");
   fs::create_directories(root_ + "/reg");
   ASSERT_TRUE(WaitUntil([&] { return fs::exists(reg); })) << ReadAll(root_ + "/stderr.log");
   Register();

@@ -298,7 +298,10 @@ TEST_F(DaemonTest, AKubeletDirectoryRemovedAndMadeAgainIsStillWatched) {
   ASSERT_TRUE(StartDaemon().ok());
   ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
   kubelet_->Stop();
-  fs::remove_all(kubelet_dir_);
+  // Renamed away, then removed: the daemon serves again on every event, and would race a
+  // remove_all of the directory in place ("Directory not empty").
+  fs::rename(kubelet_dir_, kubelet_dir_ + ".old");
+  fs::remove_all(kubelet_dir_ + ".old");
   fs::create_directories(kubelet_dir_);
   ASSERT_TRUE(kubelet_->Start().ok());
   ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 2, kWait));

@@ -57,8 +57,8 @@ class ConfigWatcher {
   StatusOr<std::optional<PluginConfig>> Reload(const PluginConfig& running) const;
 
   // Adds a watch of the file's directory to `inotify_fd` (no-op without a file). IN_MASK_ADD:
-  // when the config sits in a directory already watched (the kubelet dir) it is the same watch,
-  // whose mask must keep what the other watcher asked for (inotify(7)). An error names the dir.
+  // should `inotify_fd` already watch that directory, it is the same watch, whose mask must keep
+  // what the other watcher asked for (inotify(7)). An error names the dir.
   Status Watch(int inotify_fd);
   // True when the inotify event (`wd`, `mask`, `name`) may have changed the file: a write closed
   // or a rename onto the file's name or onto the ConfigMap "..data" link, in its directory.

@@ -2,11 +2,9 @@
 
 #include "node/tracker_events.h"
 
-#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
-#include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -41,7 +39,7 @@ Daemon::~Daemon() {
     }
     pools_.clear();
   }
-  for (int fd : {epfd_, inotify_fd_, wake_fd_, signal_fd_, port_timer_fd_}) {
+  for (int fd : {epfd_, inotify_fd_, wake_fd_, port_timer_fd_}) {
     if (fd >= 0) close(fd);
   }
 }
@@ -77,23 +75,25 @@ Status Daemon::Start() {
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) return ErrnoError(errno, "eventfd");
   RDMAK8S_RETURN_IF_ERROR(add_fd(wake_fd_));
+  // kubelet.sock and our pools' sockets: the pools change with the config, so the filter asks
+  // the pools of the moment (on this loop's thread, like every change of pools_).
+  RDMAK8S_RETURN_IF_ERROR(socket_watch_.Start(socket_dir, [this](const std::string& name) {
+    if (name == kKubeletSocket) return true;
+    std::lock_guard<std::mutex> lock(pools_mu_);
+    return std::any_of(pools_.begin(), pools_.end(),
+                       [&](const auto& p) { return SocketFileName(p.second.resource) == name; });
+  }));
+  RDMAK8S_RETURN_IF_ERROR(add_fd(socket_watch_.fd()));
+  // The config's own inotify instance: the config may sit in the socket directory, and each
+  // watch then sees its own events and its own overflow.
   inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (inotify_fd_ < 0) return ErrnoError(errno, "inotify_init1");
+  if (inotify_fd_ < 0) return ErrnoError(errno, "inotify_init1 (config watch)");
   RDMAK8S_RETURN_IF_ERROR(add_fd(inotify_fd_));
-  kubelet_wd_ = inotify_add_watch(inotify_fd_, socket_dir.c_str(),
-                                  IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM);
-  if (kubelet_wd_ < 0) return ErrnoError(errno, "inotify watch " + socket_dir);
-  // After the socket watch: the config may sit in the same directory (ConfigWatcher::Watch).
   RDMAK8S_RETURN_IF_ERROR(config_watch_.Watch(inotify_fd_));
   if (options_.handle_signals) {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    signal_fd_ = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-    if (signal_fd_ < 0) return ErrnoError(errno, "signalfd");
-    RDMAK8S_RETURN_IF_ERROR(add_fd(signal_fd_));
+    RDMAK8S_ASSIGN_OR_RETURN(node::StopSignals opened, node::StopSignals::Open());
+    signals_.emplace(std::move(opened));
+    RDMAK8S_RETURN_IF_ERROR(add_fd(signals_->fd()));
   }
   RDMAK8S_RETURN_IF_ERROR(link_->Start());
   RDMAK8S_RETURN_IF_ERROR(add_fd(link_->fd()));
@@ -266,30 +266,55 @@ void Daemon::HandleInotify() {
       auto* ev = reinterpret_cast<inotify_event*>(p);
       std::string name = ev->len ? ev->name : "";
       if (ev->mask & IN_Q_OVERFLOW) overflow = true;
-      if (ev->wd == kubelet_wd_) link_->OnDirEvent(ev->mask, name, SteadyClock::now());
-      // Same directory for both is possible: a config next to the sockets.
       if (config_watch_.Concerns(ev->wd, ev->mask, name)) DoReload();
       p += sizeof(inotify_event) + ev->len;
     }
   }
   if (overflow) {
-    SPDLOG_WARN("inotify queue overflow: re-checking sockets, config and registration");
-    link_->OnDirEvent(IN_CREATE, kKubeletSocket, SteadyClock::now());
+    SPDLOG_WARN("inotify queue overflow on the config's watch: reloading {}", options_.config_path);
     DoReload();
   }
 }
 
+void Daemon::HandleSocketDir() {
+  node::SocketDirWatch::Changes changes = socket_watch_.Drain();
+  const auto now = SteadyClock::now();
+  for (const auto& ev : changes.events) link_->OnDirEvent(ev.mask, ev.name, now);
+  if (!changes.recheck_all) return;
+  // Events were lost or the directory went or came back: look at every socket as it is now.
+  SPDLOG_WARN("{}: inotify overflow, or the directory removed or back: re-checking kubelet.sock "
+              "and our sockets", link_->socket_dir());
+  std::vector<std::string> sockets;
+  {
+    std::lock_guard<std::mutex> lock(pools_mu_);
+    for (const auto& [name, pool] : pools_) sockets.push_back(SocketFileName(pool.resource));
+  }
+  // Serves again the sockets that are not there (a no-op for those that are).
+  for (const auto& name : sockets) link_->OnDirEvent(IN_DELETE, name, now);
+  if (mode_ == RegistrationMode::kDevicePlugin) {
+    std::error_code ec;
+    const bool kubelet_there = fs::exists(link_->socket_dir() + "/" + kKubeletSocket, ec);
+    // There: register what this kubelet has not registered; gone: unregistered until it appears.
+    link_->OnDirEvent(kubelet_there ? IN_CREATE : IN_DELETE, kKubeletSocket, now);
+  }
+}
+
 void Daemon::HandleSignal() {
-  signalfd_siginfo si{};
-  while (read(signal_fd_, &si, sizeof(si)) == static_cast<ssize_t>(sizeof(si))) {
-    if (si.ssi_signo == SIGHUP) {
+  while (true) {
+    StatusOr<node::ReceivedSignal> got = signals_->Read();
+    if (!got.ok()) {
+      SPDLOG_ERROR("{}", got.status().message());
+      return;
+    }
+    if (got->request == node::SignalRequest::kNone) return;
+    if (got->request == node::SignalRequest::kLookAgain) {
       // The operator's "look again": the config (a file inotify cannot see) and the devices.
       SPDLOG_INFO("SIGHUP: reloading {} and rescanning", options_.config_path);
       DoReload();
       FullRescan();
       next_rescan_ = SteadyClock::now() + options_.rescan_interval;
     } else {
-      SPDLOG_INFO("signal {}: shutting down", strsignal(static_cast<int>(si.ssi_signo)));
+      SPDLOG_INFO("signal {}: shutting down", got->name());
       stop_ = true;
     }
   }
@@ -342,7 +367,10 @@ Status Daemon::Run() {
     auto now = SteadyClock::now();
     auto wake_at = link_->NextWakeup(next_rescan_);
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - now).count();
-    int timeout = static_cast<int>(std::clamp<int64_t>(wait, 0, 3600 * 1000));
+    // With neither the socket directory nor its parent watched, no event tells the directory's
+    // return: look again each second.
+    const int64_t bound = socket_watch_.watching() ? 3600 * 1000 : 1000;
+    int timeout = static_cast<int>(std::clamp<int64_t>(wait, 0, bound));
     int n = epoll_wait(epfd_, evs, 16, timeout);
     if (deps_.metrics) deps_.metrics->Heartbeat();
     if (n < 0 && errno != EINTR) return ErrnoError(errno, "epoll_wait");
@@ -354,7 +382,9 @@ Status Daemon::Run() {
         }
       } else if (fd == inotify_fd_) {
         HandleInotify();
-      } else if (fd == signal_fd_) {
+      } else if (fd == socket_watch_.fd()) {
+        HandleSocketDir();
+      } else if (signals_ && fd == signals_->fd()) {
         HandleSignal();
       } else if (fd == link_->fd()) {
         link_->HandleRegistrations(SteadyClock::now());
@@ -369,6 +399,7 @@ Status Daemon::Run() {
       }
     }
     if (stop_) break;
+    if (!socket_watch_.watching()) HandleSocketDir();  // tries to watch again
     if (reload_.exchange(false)) DoReload();
     now = SteadyClock::now();
     if (rescan_.exchange(false) || now >= next_rescan_) {

@@ -1,8 +1,10 @@
 // Daemon: the device plugin's event loop. Owns the configuration, the known devices and one
 // PoolServer per pool; reacts to
-//   - inotify on the kubelet dir: kubelet.sock (re)created -> re-create our sockets if kubelet
-//     removed them and register again; our socket deleted (a kubelet starting, rm, another
-//     process) -> serve again at once and register again if kubelet.sock is there;
+//   - the kubelet dir's watch (node/socket_dir_watch.h): kubelet.sock (re)created -> re-create
+//     our sockets if kubelet removed them and register again; our socket deleted (a kubelet
+//     starting, rm, another process) -> serve again at once and register again if kubelet.sock
+//     is there; an inotify overflow, or the directory removed or back -> every pool's socket and
+//     kubelet.sock looked at again;
 //   - inotify on the config file's directory (also ConfigMap "..data" symlink swaps) and SIGHUP
 //     -> reload; an invalid file is logged and the running config kept; SIGHUP then rescans;
 //   - rtnetlink link events (LinkMonitor) and verbs async events (node::DeviceEventSource) -> re-read
@@ -19,7 +21,8 @@
 //   - SIGTERM/SIGINT (or Stop()) -> stop servers, remove our sockets, return from Run().
 // Every change kubelet should see is published to the pool's ListAndWatch streams at once.
 //
-// The daemon owns the fds (epoll, inotify, signalfd, its wakeup eventfd) and the pools, and
+// The daemon owns the fds (epoll, the config's inotify, the socket directory's watch, the
+// signalfd, its wakeup eventfd) and the pools, and
 // dispatches; each reaction is a file of its own: kubelet/pool_registration.h (serving again,
 // the registration state machine and its backoff; the Register call and the registration modes
 // in kubelet/register_call.h), config_watcher.h (the config file,
@@ -51,6 +54,8 @@
 #include "node/async_events_watch.h"
 #include "node/device_events.h"
 #include "node/device_tracker.h"
+#include "node/socket_dir_watch.h"
+#include "node/stop_signals.h"
 #include "rdmak8s/discovery.h"
 #include "rdmak8s/rdma_netlink.h"
 #include "rdmak8s/route_netlink.h"
@@ -76,8 +81,8 @@ struct DaemonOptions {
   std::string nfd_features_dir;
   std::string node_check_results;
   std::chrono::milliseconds register_timeout{5000};
-  // Take SIGTERM, SIGINT and SIGHUP through a signalfd. The caller must have blocked them in
-  // every thread (main does, before any thread starts).
+  // Take SIGTERM, SIGINT and SIGHUP through a signalfd (node/stop_signals.h). The caller must
+  // have blocked them in every thread (main does, node::BlockStopSignals, before any thread).
   bool handle_signals = false;
 };
 
@@ -141,6 +146,7 @@ class Daemon {
   void ApplyConfig(PluginConfig cfg);
   void DoReload();
   void HandleInotify();
+  void HandleSocketDir();
   void HandleSignal();
   void HandleLinkEvents();
   void HandleDeviceEvents();
@@ -164,9 +170,9 @@ class Daemon {
   int epfd_ = -1;
   int inotify_fd_ = -1;
   int wake_fd_ = -1;
-  int signal_fd_ = -1;
   int port_timer_fd_ = -1;  // timerfd of the port-state poll
-  int kubelet_wd_ = -1;
+  node::SocketDirWatch socket_watch_;          // kubelet.sock and our sockets in socket_dir()
+  std::optional<node::StopSignals> signals_;   // with handle_signals
   std::chrono::steady_clock::time_point next_rescan_{};
   std::atomic<bool> stop_{false};
   std::atomic<bool> reload_{false};

@@ -1,5 +1,4 @@
 // rdmak8s-device-plugin: flags -> DaemonOptions -> wiring. Everything else is in the library.
-#include <signal.h>
 
 #include <cstdio>
 #include <iostream>
@@ -14,6 +13,7 @@
 #include "device-plugin/nfd_features.h"
 #include "node/device_events.h"
 #include "node/program_main.h"
+#include "node/stop_signals.h"
 #include "node/uevent.h"
 #include "rdmak8s/discovery.h"
 #include "rdmak8s/path_flag.h"
@@ -106,13 +106,10 @@ int RealMain(int argc, char** argv) {
   node::UseKlogStderrLogger(verbosity);
 
   // Signals go to the daemon's signalfd: block them before any thread (gRPC, exposer) starts.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  if (Status s = node::BlockStopSignals(); !s.ok()) {
+    SPDLOG_ERROR("{}", s.message());
+    return 1;
+  }
 
   dp::Metrics metrics(opts.sysfs_root);
   dp::IoctlEthtoolStats ethtool;

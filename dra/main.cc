@@ -1,10 +1,9 @@
 // rdmak8s-dra-driver: flags -> options -> wiring. Everything else is in the libraries
 // (rdmak8s_dra: the kubelet side; rdmak8s_dra_api: the API-server side).
 #include <poll.h>
-#include <signal.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -25,9 +24,10 @@
 #include "dra/metrics.h"
 #include "dra/plugin.h"
 #include "dra/preparer.h"
-#include "dra/registration_watch.h"
 #include "node/device_events.h"
 #include "node/program_main.h"
+#include "node/socket_dir_watch.h"
+#include "node/stop_signals.h"
 #include "node/uevent.h"
 #include "rdmak8s/discovery.h"
 #include "rdmak8s/path_flag.h"
@@ -101,31 +101,39 @@ bool DeleteSlicesOnExit(dra::SlicePublisher& publisher, const std::string& drive
 }
 
 // Until SIGTERM/SIGINT: serves the registration socket again whenever the registry directory
-// says it may be gone; SIGHUP asks the health watcher for a full rescan. Wakes at least every
-// 30 s, so /livez sees the loop alive.
-void WaitForSignal(int signal_fd, dra::DraPlugin& plugin, dra::RegistrationWatch& watch,
+// says it may be gone (node/socket_dir_watch.h: our socket's name, an overflow, the directory
+// gone or back); SIGHUP asks the health watcher for a full rescan. Wakes at least every 30 s, so
+// /livez sees the loop alive.
+void WaitForSignal(node::StopSignals& signals, dra::DraPlugin& plugin, node::SocketDirWatch& watch,
                    dra::HealthWatcher& health, dra::DraMetrics& metrics) {
   while (true) {
     metrics.Heartbeat("registration loop", std::chrono::minutes(2));
-    pollfd fds[2] = {{signal_fd, POLLIN, 0}, {watch.fd(), POLLIN, 0}};
-    // Without a watch (the directory went away), look again each second.
-    int r = ::poll(fds, 2, watch.watching() ? 30000 : 1000);
+    std::array<pollfd, 2> fds{{{signals.fd(), POLLIN, 0}, {watch.fd(), POLLIN, 0}}};
+    // The directory's return is an event while its parent is watched. Only with the parent gone
+    // too (kubelet's root removed) can no event tell it: then look again each second.
+    int r = ::poll(fds.data(), fds.size(), watch.watching() ? 30000 : 1000);
     if (r < 0 && errno != EINTR) {
       SPDLOG_ERROR("poll: {}", std::strerror(errno));
       return;
     }
-    if (fds[0].revents) {
-      signalfd_siginfo si{};
-      if (::read(signal_fd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo == SIGHUP) {
+    if (fds[0].revents != 0) {
+      auto got = signals.Read();
+      if (!got.ok()) {
+        SPDLOG_ERROR("{}", got.status().message());
+        return;
+      }
+      if (got->request == node::SignalRequest::kLookAgain) {
         SPDLOG_INFO("SIGHUP: rescanning the node's devices");
         health.RequestRescan();
-      } else if (si.ssi_signo != 0) {
-        SPDLOG_INFO("signal {}: shutting down", strsignal(static_cast<int>(si.ssi_signo)));
+      } else if (got->request == node::SignalRequest::kStop) {
+        SPDLOG_INFO("signal {}: shutting down", got->name());
         return;
       }
     }
-    if (r == 0 || fds[1].revents) {
-      if (!watch.Drain() && r != 0) continue;
+    // A timeout checks the socket too: the safety net under the events.
+    const bool timed_out = r == 0;
+    if (timed_out || fds[1].revents != 0) {
+      if (!watch.Drain().any() && !timed_out) continue;
       if (auto again = plugin.ServeRegistrationAgain(); !again.ok()) {
         SPDLOG_ERROR("{}", again.status().message());
       }
@@ -231,13 +239,10 @@ int RealMain(int argc, char** argv) {
   node::UseKlogStderrLogger(verbosity);
 
   // Signals are read from a signalfd: block them before any thread starts.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  if (Status s = node::BlockStopSignals(); !s.ok()) {
+    SPDLOG_ERROR("start: {}", s.message());
+    return 1;
+  }
 
   // Before everything that reports to the metrics, so it outlives them all.
   dra::DeviceCatalog catalog(node_name, nullptr, shares);
@@ -343,16 +348,16 @@ int RealMain(int argc, char** argv) {
     SPDLOG_ERROR("start: {}", s.message());
     return 1;
   }
-  dra::RegistrationWatch registration_watch;
+  node::SocketDirWatch registration_watch;
   if (Status s = registration_watch.Start(plugin_opts.registry_dir,
                                           plugin_opts.driver_name + "-reg.sock");
       !s.ok()) {
     SPDLOG_ERROR("start: {}", s.message());
     return 1;
   }
-  int signal_fd = signalfd(-1, &signals, SFD_CLOEXEC);
-  if (signal_fd < 0) {
-    SPDLOG_ERROR("start: signalfd: {}", std::strerror(errno));
+  auto signals = node::StopSignals::Open();
+  if (!signals.ok()) {
+    SPDLOG_ERROR("start: {}", signals.status().message());
     return 1;
   }
 
@@ -361,8 +366,7 @@ int RealMain(int argc, char** argv) {
   std::thread sync;
   if (slice_sync) sync = std::thread([&] { slice_sync->Run(); });
 
-  WaitForSignal(signal_fd, plugin, registration_watch, watcher, metrics);
-  ::close(signal_fd);
+  WaitForSignal(*signals, plugin, registration_watch, watcher, metrics);
 
   if (api) api->StopRetries();  // a publish in a 429/5xx backoff ends now
   plugin.Stop();

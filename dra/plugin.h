@@ -10,7 +10,7 @@
 // removed only while it is still the socket we bound (a newer instance's socket is left alone).
 // Stop leaves the catalog alone: its owner (the driver's main) shuts it down. The plugin may be
 // started again after Stop. ServeRegistrationAgain() re-creates the registration socket if
-// someone removed it (call it on registration_watch.h's event).
+// someone removed it (call it on node/socket_dir_watch.h's event).
 // With `metrics` (metrics.h), the DRA services count prepares and unprepares there, and the
 // registration state it reports for /readyz is kubelet's verdict, reset to "not registered"
 // whenever the registration socket is served (again): a new kubelet has yet to call it.

@@ -499,6 +499,27 @@ TEST_F(DraDriverBinaryTest, SlicesKubeletDeletesAfterTheRegistrationSocketWentAr
       << ReadAll(root_ + "/stderr.log");
 }
 
+// kubelet's plugins_registry removed and made again (a node reset, a hostPath re-created): the
+// directory's return is an event (node/socket_dir_watch.h), the registration socket is served
+// in the new directory, and that directory is watched: a later removal is served again too.
+TEST_F(DraDriverBinaryTest, ARegistryDirectoryRemovedAndMadeAgainGetsTheRegistrationSocketBack) {
+  StartApiServer();
+  Spawn(DriverArgs());
+  ASSERT_NO_FATAL_FAILURE(WaitForTheFixturesSlice());
+  Register();
+  const std::string reg = root_ + "/reg/" + std::string(kDriver) + "-reg.sock";
+  // Renamed away, then removed: the driver serves again on every event, and would race a
+  // remove_all of the directory in place ("Directory not empty").
+  fs::rename(root_ + "/reg", root_ + "/reg.old");
+  fs::remove_all(root_ + "/reg.old");
+  fs::create_directories(root_ + "/reg");
+  ASSERT_TRUE(WaitUntil([&] { return fs::exists(reg); })) << ReadAll(root_ + "/stderr.log");
+  Register();
+  ASSERT_TRUE(fs::remove(reg));
+  EXPECT_TRUE(WaitUntil([&] { return fs::exists(reg); })) << ReadAll(root_ + "/stderr.log");
+  Register();
+}
+
 TEST_F(DraDriverBinaryTest, ANodeRecreatedWithANewUidOwnsTheRepublishedSlices) {
   StartApiServer();
   Spawn(DriverArgs());

@@ -215,7 +215,8 @@ TEST_F(DaemonTest, EachKubeletRestartRegistersEveryPoolOnce) {
 
 TEST_F(DaemonTest, ConfigInTheKubeletDirDoesNotHideKubeletRestarts) {
   UseFixture("rxe_veth");
-  // One directory, one inotify watch: the config's watch must add to the socket watch's mask.
+  // One directory watched twice (the sockets' watch and the config's): neither hides the
+  // other's events.
   std::string cfg = kubelet_dir_ + "/config.json";
   WriteFile(cfg, R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
   ASSERT_TRUE(kubelet_->Start().ok());
@@ -287,6 +288,29 @@ INSTANTIATE_TEST_SUITE_P(Kubelet, DaemonStaleKubeletTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return std::string(info.param ? "BoundNotAccepting" : "StaleSocketFile");
                          });
+
+// kubelet's directory removed and made again (a node reset, a hostPath volume re-created): the
+// socket watch follows the new directory, so the kubelet that starts in it, and every restart
+// after, still has every pool registered with it.
+TEST_F(DaemonTest, AKubeletDirectoryRemovedAndMadeAgainIsStillWatched) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
+  kubelet_->Stop();
+  // Renamed away, then removed: the daemon serves again on every event, and would race a
+  // remove_all of the directory in place ("Directory not empty").
+  fs::rename(kubelet_dir_, kubelet_dir_ + ".old");
+  fs::remove_all(kubelet_dir_ + ".old");
+  fs::create_directories(kubelet_dir_);
+  ASSERT_TRUE(kubelet_->Start().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 2, kWait));
+  // Seen only through the new directory's watch: kubelet's sweep removes our socket.
+  ASSERT_TRUE(kubelet_->Restart().ok());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 3, kWait));
+  EXPECT_TRUE(fs::exists(kubelet_dir_ + "/rdmak8s-rdma-p.sock"));
+  EXPECT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return Ids(r) == std::vector<std::string>{"rxe0"}; }));
+}
 
 TEST_F(DaemonTest, RegistersWhenKubeletComesUpLater) {
   UseFixture("rxe_veth");

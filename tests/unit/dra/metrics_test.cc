@@ -15,18 +15,15 @@
 #include "dra/api/kube_client.h"
 #include "dra/plugin.h"
 #include "fakes/fake_api_server.h"
-#include "fakes/fake_claim_reader.h"
-#include "fakes/fake_dra_kubelet.h"
 #include "support/loopback_http.h"
-#include "support/temp_dir.h"
-#include "unit/device-plugin/test_devices.h"
+#include "unit/dra/plugin_fixture.h"
 
 namespace rdmak8s::dra {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr char kDriver[] = "rdma.rdmak8s.io";
-constexpr char kPool[] = "node-a";
+using plugin_fixture::kDriver;
+using plugin_fixture::kPool;
 
 std::string HttpGet(int port, const std::string& path) { return testing::HttpRequest(port, path); }
 using testing::Body;
@@ -48,51 +45,15 @@ std::string Sample(const std::string& text, const std::string& name,
   return "absent";
 }
 
-class DraMetricsTest : public ::testing::Test {
+class DraMetricsTest : public plugin_fixture::PluginFixture {
  protected:
-  void SetUp() override {
-    ASSERT_FALSE(tmp_.path().empty());
-    PreparerOptions p;
-    p.driver_name = kDriver;
-    p.state_dir = tmp_.path() + "/state";
-    p.cdi_dir = tmp_.path() + "/cdi";
-    p.pod_devices_dir = tmp_.path() + "/pods";
-    fs::create_directories(p.cdi_dir);
-    fs::create_directories(tmp_.path() + "/reg");
-    SetHealth(true);
-    auto prep = Preparer::Create(p, &reader_, &catalog_);
-    ASSERT_TRUE(prep.ok()) << prep.status().message();
-    preparer_ = std::move(prep).value();
-    plugin_ = std::make_unique<DraPlugin>(
-        DraPluginOptions{kDriver, tmp_.path() + "/plugin", tmp_.path() + "/reg", {}}, preparer_.get(),
-        &catalog_, &metrics_);
-    ASSERT_TRUE(plugin_->Start().ok());
-
-    ResourceClaim c;
-    c.namespace_name = "team";
-    c.name = "nic";
-    c.uid = "uid-1";
-    c.allocated = true;
-    c.results = {{"nic", kDriver, kPool, "mlx5-0"}};
-    c.reserved_for = {{"", "pods", "p", "pod-1"}};
-    reader_.Put(c);
-  }
+  void SetUp() override { StartPlugin(&metrics_); }
   void TearDown() override {
-    plugin_.reset();
+    plugin_.reset();  // it reports to metrics_, which goes first
     metrics_.Stop();
   }
-  void SetHealth(bool healthy) {
-    catalog_.Update({{"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {healthy, healthy ? "" : "port 1 state DOWN"},
-                                 node::Presence::kPresent}}});
-  }
 
-  testing::TempDir tmp_;
-  fake::FakeClaimReader reader_;
-  DeviceCatalog catalog_{kPool};
   DraMetrics metrics_{&catalog_, /*slices_expected=*/true};
-  std::unique_ptr<Preparer> preparer_;
-  std::unique_ptr<DraPlugin> plugin_;
-  fake::FakeDraKubelet kubelet_;
 };
 
 TEST_F(DraMetricsTest, PreparesAndUnpreparesAreCountedByResultWithTheirLatency) {

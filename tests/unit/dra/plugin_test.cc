@@ -14,11 +14,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "fakes/fake_claim_reader.h"
-#include "fakes/fake_dra_kubelet.h"
 #include "rdmak8s/pod_devices.h"
-#include "support/temp_dir.h"
-#include "unit/device-plugin/test_devices.h"
+#include "unit/dra/plugin_fixture.h"
 
 namespace rdmak8s::dra {
 namespace {
@@ -26,49 +23,13 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
-constexpr char kDriver[] = "rdma.rdmak8s.io";
-constexpr char kPool[] = "node-a";
+using plugin_fixture::kDriver;
+using plugin_fixture::kPool;
 constexpr auto kWait = std::chrono::seconds(10);
 
-class DraPluginTest : public ::testing::Test {
+class DraPluginTest : public plugin_fixture::PluginFixture {
  protected:
-  void SetUp() override {
-    ASSERT_FALSE(tmp_.path().empty());
-    PreparerOptions p;
-    p.driver_name = kDriver;
-    p.state_dir = tmp_.path() + "/state";
-    p.cdi_dir = tmp_.path() + "/cdi";
-    p.pod_devices_dir = tmp_.path() + "/pods";
-    fs::create_directories(p.cdi_dir);
-    fs::create_directories(tmp_.path() + "/reg");
-    SetHealth(true);
-    auto prep = Preparer::Create(p, &reader_, &catalog_);
-    ASSERT_TRUE(prep.ok()) << prep.status().message();
-    preparer_ = std::move(prep).value();
-    plugin_ = std::make_unique<DraPlugin>(
-        DraPluginOptions{kDriver, tmp_.path() + "/plugin", tmp_.path() + "/reg", {}}, preparer_.get(), &catalog_);
-    ASSERT_TRUE(plugin_->Start().ok());
-
-    ResourceClaim c;
-    c.namespace_name = "team";
-    c.name = "nic";
-    c.uid = "uid-1";
-    c.allocated = true;
-    c.results = {{"nic", kDriver, kPool, "mlx5-0"}};
-    c.reserved_for = {{"", "pods", "p", "pod-1"}};
-    reader_.Put(c);
-  }
-  void SetHealth(bool healthy) {
-    catalog_.Update({{"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {healthy, healthy ? "" : "port 1 state DOWN"},
-                                 node::Presence::kPresent}}});
-  }
-
-  testing::TempDir tmp_;
-  fake::FakeClaimReader reader_;
-  DeviceCatalog catalog_{kPool};
-  std::unique_ptr<Preparer> preparer_;
-  std::unique_ptr<DraPlugin> plugin_;
-  fake::FakeDraKubelet kubelet_;
+  void SetUp() override { StartPlugin(/*metrics=*/nullptr); }
 };
 
 TEST_F(DraPluginTest, RegistersAsDraPluginListingBothVersionsAndHealth) {
@@ -201,14 +162,7 @@ TEST_F(DraPluginTest, PluginWatcherRegistersTheDriverAndNeverSeesAStagingName) {
 
 // firstAvailable: the allocation names the subrequest ("nic/ib"); the container asks for "nic".
 TEST_F(DraPluginTest, FirstAvailableDeviceReachesTheContainerNamingTheParentRequest) {
-  ResourceClaim c;
-  c.namespace_name = "team";
-  c.name = "fa";
-  c.uid = "uid-fa";
-  c.allocated = true;
-  c.results = {{"nic/ib", kDriver, kPool, "mlx5-0"}};
-  c.reserved_for = {{"", "pods", "p", "pod-1"}};
-  reader_.Put(c);
+  reader_.Put(plugin_fixture::AllocatedClaim("fa", "uid-fa", {{"nic/ib", kDriver, kPool, "mlx5-0"}}));
   ASSERT_TRUE(kubelet_.Register(plugin_->registration_socket()).ok());
   for (auto api : {fake::DraApi::kV1, fake::DraApi::kV1beta1}) {
     auto prep = kubelet_.NodePrepareResources({{"team", "uid-fa", "fa"}}, api);
@@ -307,14 +261,10 @@ TEST(TwoDriversTest, BothDriversOfOneClaimPrepareAndEachCdiDeviceResolves) {
   fs::create_directories(reg);
   fs::create_directories(tmp.path() + "/cdi");
   fake::FakeClaimReader reader;
-  ResourceClaim c;
-  c.namespace_name = "team";
-  c.name = "both";
-  c.uid = "uid-2";
-  c.allocated = true;
-  c.results = {{"ib", "ib.rdmak8s.io", kPool, "mlx5-0"}, {"roce", "roce.rdmak8s.io", kPool, "mlx5-1"}};
-  c.reserved_for = {{"", "pods", "p", "pod-2"}};
-  reader.Put(c);
+  reader.Put(plugin_fixture::AllocatedClaim(
+      "both", "uid-2",
+      {{"ib", "ib.rdmak8s.io", kPool, "mlx5-0"}, {"roce", "roce.rdmak8s.io", kPool, "mlx5-1"}},
+      "pod-2"));
   struct Driver {
     std::string name;
     DeviceCatalog catalog{kPool};

@@ -3,6 +3,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -20,49 +23,78 @@ struct FakeClock {
   void Advance(seconds s) { ns += std::chrono::nanoseconds(s).count(); }
 };
 
-TEST(LoopHeartbeatsTest, ALoopThatNeverBeatIsNotChecked) {
-  FakeClock clock;
-  LoopHeartbeats beats(seconds(10), clock.AsClock());
-  beats.SetStallBound("event loop", seconds(1));
-  clock.Advance(seconds(3600));
-  EXPECT_EQ(beats.Stalled(), "");
+// One step of a heartbeat story: a beat (with its bound, or the default), a bound set, the clock
+// moved, or what Stalled() says then.
+struct Step {
+  enum class Kind { kBeat, kSetBound, kAdvance, kStalled } kind;
+  std::string loop_or_expected;
+  int64_t seconds_arg = -1;  // the bound (-1: the default), or how far the clock moves
+  const char* why = "";
+};
+Step Beat(std::string loop, int64_t bound_s = -1) { return {Step::Kind::kBeat, std::move(loop), bound_s}; }
+Step SetBound(std::string loop, int64_t bound_s) {
+  return {Step::Kind::kSetBound, std::move(loop), bound_s};
+}
+Step Advance(int64_t s) { return {Step::Kind::kAdvance, "", s}; }
+Step Stalled(std::string expected, const char* why = "") {
+  return {Step::Kind::kStalled, std::move(expected), -1, why};
 }
 
-TEST(LoopHeartbeatsTest, ALoopPastItsBoundIsNamedWithItsAge) {
+struct HeartbeatCase {
+  const char* name;
+  int64_t default_bound_s;
+  std::vector<Step> steps;
+};
+
+class LoopHeartbeatsTest : public ::testing::TestWithParam<HeartbeatCase> {};
+
+TEST_P(LoopHeartbeatsTest, StalledNamesTheLoopsPastTheirBoundWithTheirAge) {
   FakeClock clock;
-  LoopHeartbeats beats(seconds(10), clock.AsClock());
-  beats.Beat("event loop");
-  clock.Advance(seconds(10));
-  EXPECT_EQ(beats.Stalled(), "") << "exactly at the bound is not yet stalled";
-  clock.Advance(seconds(2));
-  EXPECT_EQ(beats.Stalled(), "event loop stalled: no wakeup for 12s");
-  beats.Beat("event loop");
-  EXPECT_EQ(beats.Stalled(), "");
+  LoopHeartbeats beats(seconds(GetParam().default_bound_s), clock.AsClock());
+  for (size_t i = 0; i < GetParam().steps.size(); ++i) {
+    const Step& step = GetParam().steps[i];
+    switch (step.kind) {
+      case Step::Kind::kBeat:
+        if (step.seconds_arg < 0) {
+          beats.Beat(step.loop_or_expected);
+        } else {
+          beats.Beat(step.loop_or_expected, seconds(step.seconds_arg));
+        }
+        break;
+      case Step::Kind::kSetBound:
+        beats.SetStallBound(step.loop_or_expected, seconds(step.seconds_arg));
+        break;
+      case Step::Kind::kAdvance:
+        clock.Advance(seconds(step.seconds_arg));
+        break;
+      case Step::Kind::kStalled:
+        EXPECT_EQ(beats.Stalled(), step.loop_or_expected) << "step " << i << " " << step.why;
+        break;
+    }
+  }
 }
 
-TEST(LoopHeartbeatsTest, EachLoopHasItsOwnBoundSetBeforeOrWithTheBeat) {
-  FakeClock clock;
-  LoopHeartbeats beats(seconds(100), clock.AsClock());
-  beats.SetStallBound("health watch", seconds(5));
-  beats.Beat("health watch");
-  beats.Beat("slice sync", seconds(60));
-  beats.Beat("other");  // the default bound
-  clock.Advance(seconds(6));
-  EXPECT_EQ(beats.Stalled(), "health watch stalled: no wakeup for 6s");
-  beats.Beat("health watch", seconds(100));
-  clock.Advance(seconds(58));
-  EXPECT_EQ(beats.Stalled(), "slice sync stalled: no wakeup for 64s");
-}
-
-TEST(LoopHeartbeatsTest, ARaisedBoundAppliesToTheLastBeat) {
-  FakeClock clock;
-  LoopHeartbeats beats(seconds(5), clock.AsClock());
-  beats.Beat("event loop");
-  clock.Advance(seconds(8));
-  ASSERT_NE(beats.Stalled(), "");
-  beats.SetStallBound("event loop", seconds(60));
-  EXPECT_EQ(beats.Stalled(), "");
-}
+INSTANTIATE_TEST_SUITE_P(
+    Stories, LoopHeartbeatsTest,
+    ::testing::Values(
+        HeartbeatCase{"ALoopThatNeverBeatIsNotChecked", 10,
+                      {SetBound("event loop", 1), Advance(3600), Stalled("")}},
+        HeartbeatCase{"ALoopPastItsBoundIsNamedWithItsAge", 10,
+                      {Beat("event loop"), Advance(10),
+                       Stalled("", "exactly at the bound is not yet stalled"), Advance(2),
+                       Stalled("event loop stalled: no wakeup for 12s"), Beat("event loop"),
+                       Stalled("")}},
+        HeartbeatCase{"EachLoopHasItsOwnBoundSetBeforeOrWithTheBeat", 100,
+                      {SetBound("health watch", 5), Beat("health watch"), Beat("slice sync", 60),
+                       Beat("other") /* the default bound */, Advance(6),
+                       Stalled("health watch stalled: no wakeup for 6s"),
+                       Beat("health watch", 100), Advance(58),
+                       Stalled("slice sync stalled: no wakeup for 64s")}},
+        HeartbeatCase{"ARaisedBoundAppliesToTheLastBeat", 5,
+                      {Beat("event loop"), Advance(8),
+                       Stalled("event loop stalled: no wakeup for 8s"),
+                       SetBound("event loop", 60), Stalled("")}}),
+    [](const ::testing::TestParamInfo<HeartbeatCase>& info) { return std::string(info.param.name); });
 
 TEST(ProbeResponseTest, EmptyReasonIsOkAndAReasonIs503WithIt) {
   HttpResponse ok = ProbeResponse("");

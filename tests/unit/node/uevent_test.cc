@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -43,44 +44,54 @@ TEST(UeventTest, RejectsUdevMessagesAndMalformedDatagrams) {
   EXPECT_EQ(ev->subsystem, "infiniband");
 }
 
-TEST(UeventTest, InfinibandAddRemoveAndRenameBecomeDeviceEvents) {
-  auto add = RdmaDeviceEventsOf(*ParseUevent(kRxeAdd));
-  ASSERT_EQ(add.size(), 1u);
-  EXPECT_EQ(add[0].rdma_dev, "rxe0");
-  EXPECT_EQ(add[0].what, "registered");
+// One kernel datagram and the device events it becomes, as "<rdma_dev> <what>".
+struct UeventCase {
+  const char* name;
+  std::string datagram;
+  std::vector<std::string> events;
+};
 
-  // Without NAME= the device is the last DEVPATH component.
-  auto rm = RdmaDeviceEventsOf(*ParseUevent(
-      "remove@/devices/pci0000:00/0000:00:02.0/0000:3b:00.0/infiniband/mlx5_0\0ACTION=remove\0"
-      "DEVPATH=/devices/pci0000:00/0000:00:02.0/0000:3b:00.0/infiniband/mlx5_0\0SUBSYSTEM=infiniband\0"s));
-  ASSERT_EQ(rm.size(), 1u);
-  EXPECT_EQ(rm[0].rdma_dev, "mlx5_0");
-  EXPECT_EQ(rm[0].what, "unregistered");
+class UeventDeviceEventsTest : public ::testing::TestWithParam<UeventCase> {};
 
-  auto mv = RdmaDeviceEventsOf(*ParseUevent(
-      "move@/devices/virtual/infiniband/roce0\0ACTION=move\0DEVPATH=/devices/virtual/infiniband/roce0\0"
-      "DEVPATH_OLD=/devices/virtual/infiniband/rxe0\0SUBSYSTEM=infiniband\0NAME=roce0\0"s));
-  ASSERT_EQ(mv.size(), 2u);
-  EXPECT_EQ(mv[0].rdma_dev, "rxe0");
-  EXPECT_EQ(mv[0].what, "unregistered");
-  EXPECT_EQ(mv[1].rdma_dev, "roce0");
-  EXPECT_EQ(mv[1].what, "registered");
-
-  // A netns move re-publishes the device under the same name: a re-read, never "unregistered".
-  auto ns_move = RdmaDeviceEventsOf(*ParseUevent(
-      "move@/devices/virtual/infiniband/rxe_slot2\0ACTION=move\0DEVPATH=/devices/virtual/infiniband/rxe_slot2\0"
-      "DEVPATH_OLD=/devices/virtual/infiniband/rxe_slot2\0SUBSYSTEM=infiniband\0NAME=rxe_slot2\0"s));
-  ASSERT_EQ(ns_move.size(), 1u);
-  EXPECT_EQ(ns_move[0].rdma_dev, "rxe_slot2");
-  EXPECT_EQ(ns_move[0].what, "registered");
-
-  EXPECT_TRUE(RdmaDeviceEventsOf(*ParseUevent(
-                  "add@/devices/virtual/net/veth0\0ACTION=add\0SUBSYSTEM=net\0INTERFACE=veth0\0"s))
-                  .empty());
-  EXPECT_TRUE(RdmaDeviceEventsOf(*ParseUevent(
-                  "change@/devices/virtual/infiniband/rxe0\0ACTION=change\0SUBSYSTEM=infiniband\0"s))
-                  .empty());
+TEST_P(UeventDeviceEventsTest, AnInfinibandAddRemoveOrRenameBecomesDeviceEvents) {
+  auto ev = ParseUevent(GetParam().datagram);
+  ASSERT_TRUE(ev);
+  std::vector<std::string> got;
+  for (const auto& e : RdmaDeviceEventsOf(*ev)) got.push_back(e.rdma_dev + " " + e.what);
+  EXPECT_EQ(got, GetParam().events);
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Uevents, UeventDeviceEventsTest,
+    ::testing::Values(
+        UeventCase{"Add", kRxeAdd, {"rxe0 registered"}},
+        // Without NAME= the device is the last DEVPATH component.
+        UeventCase{"RemoveWithoutName",
+                   "remove@/devices/pci0000:00/0000:00:02.0/0000:3b:00.0/infiniband/mlx5_0\0"
+                   "ACTION=remove\0DEVPATH=/devices/pci0000:00/0000:00:02.0/0000:3b:00.0/"
+                   "infiniband/mlx5_0\0SUBSYSTEM=infiniband\0"s,
+                   {"mlx5_0 unregistered"}},
+        UeventCase{"Rename",
+                   "move@/devices/virtual/infiniband/roce0\0ACTION=move\0DEVPATH=/devices/virtual/"
+                   "infiniband/roce0\0DEVPATH_OLD=/devices/virtual/infiniband/rxe0\0"
+                   "SUBSYSTEM=infiniband\0NAME=roce0\0"s,
+                   {"rxe0 unregistered", "roce0 registered"}},
+        // A netns move re-publishes the device under the same name: a re-read, never
+        // "unregistered".
+        UeventCase{"NetnsMove",
+                   "move@/devices/virtual/infiniband/rxe_slot2\0ACTION=move\0DEVPATH=/devices/"
+                   "virtual/infiniband/rxe_slot2\0DEVPATH_OLD=/devices/virtual/infiniband/"
+                   "rxe_slot2\0SUBSYSTEM=infiniband\0NAME=rxe_slot2\0"s,
+                   {"rxe_slot2 registered"}},
+        UeventCase{"NetdevAddIsNone",
+                   "add@/devices/virtual/net/veth0\0ACTION=add\0SUBSYSTEM=net\0"
+                   "INTERFACE=veth0\0"s,
+                   {}},
+        UeventCase{"InfinibandChangeIsNone",
+                   "change@/devices/virtual/infiniband/rxe0\0ACTION=change\0"
+                   "SUBSYSTEM=infiniband\0"s,
+                   {}}),
+    [](const ::testing::TestParamInfo<UeventCase>& info) { return std::string(info.param.name); });
 
 TEST(UeventTest, SourceReadsEveryQueuedDatagramFromItsFd) {
   int sv[2];

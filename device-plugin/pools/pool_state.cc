@@ -1,4 +1,4 @@
-#include "device-plugin/pool_state.h"
+#include "device-plugin/pools/pool_state.h"
 
 #include <algorithm>
 

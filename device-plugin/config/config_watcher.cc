@@ -1,4 +1,4 @@
-#include "device-plugin/config_watcher.h"
+#include "device-plugin/config/config_watcher.h"
 
 #include <sys/inotify.h>
 

@@ -1,4 +1,4 @@
-#include "device-plugin/node_check_results.h"
+#include "device-plugin/metrics/node_check_results.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

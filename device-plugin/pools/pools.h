@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "device-plugin/config.h"
+#include "device-plugin/config/config.h"
 #include "rdmak8s/device.h"
 
 namespace rdmak8s::dp {

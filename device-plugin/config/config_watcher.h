@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "device-plugin/config.h"
+#include "device-plugin/config/config.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dp {

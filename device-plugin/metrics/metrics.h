@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "device-plugin/ethtool_stats.h"
-#include "device-plugin/fabric_metrics.h"
+#include "device-plugin/metrics/ethtool_stats.h"
+#include "device-plugin/metrics/fabric_metrics.h"
 #include "node/http_server.h"
 #include "rdmak8s/status.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "device-plugin/pool_state.h"
+#include "device-plugin/pools/pool_state.h"
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "node/allocate.h"
 #include "rdmak8s/status.h"

@@ -1,4 +1,4 @@
-#include "device-plugin/counter_names.h"
+#include "device-plugin/metrics/counter_names.h"
 
 
 namespace rdmak8s::dp {

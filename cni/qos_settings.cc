@@ -1,4 +1,4 @@
-#include "cni/knobs.h"
+#include "cni/qos_settings.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -28,7 +28,7 @@ std::vector<std::string> Split(const std::string& s) {
 
 // Knob files are opened beneath their root (sysfs or configfs): a link out of it (a tree that
 // is not the kernel's, a netdev name with "..") fails instead of truncating a file elsewhere.
-struct KnobFile {
+struct QosSettingFile {
   std::string root;
   std::string rel;
   std::string path() const { return root + "/" + rel; }
@@ -37,14 +37,14 @@ struct KnobFile {
 // A number inside a knob ID or value (the priority of "pfc:<pf>:<prio>", the DSCP of
 // "app:<pf>:<dscp>", an app entry's priority) no larger than `max`. IDs come back from the state
 // record on disk: a bad one is an error naming `what`, never a shift past the PFC mask's width.
-StatusOr<unsigned> KnobNumber(const std::string& text, unsigned max, const std::string& what) {
+StatusOr<unsigned> QosSettingNumber(const std::string& text, unsigned max, const std::string& what) {
   RDMAK8S_ASSIGN_OR_RETURN(uint64_t v, ParseUnsignedInRange(text, what, 0, max));
   return static_cast<unsigned>(v);
 }
 
-StatusOr<std::string> ReadText(const KnobFile& f) { return ReadSysfsAttrBeneath(f.root, f.rel); }
+StatusOr<std::string> ReadText(const QosSettingFile& f) { return ReadSysfsAttrBeneath(f.root, f.rel); }
 
-Status WriteText(const KnobFile& f, const std::string& value) {
+Status WriteText(const QosSettingFile& f, const std::string& value) {
   auto fd = OpenBeneath(f.root, f.rel, O_WRONLY | O_TRUNC);
   if (!fd.ok()) return fd.status().Prepend("write " + value);
   std::string v = value + "\n";
@@ -57,16 +57,16 @@ Status WriteText(const KnobFile& f, const std::string& value) {
 
 Status Unsupported(const std::string& what) { return UnimplementedError(what + ": not supported here"); }
 
-KnobFile EcnPath(const KnobContext& ctx, const std::vector<std::string>& p) {
+QosSettingFile EcnPath(const QosSettingContext& ctx, const std::vector<std::string>& p) {
   return {ctx.sysfs_root, "class/net/" + p[1] + "/ecn/roce_" + p[2] + "/enable/" + p[3]};
 }
-KnobFile TcPath(const KnobContext& ctx, const std::vector<std::string>& p) {
+QosSettingFile TcPath(const QosSettingContext& ctx, const std::vector<std::string>& p) {
   return {ctx.dev_sysfs_root, "class/infiniband/" + p[1] + "/tc/" + p[2] + "/traffic_class"};
 }
 
 // rdma_cm configfs: mkdir <root>/rdma_cm/<dev> makes the kernel create the device's group with
 // ports/<n>/default_roce_tos (drivers/infiniband/core/cma_configfs.c).
-StatusOr<KnobFile> TosPath(const KnobContext& ctx, const std::vector<std::string>& p) {
+StatusOr<QosSettingFile> TosPath(const QosSettingContext& ctx, const std::vector<std::string>& p) {
   const std::string cm = ctx.configfs_root + "/rdma_cm";
   auto dir = OpenBeneath(ctx.configfs_root, "rdma_cm", O_PATH | O_DIRECTORY);
   if (!dir.ok()) {
@@ -77,14 +77,14 @@ StatusOr<KnobFile> TosPath(const KnobContext& ctx, const std::vector<std::string
   int e = errno;
   close(*dir);
   if (rc != 0 && e != EEXIST) return ErrnoError(e, "mkdir " + cm + "/" + p[1]);
-  return KnobFile{ctx.configfs_root, "rdma_cm/" + p[1] + "/ports/" + p[2] + "/default_roce_tos"};
+  return QosSettingFile{ctx.configfs_root, "rdma_cm/" + p[1] + "/ports/" + p[2] + "/default_roce_tos"};
 }
 
 Status MapDcb(const Status& s) { return s; }
 
 }  // namespace
 
-std::map<std::string, std::string> RequiredKnobs(const QosPolicy& qos, const std::string& pf,
+std::map<std::string, std::string> RequiredQosSettings(const QosPolicy& qos, const std::string& pf,
                                                  const std::string& dev,
                                                  const std::vector<uint32_t>& ports) {
   std::map<std::string, std::string> k;
@@ -104,16 +104,16 @@ std::map<std::string, std::string> RequiredKnobs(const QosPolicy& qos, const std
   return k;
 }
 
-bool IsNodeWideKnob(const std::string& id) {
+bool IsNodeWideQosSetting(const std::string& id) {
   return id.rfind("trust:", 0) == 0 || id.rfind("pfc:", 0) == 0 || id.rfind("app:", 0) == 0 ||
          id.rfind("ecn:", 0) == 0;
 }
 
-bool IsDcbKnob(const std::string& id) {
+bool IsDcbQosSetting(const std::string& id) {
   return id.rfind("trust:", 0) == 0 || id.rfind("pfc:", 0) == 0 || id.rfind("app:", 0) == 0;
 }
 
-StatusOr<std::string> ReadKnob(const KnobContext& ctx, const std::string& id) {
+StatusOr<std::string> ReadQosSetting(const QosSettingContext& ctx, const std::string& id) {
   auto p = Split(id);
   const std::string& kind = p[0];
   if (kind == "trust" && p.size() == 2) {
@@ -123,13 +123,13 @@ StatusOr<std::string> ReadKnob(const KnobContext& ctx, const std::string& id) {
   }
   if (kind == "pfc" && p.size() == 3) {
     if (ctx.dcb == nullptr) return Unsupported("DCB on " + p[1]);
-    RDMAK8S_ASSIGN_OR_RETURN(unsigned prio, KnobNumber(p[2], 7, "knob " + id));
+    RDMAK8S_ASSIGN_OR_RETURN(unsigned prio, QosSettingNumber(p[2], 7, "knob " + id));
     RDMAK8S_ASSIGN_OR_RETURN(PfcState s, ctx.dcb->GetPfc(p[1]));
     return std::string((s.enabled >> prio) & 1 ? "on" : "off");
   }
   if (kind == "app" && p.size() == 3) {
     if (ctx.dcb == nullptr) return Unsupported("DCB on " + p[1]);
-    RDMAK8S_ASSIGN_OR_RETURN(unsigned dscp, KnobNumber(p[2], 63, "knob " + id));
+    RDMAK8S_ASSIGN_OR_RETURN(unsigned dscp, QosSettingNumber(p[2], 63, "knob " + id));
     RDMAK8S_ASSIGN_OR_RETURN(auto app, ctx.dcb->GetApp(p[1]));
     for (const auto& e : app) {
       if (e.selector == kDcbAppSelDscp && e.protocol == dscp) return std::to_string(e.priority);
@@ -144,7 +144,7 @@ StatusOr<std::string> ReadKnob(const KnobContext& ctx, const std::string& id) {
     return v;
   }
   if (kind == "tos" && p.size() == 3) {
-    RDMAK8S_ASSIGN_OR_RETURN(KnobFile f, TosPath(ctx, p));
+    RDMAK8S_ASSIGN_OR_RETURN(QosSettingFile f, TosPath(ctx, p));
     auto v = ReadText(f);
     if (!v.ok() && v.status().code() == StatusCode::kNotFound) return Unsupported("RoCE ToS " + f.path());
     return v;
@@ -159,7 +159,7 @@ StatusOr<std::string> ReadKnob(const KnobContext& ctx, const std::string& id) {
   return InvalidArgumentError("unknown knob " + id);
 }
 
-Status WriteKnob(const KnobContext& ctx, const std::string& id, const std::string& value) {
+Status WriteQosSetting(const QosSettingContext& ctx, const std::string& id, const std::string& value) {
   auto p = Split(id);
   const std::string& kind = p[0];
   const std::string what = "set " + id + " to " + value;
@@ -169,7 +169,7 @@ Status WriteKnob(const KnobContext& ctx, const std::string& id, const std::strin
   }
   if (kind == "pfc" && p.size() == 3) {
     if (ctx.dcb == nullptr) return Unsupported("DCB on " + p[1]);
-    auto prio = KnobNumber(p[2], 7, what);
+    auto prio = QosSettingNumber(p[2], 7, what);
     if (!prio.ok()) return prio.status();
     auto s = ctx.dcb->GetPfc(p[1]);
     if (!s.ok()) return s.status().Prepend(what);
@@ -179,9 +179,9 @@ Status WriteKnob(const KnobContext& ctx, const std::string& id, const std::strin
   }
   if (kind == "app" && p.size() == 3) {
     if (ctx.dcb == nullptr) return Unsupported("DCB on " + p[1]);
-    auto dscp = KnobNumber(p[2], 63, what);
+    auto dscp = QosSettingNumber(p[2], 63, what);
     if (!dscp.ok()) return dscp.status();
-    auto prio = value == "none" ? StatusOr<unsigned>(0u) : KnobNumber(value, 7, what);
+    auto prio = value == "none" ? StatusOr<unsigned>(0u) : QosSettingNumber(value, 7, what);
     if (!prio.ok()) return prio.status();
     auto app = ctx.dcb->GetApp(p[1]);
     if (!app.ok()) return app.status().Prepend(what);
@@ -199,7 +199,7 @@ Status WriteKnob(const KnobContext& ctx, const std::string& id, const std::strin
   }
   if (kind == "ecn" && p.size() == 4) return WriteText(EcnPath(ctx, p), value);
   if (kind == "tos" && p.size() == 3) {
-    RDMAK8S_ASSIGN_OR_RETURN(KnobFile f, TosPath(ctx, p));
+    RDMAK8S_ASSIGN_OR_RETURN(QosSettingFile f, TosPath(ctx, p));
     return WriteText(f, value);
   }
   if (kind == "tc" && p.size() == 3) return WriteText(TcPath(ctx, p), value);

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "device-plugin/pool_state.h"
+#include "device-plugin/pools/pool_state.h"
 
 namespace rdmak8s::dp {
 

@@ -1,4 +1,4 @@
-#include "device-plugin/metrics.h"
+#include "device-plugin/metrics/metrics.h"
 
 #include <malloc.h>
 
@@ -14,7 +14,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
-#include "device-plugin/fabric_metrics.h"
+#include "device-plugin/metrics/fabric_metrics.h"
 #include "node/http_server.h"
 #include "node/probes.h"
 

@@ -1,4 +1,4 @@
-#include "device-plugin/ethtool_stats.h"
+#include "device-plugin/metrics/ethtool_stats.h"
 
 #include <linux/ethtool.h>
 #include <linux/sockios.h>

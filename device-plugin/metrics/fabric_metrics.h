@@ -27,7 +27,7 @@
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
-#include "device-plugin/ethtool_stats.h"
+#include "device-plugin/metrics/ethtool_stats.h"
 #include "rdmak8s/device.h"
 
 namespace rdmak8s::dp {

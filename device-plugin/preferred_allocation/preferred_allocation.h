@@ -29,7 +29,7 @@
 #include <string_view>
 #include <vector>
 
-#include "device-plugin/pool_state.h"
+#include "device-plugin/pools/pool_state.h"
 
 namespace rdmak8s::dp {
 

@@ -24,8 +24,8 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "device-plugin/pool_state.h"
-#include "device-plugin/preferred_allocation.h"
+#include "device-plugin/pools/pool_state.h"
+#include "device-plugin/preferred_allocation/preferred_allocation.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dp {

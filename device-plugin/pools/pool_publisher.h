@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "device-plugin/config.h"
-#include "device-plugin/metrics.h"
+#include "device-plugin/config/config.h"
+#include "device-plugin/metrics/metrics.h"
 #include "device-plugin/nfd_features.h"
-#include "device-plugin/plugin_server.h"
-#include "device-plugin/pool_state.h"
+#include "device-plugin/kubelet/plugin_server.h"
+#include "device-plugin/pools/pool_state.h"
 #include "rdmak8s/rdma_netlink.h"
 #include "rdmak8s/status.h"
 

@@ -1,4 +1,4 @@
-#include "device-plugin/plugin_server.h"
+#include "device-plugin/kubelet/plugin_server.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,8 +10,8 @@
 #include <spdlog/spdlog.h>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
-#include "device-plugin/allocate.h"
-#include "device-plugin/preferred_allocation.h"
+#include "device-plugin/pools/allocate.h"
+#include "device-plugin/preferred_allocation/preferred_allocation.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
 #include "rdmak8s/strings.h"
 

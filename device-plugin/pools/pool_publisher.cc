@@ -1,13 +1,13 @@
-#include "device-plugin/pool_publisher.h"
+#include "device-plugin/pools/pool_publisher.h"
 
 #include <filesystem>
 
 #include <spdlog/spdlog.h>
 
-#include "device-plugin/allocate.h"
-#include "device-plugin/node_check_results.h"
-#include "device-plugin/pool_cdi_spec.h"
-#include "device-plugin/pools.h"
+#include "device-plugin/pools/allocate.h"
+#include "device-plugin/metrics/node_check_results.h"
+#include "device-plugin/pools/pool_cdi_spec.h"
+#include "device-plugin/pools/pools.h"
 #include "node/cdi_spec.h"
 
 namespace rdmak8s::dp {

@@ -1,4 +1,4 @@
-// QosLedger: the node's book of the QoS knobs (cni/knobs.h) live attachments need, and of the
+// QosChanges: the node's book of the QoS knobs (cni/qos_settings.h) live attachments need, and of the
 // originals those knobs had before we changed them (knobs.json in the state store, cni/state.h).
 //   conflict  two live attachments never need one knob at two values;
 //   apply     a knob is written only once its original is on disk (write-ahead), so a crash
@@ -32,40 +32,40 @@
 
 namespace rdmak8s::cni {
 
-class QosLedger {
+class QosChanges {
  public:
   // `options`: the DCB netlink factory. `sysfs_root`/`configfs_root`: the node's. `qos`: the
   // netconf's (with strict, an unsupported knob fails ADD instead of being skipped).
-  QosLedger(const PluginOptions& options, StateStore& store, std::string sysfs_root,
+  QosChanges(const PluginOptions& options, StateStore& store, std::string sysfs_root,
             std::string configfs_root, QosPolicy qos, DeviceResolver& resolver, Logger& log,
             FailureCode& failure);
 
-  // The knobs the netconf's qos asks of rec's device `dev` on rec->ports, into rec->knobs (and
+  // The knobs the netconf's qos asks of rec's device `dev` on rec->ports, into rec->qos_settings (and
   // its PF netdev into rec->pf_netdev; none found: only the device's knobs, with a warning).
   // RoCE only: for other transports nothing, logged. *dcb: opened when a knob is a DCB one; 103
   // when it can't be (that is no "unsupported by this driver": strict or not).
-  Status PlanKnobs(AttachmentRecord* rec, const SysfsDevice& dev, std::unique_ptr<DcbNetlink>* dcb);
+  Status PlanQosSettings(AttachmentRecord* rec, const SysfsDevice& dev, std::unique_ptr<DcbNetlink>* dcb);
 
   // 103 naming both when another live attachment needs one of rec's knobs at another value.
-  Status CheckKnobConflicts(const AttachmentRecord& rec);
-  // Sets each of rec->knobs (`dcb`: for DCB knobs; `pod`: where a moved device shows), saving
+  Status CheckQosConflicts(const AttachmentRecord& rec);
+  // Sets each of rec->qos_settings (`dcb`: for DCB knobs; `pod`: where a moved device shows), saving
   // the originals of those it changes to knobs.json first. A knob this driver doesn't have is
-  // dropped from rec->knobs with a warning (103 when strict).
-  Status ApplyKnobs(AttachmentRecord* rec, DcbNetlink* dcb, const Netns* pod);
+  // dropped from rec->qos_settings with a warning (103 when strict).
+  Status ApplyQosSettings(AttachmentRecord* rec, DcbNetlink* dcb, const Netns* pod);
   // 103 naming the knob when one of rec's knobs is not at its value (or can't be read); 5 when
   // the device's sysfs can't be seen.
-  Status CheckKnobs(const AttachmentRecord& rec, const Netns* pod);
+  Status CheckQosSettings(const AttachmentRecord& rec, const Netns* pod);
   // Restores every knob whose original is saved in knobs.json and that no live attachment other
   // than `leaving` (a record key, or "") needs: `leaving`'s own and any an earlier release could
   // not restore. Those it cannot restore keep their original and are appended to *pending.
   // Fails only when the state store can't be used.
   // `in_pod_dev`/`in_pod_root`: an RDMA device that stays in a pod (another attachment keeps
   // it there) and the sysfs root where it shows: its device knobs (tc) are read and written there.
-  Status RestoreUnneededKnobs(const std::string& leaving, std::vector<std::string>* pending,
+  Status RestoreUnneededQosSettings(const std::string& leaving, std::vector<std::string>* pending,
                               const std::string& in_pod_dev = "", const std::string& in_pod_root = "");
-  // RestoreUnneededKnobs for no leaving attachment, logging what is still not restored: a DEL
+  // RestoreUnneededQosSettings for no leaving attachment, logging what is still not restored: a DEL
   // with nothing to undo and a GC with nothing stale still retry what an earlier release left.
-  Status RetryUnrestoredKnobs();
+  Status RetryUnrestoredQosSettings();
 
  private:
   const PluginOptions& o_;

@@ -1,12 +1,12 @@
-#include "device-plugin/fabric_metrics.h"
+#include "device-plugin/metrics/fabric_metrics.h"
 
 #include <algorithm>
 #include <optional>
 #include <set>
 #include <utility>
 
-#include "device-plugin/counter_names.h"
-#include "device-plugin/node_check_results.h"
+#include "device-plugin/metrics/counter_names.h"
+#include "device-plugin/metrics/node_check_results.h"
 #include "rdmak8s/device_lookup.h"
 #include "rdmak8s/numbers.h"
 #include "rdmak8s/sysfs_attr.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "device-plugin/config.h"
+#include "device-plugin/config/config.h"
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "node/tracked_device.h"
 #include "rdmak8s/device.h"

@@ -23,7 +23,7 @@
 
 namespace rdmak8s::cni {
 
-struct KnobContext {
+struct QosSettingContext {
   DcbNetlink* dcb = nullptr;     // null: DCB knobs unsupported
   std::string sysfs_root;        // host sysfs: ECN knobs of the PF netdev
   std::string dev_sysfs_root;    // sysfs where the RDMA device is visible now: tc knobs
@@ -32,17 +32,17 @@ struct KnobContext {
 
 // The knobs `qos` asks for on `pf_netdev` (may be empty: no node-wide knobs possible) and
 // `rdma_dev`'s `ports`.
-std::map<std::string, std::string> RequiredKnobs(const QosPolicy& qos, const std::string& pf_netdev,
+std::map<std::string, std::string> RequiredQosSettings(const QosPolicy& qos, const std::string& pf_netdev,
                                                  const std::string& rdma_dev,
                                                  const std::vector<uint32_t>& ports);
 
 // True for knobs whose object is the node's PF (restored by the last attachment needing them).
-bool IsNodeWideKnob(const std::string& id);
+bool IsNodeWideQosSetting(const std::string& id);
 // True for knobs set through DCB netlink (trust, pfc, app).
-bool IsDcbKnob(const std::string& id);
+bool IsDcbQosSetting(const std::string& id);
 
 // Current value of a knob ("off" for a PFC bit that is clear, "none" for a missing APP entry).
-StatusOr<std::string> ReadKnob(const KnobContext& ctx, const std::string& id);
-Status WriteKnob(const KnobContext& ctx, const std::string& id, const std::string& value);
+StatusOr<std::string> ReadQosSetting(const QosSettingContext& ctx, const std::string& id);
+Status WriteQosSetting(const QosSettingContext& ctx, const std::string& id, const std::string& value);
 
 }  // namespace rdmak8s::cni

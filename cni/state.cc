@@ -31,7 +31,7 @@ json AttachmentRecord::ToJson() const {
   j["moved"] = moved;
   j["ports"] = ports;
   j["pfNetdev"] = pf_netdev;
-  j["knobs"] = knobs;
+  j["knobs"] = qos_settings;
   return j;
 }
 

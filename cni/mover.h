@@ -1,9 +1,9 @@
 // Mover: where an attachment's RDMA device lives. In exclusive RDMA netns mode ADD moves the
 // device from the node's netns into the pod's (RDMA netlink, `rdma dev set DEV netns`), and the
 // attachment that moved it ("moved" in its record) brings it home when released, unless another
-// live attachment of the same pod over the same device still needs it there: that one (the next holder)
-// takes the move over. In shared mode nothing moves; the device must be visible from the pod.
-// Releasing an attachment also hands its knobs back to the QosChanges and removes its record.
+// live attachment of the same pod over the same device still needs it there: that one (the next
+// holder) takes the move over. In shared mode nothing moves; the device must be visible from the pod.
+// Releasing an attachment also hands its QoS settings back to QosChanges and removes its record.
 //
 // Callers hold the state store's lock. Each failure is recorded on the FailureCode: 101 for the
 // device's whereabouts and moves, 104 for the state store. Not thread safe.

@@ -1,18 +1,19 @@
-// QosChanges: the node's book of the QoS knobs (cni/qos_settings.h) live attachments need, and of the
-// originals those knobs had before we changed them (knobs.json in the state store, cni/state.h).
-//   conflict  two live attachments never need one knob at two values;
-//   apply     a knob is written only once its original is on disk (write-ahead), so a crash
+// QosChanges: the QoS settings (cni/qos_settings.h) we changed on the node for live attachments,
+// and the originals those settings had before we changed them (knobs.json in the state store,
+// cni/state.h).
+//   conflict  two live attachments never need one setting at two values;
+//   apply     a setting is written only once its original is on disk (write-ahead), so a crash
 //             leaves enough to restore it;
-//   check     every knob an attachment recorded still holds;
-//   restore   the last attachment needing a knob restores its original, unless someone changed
-//             the knob since we set it (then their value stays, and our original stays on
-//             record); a knob that cannot be restored keeps its original on record;
+//   check     every setting an attachment recorded still holds;
+//   restore   the last attachment needing a setting restores its original, unless someone changed
+//             the setting since we set it (then their value stays, and our original stays on
+//             record); a setting that cannot be restored keeps its original on record;
 //   retry     every later DEL and GC on the node tries those again.
-// Knobs of the RDMA device (tc) are read and written where the device shows now (the pod's view
+// Settings of the RDMA device (tc) are read and written where the device shows now (the pod's view
 // once it moved: DeviceResolver::WithDeviceSysfs); node-wide ones in the node's sysfs.
 //
 // Callers hold the state store's lock. Each failure is recorded on the FailureCode: 103 for a
-// conflict or a knob that can't be read or written, 104 for the state store. Not thread safe.
+// conflict or a setting that can't be read or written, 104 for the state store. Not thread safe.
 #pragma once
 
 #include <memory>

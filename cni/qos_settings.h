@@ -1,6 +1,6 @@
-// QoS knobs: each setting the qos block asks for, as an id -> value pair, and how to read and
-// write it on the node. Ids name their object, so two attachments asking for the same id share
-// the knob (and conflict when they ask for different values):
+// QoS settings: each node setting the qos block asks for, as an id -> value pair, and how to read
+// and write it on the node. Ids name their object, so two attachments asking for the same id
+// share the setting (and conflict when they ask for different values):
 //   trust:<pf>              "dscp" | "pcp"          DCB APP trust table (dcbnl IEEE)
 //   pfc:<pf>:<prio>         "on"                    DCB IEEE PFC enable bit
 //   app:<pf>:<dscp>         "<prio>"                DCB IEEE APP entry, selector 5 (DSCP)
@@ -9,7 +9,7 @@
 //   tc:<rdma_dev>:<port>    "<0..255>"              <sysfs>/class/infiniband/<rdma_dev>/tc/<port>/traffic_class
 // trust, pfc, app and ecn are node-wide (the PF's); tos and tc belong to the RDMA device.
 //
-// Read/Write return kUnimplemented when this driver/kernel has no such knob (no dcbnl ops, no
+// Read/Write return kUnimplemented when this driver/kernel has no such setting (no dcbnl ops, no
 // trust table, no ecn directory, rdma_cm configfs not mounted, no tc attribute).
 #pragma once
 

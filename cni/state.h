@@ -4,7 +4,9 @@
 // Layout under the state dir (default /var/lib/cni/rdmak8s):
 //   lock                                     flock(2)ed for the whole of an ADD/DEL/CHECK/GC
 //   attachments/<network>/<containerID>:<ifname>.json   one AttachmentRecord
-//   knobs.json                               by knob id, every knob we changed: QosOriginal
+//   knobs.json                               by setting id, every QoS setting we changed:
+//                                            QosOriginal (the name stays knobs.json: a node
+//                                            upgraded mid-attachment restores from it)
 //   quarantine/<network>+<file>.<time>.<pid>  entries moved aside (see below)
 // Names are validated by the spec layer (no '/', no ':' in IDs or ifnames; network names are
 // [a-zA-Z0-9][a-zA-Z0-9_.-]*), and checked again here so nothing escapes the dir.
@@ -48,7 +50,8 @@ struct AttachmentRecord {
   bool moved = false;        // exclusive mode: the device was moved into the pod by us
   std::vector<uint32_t> ports;  // ports ADD checked and waited on; empty in older records
   std::string pf_netdev;     // netdev carrying node-wide QoS (DCB, ECN); empty when none
-  // Knobs this attachment requires, by id ("pfc:<pf>:<p>", "tos:<dev>:<port>", ...) -> value.
+  // QoS settings this attachment requires, by id ("pfc:<pf>:<p>", "tos:<dev>:<port>", ...) ->
+  // value (cni/qos_settings.h). Its JSON key stays "knobs": records written by older releases.
   std::map<std::string, std::string> qos_settings;
 
   nlohmann::json ToJson() const;
@@ -56,7 +59,7 @@ struct AttachmentRecord {
   std::string Key() const { return network + "/" + container_id + ":" + ifname; }
 };
 
-// What knobs.json keeps for one knob we changed.
+// What knobs.json keeps for one QoS setting we changed.
 struct QosOriginal {
   std::string original;  // its value before our first change: what restore writes back
   std::string applied;   // the value we set; "" in files of older releases (unknown)

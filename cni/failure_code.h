@@ -2,7 +2,7 @@
 // invocation fails with. A Status carries the cause, not the spec's code: the room that decides a
 // failure records its code here (Fail), the layers above pass the Status up, and the command
 // answers with the code recorded last. One per invocation, shared by reference by its rooms
-// (cni/device_resolver.h, qos_ledger.h, mover.h, gid_waiter.h). Not thread safe: an invocation
+// (cni/device_resolver.h, qos_changes.h, mover.h, gid_waiter.h). Not thread safe: an invocation
 // runs on one thread.
 #pragma once
 

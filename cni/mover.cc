@@ -17,9 +17,9 @@ const AttachmentRecord* OtherHolder(const std::vector<AttachmentRecord>& records
   return nullptr;
 }
 
-Mover::Mover(const PluginOptions& options, StateStore& store, QosLedger& ledger,
+Mover::Mover(const PluginOptions& options, StateStore& store, QosChanges& qos_changes,
              DeviceResolver& resolver, Logger& log, FailureCode& failure)
-    : o_(options), store_(store), ledger_(ledger), resolver_(resolver), log_(log), failure_(failure) {}
+    : o_(options), store_(store), qos_changes_(qos_changes), resolver_(resolver), log_(log), failure_(failure) {}
 
 Status Mover::PlanExclusiveMove(AttachmentRecord* rec, const Netns& pod, bool* need_move) {
   *need_move = false;
@@ -90,19 +90,19 @@ Status Mover::CheckPlace(const AttachmentRecord& rec, const Netns& pod) {
 Status Mover::Release(const AttachmentRecord& rec) {
   auto host = CurrentNetns();
   if (!host.ok()) return failure_.Fail(kErrIo, host.status());
-  std::optional<AttachmentRecord> heir;
+  std::optional<AttachmentRecord> next_holder;
   if (rec.moved) {
     // Another live attachment of the same pod over the same device keeps it there, and takes
     // over bringing it home.
     auto others = store_.List();
     if (!others.ok()) return failure_.Fail(kErrState, others.status().Prepend("read other attachments"));
-    if (const AttachmentRecord* o = OtherHolder(*others, rec)) heir = *o;
+    if (const AttachmentRecord* o = OtherHolder(*others, rec)) next_holder = *o;
   }
-  if (heir) {
-    heir->moved = true;
-    if (Status s = store_.Save(*heir); !s.ok()) return failure_.Fail(kErrState, s);
-    CrashPoint("release.heir_saved");
-    log_.Info(rec.rdma_dev + " stays in the pod for " + heir->Key());
+  if (next_holder) {
+    next_holder->moved = true;
+    if (Status s = store_.Save(*next_holder); !s.ok()) return failure_.Fail(kErrState, s);
+    CrashPoint("release.next_holder_saved");
+    log_.Info(rec.rdma_dev + " stays in the pod for " + next_holder->Key());
   } else if (rec.moved) {
     auto pod = rec.netns.empty() ? StatusOr<Netns>(NotFoundError("no netns recorded"))
                                  : OpenNetns(rec.netns);
@@ -139,32 +139,32 @@ Status Mover::Release(const AttachmentRecord& rec) {
     }
   }
   // Knobs: a node-wide knob or one of the device whose restore fails keeps its original in
-  // knobs.json, and every later DEL/GC on the node tries again (RestoreUnneededKnobs). The
+  // knobs.json, and every later DEL/GC on the node tries again (RestoreUnneededQosSettings). The
   // attachment itself is released all the same: failing DEL for a knob the node may never let us
   // write again (DCB netlink gone, driver without dcbnl) would keep the pod from ever being torn
   // down, while the original, which is what matters, is not lost.
   std::vector<std::string> pending;
-  std::optional<Netns> heir_pod;
-  if (heir && !heir->netns.empty()) {
-    if (auto p = OpenNetns(heir->netns); p.ok()) heir_pod = std::move(*p);
+  std::optional<Netns> next_holder_pod;
+  if (next_holder && !next_holder->netns.empty()) {
+    if (auto p = OpenNetns(next_holder->netns); p.ok()) next_holder_pod = std::move(*p);
   }
-  if (heir_pod) {
+  if (next_holder_pod) {
     // The device stays in the pod, where the node's sysfs no longer shows it: its knobs that the
-    // heir doesn't need are restored in the pod's view.
+    // next holder doesn't need are restored in the pod's view.
     bool ran = false;
     Status restore = Status::Ok();
-    Status view = resolver_.WithDeviceSysfs(*heir, &*heir_pod, [&](const std::string& root) {
+    Status view = resolver_.WithDeviceSysfs(*next_holder, &*next_holder_pod, [&](const std::string& root) {
       ran = true;
-      restore = ledger_.RestoreUnneededKnobs(rec.Key(), &pending, rec.rdma_dev, root);
+      restore = qos_changes_.RestoreUnneededQosSettings(rec.Key(), &pending, rec.rdma_dev, root);
       return Status::Ok();
     });
     RDMAK8S_RETURN_IF_ERROR(restore);
     if (!ran) {  // no view of the pod: what needs it stays on record for a later DEL or GC
-      log_.Warning("qos: no sysfs view of " + heir->netns + " (" + view.message() + ")");
-      RDMAK8S_RETURN_IF_ERROR(ledger_.RestoreUnneededKnobs(rec.Key(), &pending));
+      log_.Warning("qos: no sysfs view of " + next_holder->netns + " (" + view.message() + ")");
+      RDMAK8S_RETURN_IF_ERROR(qos_changes_.RestoreUnneededQosSettings(rec.Key(), &pending));
     }
   } else {
-    RDMAK8S_RETURN_IF_ERROR(ledger_.RestoreUnneededKnobs(rec.Key(), &pending));
+    RDMAK8S_RETURN_IF_ERROR(qos_changes_.RestoreUnneededQosSettings(rec.Key(), &pending));
   }
   if (!pending.empty()) {
     log_.Error("qos: NOT restored: " + Join(pending, "; ") + ". The originals stay in " +

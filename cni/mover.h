@@ -1,9 +1,9 @@
 // Mover: where an attachment's RDMA device lives. In exclusive RDMA netns mode ADD moves the
 // device from the node's netns into the pod's (RDMA netlink, `rdma dev set DEV netns`), and the
 // attachment that moved it ("moved" in its record) brings it home when released, unless another
-// live attachment of the same pod over the same device still needs it there: that one (the heir)
-// takes the move over. In shared mode nothing moves; the device must be visible from the pod.
-// Releasing an attachment also hands its knobs back to the QosLedger and removes its record.
+// live attachment of the same pod over the same device still needs it there: that one (the next
+// holder) takes the move over. In shared mode nothing moves; the device must be visible from the pod.
+// Releasing an attachment also hands its QoS settings back to QosChanges and removes its record.
 //
 // Callers hold the state store's lock. Each failure is recorded on the FailureCode: 101 for the
 // device's whereabouts and moves, 104 for the state store. Not thread safe.
@@ -15,7 +15,7 @@
 #include "cni/failure_code.h"
 #include "cni/log.h"
 #include "cni/plugin_options.h"
-#include "cni/qos_ledger.h"
+#include "cni/qos_changes.h"
 #include "cni/state.h"
 #include "rdmak8s/netns.h"
 #include "rdmak8s/rdma_netlink.h"
@@ -31,7 +31,7 @@ const AttachmentRecord* OtherHolder(const std::vector<AttachmentRecord>& records
 class Mover {
  public:
   // `options`: the RDMA netlink factory.
-  Mover(const PluginOptions& options, StateStore& store, QosLedger& ledger, DeviceResolver& resolver,
+  Mover(const PluginOptions& options, StateStore& store, QosChanges& qos_changes, DeviceResolver& resolver,
         Logger& log, FailureCode& failure);
 
   // Exclusive mode, before anything is written: *need_move when rec's device is in the node's
@@ -47,17 +47,17 @@ class Mover {
   // in the node's netns. 101 otherwise.
   Status CheckPlace(const AttachmentRecord& rec, const Netns& pod);
   // Undoes everything `rec` says was done: brings a moved device home (or hands the move to the
-  // heir), restores the knobs nobody else needs, and removes the record. A pod netns that is gone
+  // next holder), restores the knobs nobody else needs, and removes the record. A pod netns that is gone
   // or a device already home is success (the kernel returns RDMA devices to the node's netns
   // when their netns dies). Knobs that could not be restored keep their originals in knobs.json
-  // for a later DEL or GC (QosLedger) and do not fail the release. 101 when the device can't be
+  // for a later DEL or GC (QosChanges) and do not fail the release. 101 when the device can't be
   // brought home, 104 for the state store.
   Status Release(const AttachmentRecord& rec);
 
  private:
   const PluginOptions& o_;
   StateStore& store_;
-  QosLedger& ledger_;
+  QosChanges& qos_changes_;
   DeviceResolver& resolver_;
   Logger& log_;
   FailureCode& failure_;

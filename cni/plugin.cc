@@ -1,8 +1,8 @@
 // The commands of the chained CNI plugin (cni/plugin.h): what each does, in which order, and how
 // a failure is answered. The work is done by rooms, each given what it needs:
 //   cni/device_resolver.h  which RDMA device, where its sysfs shows, whether it can serve
-//   cni/qos_ledger.h       the QoS knobs: conflicts, write-ahead apply, check, restore, retry
-//   cni/mover.h            the device into the pod and home again, heirs, release
+//   cni/qos_changes.h       the QoS knobs: conflicts, write-ahead apply, check, restore, retry
+//   cni/mover.h            the device into the pod and home again, next holders, release
 //   cni/gid_waiter.h       the RoCE v2 GIDs of the pod's IPs
 #include "cni/plugin.h"
 
@@ -16,11 +16,11 @@
 #include "cni/device_resolver.h"
 #include "cni/failure_code.h"
 #include "cni/gid_waiter.h"
-#include "cni/knobs.h"
+#include "cni/qos_settings.h"
 #include "cni/log.h"
 #include "cni/mover.h"
 #include "cni/netconf.h"
-#include "cni/qos_ledger.h"
+#include "cni/qos_changes.h"
 #include "rdmak8s/device_lookup.h"
 #include "cni/spec.h"
 #include "cni/state.h"
@@ -54,8 +54,8 @@ class Invocation {
                                  conf_.dra_request, paths.pod_devices_dir},
                   sysfs_root_,
                   sysfs_as_is ? nullptr : o.pod_sysfs, log, failure_),
-        ledger_(o, store_, sysfs_root_, paths.configfs_root, conf_.qos, resolver_, log, failure_),
-        mover_(o, store_, ledger_, resolver_, log, failure_),
+        qos_changes_(o, store_, sysfs_root_, paths.configfs_root, conf_.qos, resolver_, log, failure_),
+        mover_(o, store_, qos_changes_, resolver_, log, failure_),
         gids_(o, env_.ifname, resolver_, log, failure_) {}
 
   int code() const { return failure_.code(); }
@@ -79,7 +79,7 @@ class Invocation {
   StateStore store_;
   FailureCode failure_;
   DeviceResolver resolver_;
-  QosLedger ledger_;
+  QosChanges qos_changes_;
   Mover mover_;
   GidWaiter gids_;
 };
@@ -145,10 +145,10 @@ Status Invocation::Add(json* result) {
   }
 
   std::unique_ptr<DcbNetlink> dcb;
-  RDMAK8S_RETURN_IF_ERROR(ledger_.PlanKnobs(&rec, *dev, &dcb));
+  RDMAK8S_RETURN_IF_ERROR(qos_changes_.PlanQosSettings(&rec, *dev, &dcb));
 
   // Refuse a QoS conflict before anything is written or moved.
-  RDMAK8S_RETURN_IF_ERROR(ledger_.CheckKnobConflicts(rec));
+  RDMAK8S_RETURN_IF_ERROR(qos_changes_.CheckQosConflicts(rec));
 
   // Write-ahead record: from here on a crash leaves enough on disk for DEL/GC to undo.
   if (need_move) rec.moved = true;
@@ -175,10 +175,10 @@ Status Invocation::Add(json* result) {
   // the re-registered device and stays; one made before the move was lost (CHECK then answered
   // 103). Node-wide knobs (DCB, ECN of the PF netdev) do not care, and go with them for one
   // write-ahead of originals and one rollback path.
-  const size_t planned_knobs = rec.knobs.size();
-  if (Status s = ledger_.ApplyKnobs(&rec, dcb.get(), &*pod); !s.ok()) return rollback(s);
+  const size_t planned_knobs = rec.qos_settings.size();
+  if (Status s = qos_changes_.ApplyQosSettings(&rec, dcb.get(), &*pod); !s.ok()) return rollback(s);
   // Unsupported knobs were dropped: record that (each save costs an fsync, so only then).
-  if (rec.knobs.size() != planned_knobs) {
+  if (rec.qos_settings.size() != planned_knobs) {
     if (Status s = store_.Save(rec); !s.ok()) return rollback(failure_.Fail(kErrState, s));
     CrashPoint("add.record_updated");
   }
@@ -248,7 +248,7 @@ Status Invocation::Del() {
     if (rec.status().code() == StatusCode::kNotFound) {
       log_.Info("no attachment recorded: nothing to undo");
       // A retried DEL also retries knobs an earlier release could not restore.
-      if (Status s = ledger_.RetryUnrestoredKnobs(); !s.ok()) {
+      if (Status s = qos_changes_.RetryUnrestoredQosSettings(); !s.ok()) {
         log_.Warning("qos: retry of unrestored knobs: " + s.message());
       }
       return Status::Ok();
@@ -279,7 +279,7 @@ Status Invocation::Check() {
   std::vector<uint32_t> ports;
   RDMAK8S_RETURN_IF_ERROR(resolver_.CheckStillUsable(*rec, *pod, &ports));
   if (rec->transport == "roce") RDMAK8S_RETURN_IF_ERROR(gids_.CheckGids(*rec, *pod, ports, 0, false));
-  return ledger_.CheckKnobs(*rec, &*pod);
+  return qos_changes_.CheckQosSettings(*rec, &*pod);
 }
 
 Status Invocation::Gc() {
@@ -303,7 +303,7 @@ Status Invocation::Gc() {
     }
   }
   if (!released) {  // (each Release already retried them)
-    if (Status s = ledger_.RetryUnrestoredKnobs(); !s.ok() && first.ok()) {
+    if (Status s = qos_changes_.RetryUnrestoredQosSettings(); !s.ok() && first.ok()) {
       first = s.Prepend("GC: knobs left unrestored earlier");
       first_code = failure_.code();
     }

@@ -31,7 +31,7 @@ json AttachmentRecord::ToJson() const {
   j["moved"] = moved;
   j["ports"] = ports;
   j["pfNetdev"] = pf_netdev;
-  j["knobs"] = knobs;
+  j["knobs"] = qos_settings;
   return j;
 }
 
@@ -49,7 +49,7 @@ StatusOr<AttachmentRecord> AttachmentRecord::FromJson(const json& j) {
     r.moved = j.value("moved", false);
     r.ports = j.value("ports", std::vector<uint32_t>{});
     r.pf_netdev = j.value("pfNetdev", "");
-    r.knobs = j.value("knobs", std::map<std::string, std::string>{});
+    r.qos_settings = j.value("knobs", std::map<std::string, std::string>{});
     return r;
   } catch (const std::exception& e) {
     return InvalidArgumentError(std::string("attachment record: ") + e.what());
@@ -247,9 +247,9 @@ StatusOr<std::vector<AttachmentRecord>> StateStore::List(const std::string& netw
   return out;
 }
 
-StatusOr<std::map<std::string, SavedKnob>> StateStore::LoadKnobs() {
+StatusOr<std::map<std::string, QosOriginal>> StateStore::LoadQosOriginals() {
   const std::string path = dir_ + "/knobs.json";
-  std::map<std::string, SavedKnob> out;
+  std::map<std::string, QosOriginal> out;
   auto data = ReadFile(path);
   if (!data.ok()) {
     if (data.status().code() == StatusCode::kNotFound) return out;
@@ -264,10 +264,10 @@ StatusOr<std::map<std::string, SavedKnob>> StateStore::LoadKnobs() {
     }
     for (const auto& [k, v] : j.items()) {
       if (v.is_string()) {  // an older release: id -> original
-        out[k] = SavedKnob{v.get<std::string>(), "", ""};
+        out[k] = QosOriginal{v.get<std::string>(), "", ""};
       } else if (v.is_object() && v.contains("original") && v["original"].is_string() &&
                  v.value("applied", json("")).is_string() && v.value("leftAs", json("")).is_string()) {
-        out[k] = SavedKnob{v["original"].get<std::string>(), v.value("applied", ""), v.value("leftAs", "")};
+        out[k] = QosOriginal{v["original"].get<std::string>(), v.value("applied", ""), v.value("leftAs", "")};
       } else {
         why = "has knob " + k + " in no form we wrote";
         break;
@@ -280,10 +280,10 @@ StatusOr<std::map<std::string, SavedKnob>> StateStore::LoadKnobs() {
   Quarantine(path, "", "knobs.json",
              why + "; the originals it held are NOT restored automatically any more (restore them "
                    "by hand from the quarantined copy)");
-  return std::map<std::string, SavedKnob>{};
+  return std::map<std::string, QosOriginal>{};
 }
 
-Status StateStore::SaveKnobs(const std::map<std::string, SavedKnob>& knobs) {
+Status StateStore::SaveQosOriginals(const std::map<std::string, QosOriginal>& knobs) {
   RDMAK8S_RETURN_IF_ERROR_CTX(EnsurePrivateDir(dir_), "save knobs");
   json j = json::object();
   for (const auto& [id, k] : knobs) {

@@ -4,7 +4,9 @@
 // Layout under the state dir (default /var/lib/cni/rdmak8s):
 //   lock                                     flock(2)ed for the whole of an ADD/DEL/CHECK/GC
 //   attachments/<network>/<containerID>:<ifname>.json   one AttachmentRecord
-//   knobs.json                               by knob id, every knob we changed: SavedKnob
+//   knobs.json                               by setting id, every QoS setting we changed:
+//                                            QosOriginal (the name stays knobs.json: a node
+//                                            upgraded mid-attachment restores from it)
 //   quarantine/<network>+<file>.<time>.<pid>  entries moved aside (see below)
 // Names are validated by the spec layer (no '/', no ':' in IDs or ifnames; network names are
 // [a-zA-Z0-9][a-zA-Z0-9_.-]*), and checked again here so nothing escapes the dir.
@@ -48,16 +50,17 @@ struct AttachmentRecord {
   bool moved = false;        // exclusive mode: the device was moved into the pod by us
   std::vector<uint32_t> ports;  // ports ADD checked and waited on; empty in older records
   std::string pf_netdev;     // netdev carrying node-wide QoS (DCB, ECN); empty when none
-  // Knobs this attachment requires, by id ("pfc:<pf>:<p>", "tos:<dev>:<port>", ...) -> value.
-  std::map<std::string, std::string> knobs;
+  // QoS settings this attachment requires, by id ("pfc:<pf>:<p>", "tos:<dev>:<port>", ...) ->
+  // value (cni/qos_settings.h). Its JSON key stays "knobs": records written by older releases.
+  std::map<std::string, std::string> qos_settings;
 
   nlohmann::json ToJson() const;
   static StatusOr<AttachmentRecord> FromJson(const nlohmann::json& j);
   std::string Key() const { return network + "/" + container_id + ":" + ifname; }
 };
 
-// What knobs.json keeps for one knob we changed.
-struct SavedKnob {
+// What knobs.json keeps for one QoS setting we changed.
+struct QosOriginal {
   std::string original;  // its value before our first change: what restore writes back
   std::string applied;   // the value we set; "" in files of older releases (unknown)
   // Set when a restore found the knob at this value, neither `applied` nor `original`: someone
@@ -75,7 +78,7 @@ class StateStore {
 
   // An exclusive flock on <dir>/lock, released when the Lock is destroyed. While it is held the
   // records change only through this store, so List() of every network is read from disk once
-  // and kept until a Save, Remove or quarantine (a DEL asks twice: the move's heir, the knobs).
+  // and kept until a Save, Remove or quarantine (a DEL asks twice: the move's next holder, the knobs).
   class Lock {
    public:
     Lock(Lock&& o) noexcept : fd_(o.fd_), store_(o.store_) {
@@ -105,8 +108,8 @@ class StateStore {
   // quarantined, never silently dropped; errors are only for a dir that can't be read.
   StatusOr<std::vector<AttachmentRecord>> List(const std::string& network = "");
 
-  StatusOr<std::map<std::string, SavedKnob>> LoadKnobs();
-  Status SaveKnobs(const std::map<std::string, SavedKnob>& knobs);
+  StatusOr<std::map<std::string, QosOriginal>> LoadQosOriginals();
+  Status SaveQosOriginals(const std::map<std::string, QosOriginal>& knobs);
 
  private:
   StatusOr<std::string> RecordPath(const std::string& network, const std::string& container_id,

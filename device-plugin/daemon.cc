@@ -31,7 +31,7 @@ Daemon::Daemon(DaemonOptions options, DaemonDeps deps)
                                 options_.node_check_results}) {}
 
 Daemon::~Daemon() {
-  if (link_) link_->Shutdown();
+  if (registrations_) registrations_->Shutdown();
   {
     std::lock_guard<std::mutex> lock(pools_mu_);
     for (auto& [name, pool] : pools_) {
@@ -48,10 +48,10 @@ Status Daemon::Start() {
   if (!deps_.discovery) return InvalidArgumentError("daemon: no discovery given");
   mode_ = ResolveRegistrationMode(options_.registration, options_.kubelet_dir,
                                   options_.plugins_registry_dir);
-  link_ = std::make_unique<KubeletLink>(KubeletLink::Options{
+  registrations_ = std::make_unique<PoolRegistrations>(PoolRegistrations::Options{
       mode_, options_.kubelet_dir, options_.plugins_registry_dir, options_.register_timeout,
       deps_.metrics});
-  const std::string& socket_dir = link_->socket_dir();
+  const std::string& socket_dir = registrations_->socket_dir();
   std::error_code ec;
   fs::create_directories(socket_dir, ec);
   if (ec) return InternalError("create " + socket_dir + ": " + ec.message());
@@ -95,8 +95,8 @@ Status Daemon::Start() {
     signals_.emplace(std::move(opened));
     RDMAK8S_RETURN_IF_ERROR(add_fd(signals_->fd()));
   }
-  RDMAK8S_RETURN_IF_ERROR(link_->Start());
-  RDMAK8S_RETURN_IF_ERROR(add_fd(link_->fd()));
+  RDMAK8S_RETURN_IF_ERROR(registrations_->Start());
+  RDMAK8S_RETURN_IF_ERROR(add_fd(registrations_->fd()));
   if (deps_.link_monitor) RDMAK8S_RETURN_IF_ERROR(add_fd(deps_.link_monitor->fd()));
   if (deps_.device_events) RDMAK8S_RETURN_IF_ERROR(add_fd(deps_.device_events->fd()));
   if (deps_.uevents) RDMAK8S_RETURN_IF_ERROR(add_fd(deps_.uevents->fd()));
@@ -126,7 +126,7 @@ Status Daemon::Start() {
       SPDLOG_INFO("serving {} on {}", pool.resource, pool.server->socket_path());
     }
   }
-  link_->RegisterAll();
+  registrations_->RegisterAll();
   next_rescan_ = SteadyClock::now() + options_.rescan_interval;
   if (deps_.metrics) {
     // Run() wakes at least every rescan interval (its epoll timeout is capped at an hour): a loop
@@ -143,7 +143,7 @@ Status Daemon::StartPool(const PoolConfig& cfg) {
   Pool pool;
   pool.cfg = cfg;
   pool.resource = ResourceName(config_, cfg);
-  PoolServer::Options so = link_->ServerOptions(pool.resource);
+  PoolServer::Options so = registrations_->ServerOptions(pool.resource);
   Metrics* metrics = deps_.metrics;
   so.hooks.on_allocate = [metrics](const std::string& resource, const std::vector<std::string>&,
                                    const std::vector<std::string>&, const std::string& error) {
@@ -154,7 +154,7 @@ Status Daemon::StartPool(const PoolConfig& cfg) {
   empty->resource = pool.resource;
   empty->pool = cfg;
   pool.server = std::make_unique<PoolServer>(std::move(so), std::move(empty));
-  link_->Add(cfg.name, pool.resource, pool.server.get());
+  registrations_->Add(cfg.name, pool.resource, pool.server.get());
   std::lock_guard<std::mutex> lock(pools_mu_);
   pools_[cfg.name] = std::move(pool);
   return Status::Ok();
@@ -164,7 +164,7 @@ void Daemon::StopPool(const std::string& name, bool remove_cdi) {
   std::lock_guard<std::mutex> lock(pools_mu_);
   auto it = pools_.find(name);
   if (it == pools_.end()) return;
-  link_->Remove(name);
+  registrations_->Remove(name);
   it->second.server->Stop();
   publisher_.Withdraw(name, it->second.resource, remove_cdi);
   SPDLOG_INFO("stopped {}", it->second.resource);
@@ -175,7 +175,7 @@ Status Daemon::ServePool(const std::string& name) {
   Pool& pool = pools_.at(name);
   RDMAK8S_RETURN_IF_ERROR(pool.server->Start());
   SPDLOG_INFO("serving {} on {}", pool.resource, pool.server->socket_path());
-  link_->Register(name);
+  registrations_->Register(name);
   return Status::Ok();
 }
 
@@ -279,23 +279,23 @@ void Daemon::HandleInotify() {
 void Daemon::HandleSocketDir() {
   node::SocketDirWatch::Changes changes = socket_watch_.Drain();
   const auto now = SteadyClock::now();
-  for (const auto& ev : changes.events) link_->OnDirEvent(ev.mask, ev.name, now);
+  for (const auto& ev : changes.events) registrations_->OnDirEvent(ev.mask, ev.name, now);
   if (!changes.recheck_all) return;
   // Events were lost or the directory went or came back: look at every socket as it is now.
   SPDLOG_WARN("{}: inotify overflow, or the directory removed or back: re-checking kubelet.sock "
-              "and our sockets", link_->socket_dir());
+              "and our sockets", registrations_->socket_dir());
   std::vector<std::string> sockets;
   {
     std::lock_guard<std::mutex> lock(pools_mu_);
     for (const auto& [name, pool] : pools_) sockets.push_back(SocketFileName(pool.resource));
   }
   // Serves again the sockets that are not there (a no-op for those that are).
-  for (const auto& name : sockets) link_->OnDirEvent(IN_DELETE, name, now);
+  for (const auto& name : sockets) registrations_->OnDirEvent(IN_DELETE, name, now);
   if (mode_ == RegistrationMode::kDevicePlugin) {
     std::error_code ec;
-    const bool kubelet_there = fs::exists(link_->socket_dir() + "/" + kKubeletSocket, ec);
+    const bool kubelet_there = fs::exists(registrations_->socket_dir() + "/" + kKubeletSocket, ec);
     // There: register what this kubelet has not registered; gone: unregistered until it appears.
-    link_->OnDirEvent(kubelet_there ? IN_CREATE : IN_DELETE, kKubeletSocket, now);
+    registrations_->OnDirEvent(kubelet_there ? IN_CREATE : IN_DELETE, kKubeletSocket, now);
   }
 }
 
@@ -365,7 +365,7 @@ Status Daemon::Run() {
   epoll_event evs[16];
   while (!stop_) {
     auto now = SteadyClock::now();
-    auto wake_at = link_->NextWakeup(next_rescan_);
+    auto wake_at = registrations_->NextWakeup(next_rescan_);
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - now).count();
     // With neither the socket directory nor its parent watched, no event tells the directory's
     // return: look again each second.
@@ -386,8 +386,8 @@ Status Daemon::Run() {
         HandleSocketDir();
       } else if (signals_ && fd == signals_->fd()) {
         HandleSignal();
-      } else if (fd == link_->fd()) {
-        link_->HandleRegistrations(SteadyClock::now());
+      } else if (fd == registrations_->fd()) {
+        registrations_->HandleRegistrations(SteadyClock::now());
       } else if (deps_.link_monitor && fd == deps_.link_monitor->fd()) {
         HandleLinkEvents();
       } else if (deps_.device_events && fd == deps_.device_events->fd()) {
@@ -406,10 +406,10 @@ Status Daemon::Run() {
       FullRescan();
       next_rescan_ = SteadyClock::now() + options_.rescan_interval;
     }
-    link_->OnTimer(SteadyClock::now());
+    registrations_->OnTimer(SteadyClock::now());
   }
   if (deps_.metrics) deps_.metrics->SetServing(false);
-  link_->Shutdown();  // cancels a Register in flight: shutting down does not wait for kubelet
+  registrations_->Shutdown();  // cancels a Register in flight: shutting down does not wait for kubelet
   std::vector<std::string> names;
   for (const auto& [name, pool] : pools_) names.push_back(name);
   for (const auto& name : names) StopPool(name, /*remove_cdi=*/false);

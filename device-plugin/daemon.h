@@ -44,13 +44,13 @@
 #include <string>
 #include <vector>
 
-#include "device-plugin/config.h"
-#include "device-plugin/config_watcher.h"
+#include "device-plugin/config/config.h"
+#include "device-plugin/config/config_watcher.h"
 #include "device-plugin/kubelet/pool_registration.h"  // RegistrationMode, ParseRegistrationMode
-#include "device-plugin/metrics.h"
-#include "device-plugin/plugin_server.h"
-#include "device-plugin/pool_publisher.h"
-#include "device-plugin/pool_state.h"
+#include "device-plugin/metrics/metrics.h"
+#include "device-plugin/kubelet/plugin_server.h"
+#include "device-plugin/pools/pool_publisher.h"
+#include "device-plugin/pools/pool_state.h"
 #include "node/async_events_watch.h"
 #include "node/device_events.h"
 #include "node/device_tracker.h"
@@ -129,7 +129,7 @@ class Daemon {
 
  private:
   // A running pool: its settings and its server. What it published is the publisher's
-  // (publisher_), its registration the kubelet link's (link_), both by pool name.
+  // (publisher_), its registration the kubelet link's (registrations_), both by pool name.
   struct Pool {
     PoolConfig cfg;
     std::string resource;
@@ -162,7 +162,7 @@ class Daemon {
   ConfigWatcher config_watch_;                  // the --config file and its watch
   node::DeviceTracker tracker_;                       // the devices and their health
   PoolPublisher publisher_;                     // tracked devices -> each pool's published state
-  std::unique_ptr<KubeletLink> link_;           // serving and registration (after Start)
+  std::unique_ptr<PoolRegistrations> registrations_;           // serving and registration (after Start)
   node::AsyncEventsWatch async_watch_{deps_.device_events.get()};  // what device_events listens on
   mutable std::mutex pools_mu_;                 // guards pools_ map shape for the accessors
   std::map<std::string, Pool> pools_;           // pool name -> pool

@@ -8,8 +8,8 @@
 #include <spdlog/spdlog.h>
 
 #include "device-plugin/daemon.h"
-#include "device-plugin/ethtool_stats.h"
-#include "device-plugin/metrics.h"
+#include "device-plugin/metrics/ethtool_stats.h"
+#include "device-plugin/metrics/metrics.h"
 #include "device-plugin/nfd_features.h"
 #include "node/device_events.h"
 #include "node/program_main.h"

@@ -1,4 +1,4 @@
-// Fuzz target: the device plugin's --config file (device-plugin/config.h ParseConfig) and what
+// Fuzz target: the device plugin's --config file (device-plugin/config/config.h ParseConfig) and what
 // the daemon derives from a config (EnvConflicts, ValidateForCdi, resource and env names).
 // Input: the file's bytes.
 //
@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "device-plugin/config.h"
+#include "device-plugin/config/config.h"
 #include "fuzz/fuzz_check.h"
 
 namespace rdmak8s::dp {

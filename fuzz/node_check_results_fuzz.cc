@@ -1,5 +1,5 @@
 // Fuzz target: the node check's results file as the device plugin reads it on every scrape
-// (device-plugin/node_check_results.h ReadNodeCheckResults): whatever the operator's job, or a
+// (device-plugin/metrics/node_check_results.h ReadNodeCheckResults): whatever the operator's job, or a
 // job caught half way, left at the path. Input: the file's bytes.
 //
 // Invariants beyond "no crash, no sanitizer report":
@@ -7,7 +7,7 @@
 //   - results that read back list one item per element of "checks", in order.
 #include <nlohmann/json.hpp>
 
-#include "device-plugin/node_check_results.h"
+#include "device-plugin/metrics/node_check_results.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/fuzz_files.h"
 

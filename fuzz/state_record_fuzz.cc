@@ -1,5 +1,5 @@
 // Fuzz target: the CNI state store's records as it reads them back from disk (cni/state.h):
-// AttachmentRecord::FromJson, and StateStore::Load / List / LoadKnobs over a real state dir
+// AttachmentRecord::FromJson, and StateStore::Load / List / LoadQosOriginals over a real state dir
 // whose record file and knobs.json hold the input (a file a crash half-wrote, an older release
 // wrote, or someone edited). Input: the file's bytes.
 //
@@ -8,7 +8,7 @@
 //   - Load of a record file gives that record when it is one of this attachment, and otherwise
 //     kNotFound with the file moved into quarantine/ (never an error, never a silent drop);
 //     List agrees with Load;
-//   - knobs.json that loads, saved (SaveKnobs) and loaded again, is the same map; one that can't
+//   - knobs.json that loads, saved (SaveQosOriginals) and loaded again, is the same map; one that can't
 //     be ours is quarantined and reads as empty.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -107,20 +107,20 @@ void CheckRecordFile(std::string_view text) {
   }
 }
 
-void CheckKnobsFile(std::string_view text) {
+void CheckQosOriginalsFile(std::string_view text) {
   const std::string& dir = StateDir();
   Reset(dir);
   StateStore store(dir, [](const std::string&) {});
   WriteFile(dir + "/knobs.json", text);
-  auto knobs = store.LoadKnobs();
+  auto knobs = store.LoadQosOriginals();
   FUZZ_CHECK(knobs.ok(), knobs.status().ToString());
   if (QuarantinedCount(dir) == 1) {
     FUZZ_CHECK(knobs->empty(), "a quarantined knobs.json still gave knobs");
     return;
   }
   FUZZ_CHECK(QuarantinedCount(dir) == 0, "more than one file quarantined");
-  FUZZ_CHECK(store.SaveKnobs(*knobs).ok(), "save knobs");
-  auto again = store.LoadKnobs();
+  FUZZ_CHECK(store.SaveQosOriginals(*knobs).ok(), "save knobs");
+  auto again = store.LoadQosOriginals();
   FUZZ_CHECK(again.ok() && again->size() == knobs->size(), "knobs changed in a round trip");
   for (const auto& [id, k] : *knobs) {
     auto it = again->find(id);
@@ -136,6 +136,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text = rdmak8s::fuzz::AsText(data, size);
   CheckRecordJson(text);
   CheckRecordFile(text);
-  CheckKnobsFile(text);
+  CheckQosOriginalsFile(text);
   return 0;
 }

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "cni/netconf.h"
-#include "device-plugin/config.h"
+#include "device-plugin/config/config.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::inspect {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "check_device.h"
-#include "cni/knobs.h"
+#include "cni/qos_settings.h"
 #include "rdmak8s/gid_table.h"
 #include "rdmak8s/roce_gid.h"
 #include "rdmak8s/strings.h"
@@ -191,14 +191,14 @@ void CheckDcb(const RdmaDevice& dev, const std::string& pf, const CheckPolicy& p
   // ECN (mlx5: class/net/<pf>/ecn/roce_{rp,np}/enable/<prio>), read as the CNI reads it.
   std::set<uint8_t> ecn = required;
   ecn.insert(intent.ecn.begin(), intent.ecn.end());
-  cni::KnobContext knobs;
+  cni::QosSettingContext knobs;
   knobs.sysfs_root = env.sysfs_root;
   for (uint8_t p : ecn) {
     std::vector<std::string> off, seen;
     bool unsupported = false;
     std::string error;
     for (const char* side : {"rp", "np"}) {
-      auto v = cni::ReadKnob(knobs, "ecn:" + pf + ":" + side + ":" + std::to_string(p));
+      auto v = cni::ReadQosSetting(knobs, "ecn:" + pf + ":" + side + ":" + std::to_string(p));
       if (!v.ok()) {
         if (v.status().code() == StatusCode::kUnimplemented) unsupported = true;
         else error = v.status().ToString();

@@ -15,7 +15,7 @@ namespace rdmak8s::dp {
 
 namespace {
 
-using Clock = KubeletLink::Clock;
+using Clock = PoolRegistrations::Clock;
 
 bool Exists(const std::string& path) {
   struct stat st {};
@@ -24,18 +24,18 @@ bool Exists(const std::string& path) {
 
 }  // namespace
 
-KubeletLink::KubeletLink(Options options)
+PoolRegistrations::PoolRegistrations(Options options)
     : options_(std::move(options)),
       socket_dir_(options_.mode == RegistrationMode::kPluginWatcher ? options_.plugins_registry_dir
                                                                     : options_.kubelet_dir) {}
 
-KubeletLink::~KubeletLink() { Shutdown(); }
+PoolRegistrations::~PoolRegistrations() { Shutdown(); }
 
-Status KubeletLink::Start() { return registrar_.Start(); }
+Status PoolRegistrations::Start() { return registrar_.Start(); }
 
-void KubeletLink::Shutdown() { registrar_.Shutdown(); }
+void PoolRegistrations::Shutdown() { registrar_.Shutdown(); }
 
-PoolServer::Options KubeletLink::ServerOptions(const std::string& resource) const {
+PoolServer::Options PoolRegistrations::ServerOptions(const std::string& resource) const {
   PoolServer::Options so;
   so.socket_path = socket_dir_ + "/" + SocketFileName(resource);
   so.plugin_watcher = options_.mode == RegistrationMode::kPluginWatcher;
@@ -51,8 +51,8 @@ PoolServer::Options KubeletLink::ServerOptions(const std::string& resource) cons
   return so;
 }
 
-void KubeletLink::Add(const std::string& pool, const std::string& resource, PoolServer* server) {
-  PoolLink link;
+void PoolRegistrations::Add(const std::string& pool, const std::string& resource, PoolServer* server) {
+  PoolRegistration link;
   link.resource = resource;
   link.server = server;
   if (options_.metrics) {
@@ -62,14 +62,14 @@ void KubeletLink::Add(const std::string& pool, const std::string& resource, Pool
   pools_[pool] = std::move(link);
 }
 
-void KubeletLink::Remove(const std::string& pool) { pools_.erase(pool); }
+void PoolRegistrations::Remove(const std::string& pool) { pools_.erase(pool); }
 
-const KubeletLink::PoolLink* KubeletLink::pool(const std::string& name) const {
+const PoolRegistrations::PoolRegistration* PoolRegistrations::pool(const std::string& name) const {
   auto it = pools_.find(name);
   return it == pools_.end() ? nullptr : &it->second;
 }
 
-void KubeletLink::SetRegistered(PoolLink& pool, bool registered) {
+void PoolRegistrations::SetRegistered(PoolRegistration& pool, bool registered) {
   pool.registered = registered;
   if (!registered) {
     pool.instance = {};
@@ -78,16 +78,16 @@ void KubeletLink::SetRegistered(PoolLink& pool, bool registered) {
   if (options_.metrics) options_.metrics->SetRegistered(pool.resource, registered);
 }
 
-void KubeletLink::Register(const std::string& pool) {
+void PoolRegistrations::Register(const std::string& pool) {
   auto it = pools_.find(pool);
   if (it != pools_.end()) Register(it->second);
 }
 
-void KubeletLink::RegisterAll() {
+void PoolRegistrations::RegisterAll() {
   for (auto& [name, pool] : pools_) Register(pool);
 }
 
-void KubeletLink::Register(PoolLink& pool) {
+void PoolRegistrations::Register(PoolRegistration& pool) {
   if (options_.mode != RegistrationMode::kDevicePlugin) return;  // kubelet's plugin watcher dials us
   if (pool.serve_retry_at != Clock::time_point{}) return;  // not serving: after ServeAgain
   const std::string kubelet_sock = KubeletSocket();
@@ -114,13 +114,13 @@ void KubeletLink::Register(PoolLink& pool) {
                      options_.register_timeout});
 }
 
-void KubeletLink::HandleRegistrations(Clock::time_point now) {
+void PoolRegistrations::HandleRegistrations(Clock::time_point now) {
   for (auto& r : registrar_.Drain()) {
     auto it = std::find_if(pools_.begin(), pools_.end(), [&](const auto& p) {
       return p.second.resource == r.resource && p.second.register_seq == r.seq;
     });
     if (it == pools_.end()) continue;  // superseded, or the pool is gone
-    PoolLink& pool = it->second;
+    PoolRegistration& pool = it->second;
     pool.register_seq = 0;
     const Status& s = r.status;
     if (std::exchange(pool.recheck, false)) {
@@ -155,7 +155,7 @@ void KubeletLink::HandleRegistrations(Clock::time_point now) {
   for (auto& [name, pool] : pools_) CheckStream(pool, now);
 }
 
-void KubeletLink::CheckStream(PoolLink& pool, Clock::time_point now) {
+void PoolRegistrations::CheckStream(PoolRegistration& pool, Clock::time_point now) {
   const bool streaming = pool.server->open_streams() > 0;
   if (streaming != pool.streaming) {
     if (streaming) {
@@ -186,7 +186,7 @@ void KubeletLink::CheckStream(PoolLink& pool, Clock::time_point now) {
   Register(pool);
 }
 
-void KubeletLink::ServeAgain(PoolLink& pool, Clock::time_point now) {
+void PoolRegistrations::ServeAgain(PoolRegistration& pool, Clock::time_point now) {
   SetRegistered(pool, false);
   pool.server->Stop();
   Status s = pool.server->Start();
@@ -199,13 +199,13 @@ void KubeletLink::ServeAgain(PoolLink& pool, Clock::time_point now) {
   SPDLOG_ERROR("re-serve {}: {}; retrying in 1s", pool.resource, s.message());
 }
 
-void KubeletLink::ServeAndRegisterAgain(PoolLink& pool, Clock::time_point now) {
+void PoolRegistrations::ServeAndRegisterAgain(PoolRegistration& pool, Clock::time_point now) {
   ServeAgain(pool, now);
   pool.register_failures = 0;
   Register(pool);  // nothing while the socket could not be served, or in plugin-watcher mode
 }
 
-void KubeletLink::OnDirEvent(uint32_t mask, const std::string& name, Clock::time_point now) {
+void PoolRegistrations::OnDirEvent(uint32_t mask, const std::string& name, Clock::time_point now) {
   const bool device_plugin = options_.mode == RegistrationMode::kDevicePlugin;
   if (device_plugin && name == kKubeletSocket) {
     if (mask & (IN_CREATE | IN_MOVED_TO)) {
@@ -247,7 +247,7 @@ void KubeletLink::OnDirEvent(uint32_t mask, const std::string& name, Clock::time
   }
 }
 
-void KubeletLink::OnTimer(Clock::time_point now) {
+void PoolRegistrations::OnTimer(Clock::time_point now) {
   for (auto& [name, pool] : pools_) {
     if (pool.serve_retry_at != Clock::time_point{} && now >= pool.serve_retry_at) {
       ServeAndRegisterAgain(pool, now);
@@ -259,7 +259,7 @@ void KubeletLink::OnTimer(Clock::time_point now) {
   }
 }
 
-Clock::time_point KubeletLink::NextWakeup(Clock::time_point bound) const {
+Clock::time_point PoolRegistrations::NextWakeup(Clock::time_point bound) const {
   Clock::time_point wake_at = bound;
   for (const auto& [name, pool] : pools_) {
     if (!pool.registered && pool.retry_at != Clock::time_point{}) {

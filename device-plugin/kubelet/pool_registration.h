@@ -1,4 +1,4 @@
-// KubeletLink: each pool's registration with kubelet, a state machine on the daemon's event
+// PoolRegistrations: each pool's registration with kubelet, a state machine on the daemon's event
 // loop: serve each pool's socket, register it once per kubelet start (through KubeletRegistrar),
 // serve and register again when kubelet or anything else removes what it needs.
 //
@@ -17,13 +17,13 @@
 
 #include "device-plugin/kubelet/register_call.h"
 #include "device-plugin/kubelet/registrar.h"
-#include "device-plugin/metrics.h"
-#include "device-plugin/plugin_server.h"
+#include "device-plugin/metrics/metrics.h"
+#include "device-plugin/kubelet/plugin_server.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dp {
 
-// KubeletLink keeps each pool's socket served and registered with kubelet, once per kubelet:
+// PoolRegistrations keeps each pool's socket served and registered with kubelet, once per kubelet:
 //   - Register(pool) submits a Register (device-plugin mode) when kubelet.sock is there, else
 //     waits for it to appear; it does nothing while the pool's socket could not be served again;
 //   - one registration per pool per kubelet start: kubelet v1.36 given two Registers for one
@@ -50,7 +50,7 @@ namespace rdmak8s::dp {
 //
 // Every time is passed in (`now`, the steady clock): the caller's loop reads the clock once.
 // Thread safety: none; one thread (the daemon's event loop).
-class KubeletLink {
+class PoolRegistrations {
  public:
   using Clock = std::chrono::steady_clock;
 
@@ -66,7 +66,7 @@ class KubeletLink {
   };
 
   // What the link knows of one pool.
-  struct PoolLink {
+  struct PoolRegistration {
     std::string resource;
     PoolServer* server = nullptr;  // not owned
     bool registered = false;
@@ -88,10 +88,10 @@ class KubeletLink {
     Clock::time_point serve_retry_at{};
   };
 
-  explicit KubeletLink(Options options);
-  ~KubeletLink();  // Shutdown()
-  KubeletLink(const KubeletLink&) = delete;
-  KubeletLink& operator=(const KubeletLink&) = delete;
+  explicit PoolRegistrations(Options options);
+  ~PoolRegistrations();  // Shutdown()
+  PoolRegistrations(const PoolRegistrations&) = delete;
+  PoolRegistrations& operator=(const PoolRegistrations&) = delete;
 
   // Starts the registrar's thread. An error when its eventfd cannot be created.
   Status Start();
@@ -127,26 +127,26 @@ class KubeletLink {
   void Shutdown();
 
   // The pool's state; null when not added. For the daemon's loop and tests.
-  const PoolLink* pool(const std::string& name) const;
+  const PoolRegistration* pool(const std::string& name) const;
 
  private:
   // Stops and restarts the pool's server (its socket was removed); not registered until the
   // next Register.
-  void ServeAgain(PoolLink& pool, Clock::time_point now);
+  void ServeAgain(PoolRegistration& pool, Clock::time_point now);
   // ServeAgain, then a fresh registration (a new backoff) once the socket is served.
-  void ServeAndRegisterAgain(PoolLink& pool, Clock::time_point now);
-  void Register(PoolLink& pool);
-  void SetRegistered(PoolLink& pool, bool registered);
+  void ServeAndRegisterAgain(PoolRegistration& pool, Clock::time_point now);
+  void Register(PoolRegistration& pool);
+  void SetRegistered(PoolRegistration& pool, bool registered);
   // Follows the pool's ListAndWatch streams (PoolServer::open_streams) at `now`; registers again
   // when the stream wait has run out.
-  void CheckStream(PoolLink& pool, Clock::time_point now);
+  void CheckStream(PoolRegistration& pool, Clock::time_point now);
   std::string KubeletSocket() const { return options_.kubelet_dir + "/" + kKubeletSocket; }
 
   Options options_;
   std::string socket_dir_;
   KubeletRegistrar registrar_;  // Register calls off the event loop
   uint64_t register_seq_ = 0;
-  std::map<std::string, PoolLink> pools_;  // pool name -> its link
+  std::map<std::string, PoolRegistration> pools_;  // pool name -> its link
 };
 
 }  // namespace rdmak8s::dp

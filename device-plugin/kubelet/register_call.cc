@@ -17,7 +17,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "device-plugin/plugin_server.h"  // kDevicePluginVersion
+#include "device-plugin/kubelet/plugin_server.h"  // kDevicePluginVersion
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 
 namespace rdmak8s::dp {

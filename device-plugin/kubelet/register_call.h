@@ -39,7 +39,7 @@ std::chrono::milliseconds StreamWait(std::chrono::milliseconds first, int losses
 
 // Which kubelet serves a kubelet.sock. Every kubelet start makes a new socket file, so the file's
 // (st_dev, st_ino, st_ctim) tells one kubelet start from the next: registering twice with one
-// kubelet is what makes kubelet v1.36 drop the resource to 0 (see KubeletLink). All zero: none
+// kubelet is what makes kubelet v1.36 drop the resource to 0 (see PoolRegistrations). All zero: none
 // or unknown.
 struct KubeletInstance {
   uint64_t dev = 0;

@@ -1,5 +1,5 @@
 // Preferred allocation, counting: how many available IDs each device has, from the device numbers
-// the scan wrote. Internal to preferred allocation (device-plugin/preferred_allocation.h).
+// the scan wrote. Internal to preferred allocation (device-plugin/preferred_allocation/preferred_allocation.h).
 #pragma once
 
 #include <cstddef>

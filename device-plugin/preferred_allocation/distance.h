@@ -1,13 +1,13 @@
 // Preferred allocation, PCIe distance: a device as the steps after the scan see it (Dev: its
 // interned path and prepared fields) and the hops between two of them in the PCIe tree.
-// Internal to preferred allocation (device-plugin/preferred_allocation.h).
+// Internal to preferred allocation (device-plugin/preferred_allocation/preferred_allocation.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
-#include "device-plugin/preferred_allocation.h"
+#include "device-plugin/preferred_allocation/preferred_allocation.h"
 
 namespace rdmak8s::dp::preferred_allocation {
 

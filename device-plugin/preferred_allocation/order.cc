@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "device-plugin/preferred_allocation.h"
+#include "device-plugin/preferred_allocation/preferred_allocation.h"
 
 namespace rdmak8s::dp {
 namespace {

@@ -1,5 +1,5 @@
 // Preferred allocation, step 3: which devices give the IDs, by PCIe closeness. Internal to
-// preferred allocation (device-plugin/preferred_allocation.h).
+// preferred allocation (device-plugin/preferred_allocation/preferred_allocation.h).
 #pragma once
 
 #include <cstddef>

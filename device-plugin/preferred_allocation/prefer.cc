@@ -1,4 +1,4 @@
-// Preferred allocation, the algorithm's steps (device-plugin/preferred_allocation.h): must-include
+// Preferred allocation, the algorithm's steps (device-plugin/preferred_allocation/preferred_allocation.h): must-include
 // IDs, the pass over the IDs, NUMA nodes, PCIe closeness (pcie_closeness.h), and which IDs of the
 // picked devices; and the public PreferredAllocation overloads.
 #include <algorithm>
@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "device-plugin/device_name_index.h"
-#include "device-plugin/preferred_allocation.h"
+#include "device-plugin/preferred_allocation/device_name_index.h"
+#include "device-plugin/preferred_allocation/preferred_allocation.h"
 #include "device-plugin/preferred_allocation/count.h"
 #include "device-plugin/preferred_allocation/distance.h"
 #include "device-plugin/preferred_allocation/pcie_closeness.h"

@@ -1,6 +1,6 @@
 // Preferred allocation, the scan kernel: per available ID its device number (DevOf), and the
 // vectorised pass over those numbers that finds the IDs of a few wanted devices
-// (ForEachOnDevices). Internal to preferred allocation (device-plugin/preferred_allocation.h).
+// (ForEachOnDevices). Internal to preferred allocation (device-plugin/preferred_allocation/preferred_allocation.h).
 #pragma once
 
 #include <algorithm>

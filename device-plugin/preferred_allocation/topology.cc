@@ -6,8 +6,8 @@
 #include <memory>
 #include <unordered_map>
 
-#include "device-plugin/device_name_index.h"
-#include "device-plugin/preferred_allocation.h"
+#include "device-plugin/preferred_allocation/device_name_index.h"
+#include "device-plugin/preferred_allocation/preferred_allocation.h"
 
 namespace rdmak8s::dp {
 namespace {

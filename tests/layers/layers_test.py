@@ -57,8 +57,8 @@ class LayersTest(unittest.TestCase):
         self.assertIn("higher layer", problems[0])
 
     def test_peer_components_may_not_include_each_other(self):
-        with tree({"cni/a.cc": '#include "device-plugin/config.h"\n',
-                   "device-plugin/config.h": ""}) as root:
+        with tree({"cni/a.cc": '#include "device-plugin/config/config.h"\n',
+                   "device-plugin/config/config.h": ""}) as root:
             problems = check_layers.check_includes(root, set())
         self.assertEqual(len(problems), 1, problems)
         self.assertIn("peers", problems[0])

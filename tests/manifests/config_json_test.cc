@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "device-plugin/config.h"
+#include "device-plugin/config/config.h"
 
 namespace rdmak8s::dp {
 namespace {

@@ -118,7 +118,7 @@ class CniWorld {
     }
     cni::StateStore store(state_dir());
     if (auto l = store.List(); l.ok()) s.records = l->size();
-    if (auto k = store.LoadKnobs(); k.ok()) s.saved_originals = k->size();
+    if (auto k = store.LoadQosOriginals(); k.ok()) s.saved_originals = k->size();
     return s;
   }
 

@@ -1,6 +1,6 @@
 // The QoS policy a network asks for: the `qos` block of an rdmak8s netconf (docs/cni.md), parsed
 // and validated into plain values. The CNI applies it to the node (reading, writing and undoing
-// each setting stays in cni/: knobs.h, qos_ledger.h); the node check (inspect/) judges the node
+// each setting stays in cni/: qos_settings.h, qos_changes.h); the node check (inspect/) judges the node
 // against it. Only the policy and its rules: nothing here reads or writes the node.
 //
 // Untrusted input (a NetworkAttachmentDefinition). Parsing uses nlohmann::json; its exceptions

@@ -1,5 +1,5 @@
 // Mover on its own, over a state store in a temp dir: who holds a device in a pod, and a release
-// that hands the move to the heir instead of bringing the device home.
+// that hands the move to the next holder instead of bringing the device home.
 #include "cni/mover.h"
 
 #include <gtest/gtest.h>
@@ -34,7 +34,7 @@ TEST(MoverTest, OtherHolderIsAnotherAttachmentOfTheSamePodOverTheSameDevice) {
   EXPECT_EQ(holder->container_id, "c4");
 }
 
-TEST(MoverTest, ReleaseOfTheMoverHandsTheMoveToTheHeirAndKeepsTheDeviceInThePod) {
+TEST(MoverTest, ReleaseOfTheMoverHandsTheMoveToTheNextHolderAndKeepsTheDeviceInThePod) {
   TempDir tmp;
   PluginOptions options;  // no RDMA netlink at all: bringing the device home would fail
   Logger log;
@@ -43,24 +43,24 @@ TEST(MoverTest, ReleaseOfTheMoverHandsTheMoveToTheHeirAndKeepsTheDeviceInThePod)
   StateStore store(tmp.path() + "/state");
   ASSERT_TRUE(store.Acquire().ok());
   DeviceResolver resolver(options, {}, tmp.path() + "/sys", nullptr, log, failure);
-  QosLedger ledger(options, store, tmp.path() + "/sys", tmp.path() + "/config", QosPolicy{}, resolver,
+  QosChanges qos_changes(options, store, tmp.path() + "/sys", tmp.path() + "/config", QosPolicy{}, resolver,
                    log, failure);
-  Mover mover(options, store, ledger, resolver, log, failure);
-  // The pod's netns is this test's own: it exists, so a release without an heir would go to
+  Mover mover(options, store, qos_changes, resolver, log, failure);
+  // The pod's netns is this test's own: it exists, so a release without a next holder would go to
   // RDMA netlink to bring the device home.
   auto mine = Rec("c1", "mlx5_0", "/proc/self/ns/net");
   mine.moved = true;
-  auto heir = Rec("c1", "mlx5_0", "/proc/self/ns/net");
-  heir.ifname = "net2";
+  auto next_holder = Rec("c1", "mlx5_0", "/proc/self/ns/net");
+  next_holder.ifname = "net2";
   ASSERT_TRUE(store.Save(mine).ok());
-  ASSERT_TRUE(store.Save(heir).ok());
+  ASSERT_TRUE(store.Save(next_holder).ok());
   Status s = mover.Release(mine);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(store.Load("n", "c1", "net1").status().code(), StatusCode::kNotFound);
   auto now = store.Load("n", "c1", "net2");
   ASSERT_TRUE(now.ok()) << now.status().ToString();
-  EXPECT_TRUE(now->moved) << "the heir brings the device home now";
-  // The heir, the last holder, goes home through RDMA netlink: none here, so 101, record kept.
+  EXPECT_TRUE(now->moved) << "the next holder brings the device home now";
+  // The next holder, the last holder, goes home through RDMA netlink: none here, so 101, record kept.
   s = mover.Release(*now);
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(failure.code(), kErrWiring) << s.ToString();

@@ -300,7 +300,7 @@ class PluginTest : public ::testing::Test {
   }
   std::map<std::string, std::string> Originals() {
     std::map<std::string, std::string> out;
-    auto saved = StateStore(state_).LoadKnobs();
+    auto saved = StateStore(state_).LoadQosOriginals();
     EXPECT_TRUE(saved.ok()) << saved.status().ToString();
     if (saved.ok()) {
       for (const auto& [id, k] : *saved) out[id] = k.original;

@@ -387,7 +387,7 @@ TEST_F(PluginTest, FailedMoveRollsBackQos) {
   EXPECT_TRUE(Originals().empty());
 }
 
-TEST_F(PluginTest, FailingQosStepRollsBackTheKnobsAlreadyApplied) {
+TEST_F(PluginTest, FailingQosStepRollsBackTheQosSettingsAlreadyApplied) {
   Pod pod = NewPod("10.77.0.14");
   AddGid("mlx5_1", pod.ip);
   // Knobs go in id order (app, ecn, pfc, tc, tos, trust): break ToS, after the others applied.
@@ -415,7 +415,7 @@ TEST_F(PluginTest, UnusableStateDirIsCode104AndTouchesNothing) {
   EXPECT_TRUE(In(node_key_, "mlx5_1"));
 }
 
-TEST_F(PluginTest, QosIsAppliedAndTheLastAttachmentRestoresNodeWideKnobs) {
+TEST_F(PluginTest, QosIsAppliedAndTheLastAttachmentRestoresNodeWideQosSettings) {
   Pod a = NewPod("10.77.0.16");
   Pod b = NewPod("10.77.0.17");
   AddGid("mlx5_1", a.ip);
@@ -475,7 +475,7 @@ TEST_F(PluginTest, ConflictingQosIsRefusedNamingBothAttachments) {
   EXPECT_EQ(Records(), 1u);
 }
 
-TEST_F(PluginTest, UnsupportedKnobWarnsOrFailsWhenStrict) {
+TEST_F(PluginTest, UnsupportedQosSettingWarnsOrFailsWhenStrict) {
   ASSERT_EQ(std::system(("rm -rf '" + sysfs_ + "/class/net/ens1f0np0/ecn'").c_str()), 0);
   Pod a = NewPod("10.77.0.21");
   AddGid("mlx5_1", a.ip);
@@ -504,7 +504,7 @@ TEST_F(PluginTest, AddFailsWith103WhenDcbNetlinkCannotBeOpened) {
   EXPECT_EQ(Pfc(), 0);
 }
 
-TEST_F(PluginTest, DelKeepsTheOriginalOfAKnobItCouldNotRestoreAndTheNextDelRestoresIt) {
+TEST_F(PluginTest, DelKeepsTheOriginalOfAQosSettingItCouldNotRestoreAndTheNextDelRestoresIt) {
   Pod pod = NewPod("10.77.0.41");
   AddGid("mlx5_1", pod.ip);
   const std::string log = tmp_.path() + "/cni.log";
@@ -531,7 +531,7 @@ TEST_F(PluginTest, DelKeepsTheOriginalOfAKnobItCouldNotRestoreAndTheNextDelResto
   EXPECT_TRUE(Originals().empty());
 }
 
-TEST_F(PluginTest, GcRestoresAKnobAnEarlierDelCouldNotRestore) {
+TEST_F(PluginTest, GcRestoresAQosSettingAnEarlierDelCouldNotRestore) {
   Pod pod = NewPod("10.77.0.52");
   AddGid("mlx5_1", pod.ip);
   json conf = Conf("1.1.0", &pod, {{"deviceID", "mlx5_1"}, {"qos", {{"pfc", {4}}}}});
@@ -552,7 +552,7 @@ TEST_F(PluginTest, GcRestoresAKnobAnEarlierDelCouldNotRestore) {
   EXPECT_TRUE(Originals().empty());
 }
 
-TEST_F(PluginTest, AKnobLeftUnrestoredIsNotRestoredWhileAnotherAttachmentNeedsIt) {
+TEST_F(PluginTest, AQosSettingLeftUnrestoredIsNotRestoredWhileAnotherAttachmentNeedsIt) {
   Pod a = NewPod("10.77.0.42");
   Pod b = NewPod("10.77.0.43");
   AddGid("mlx5_1", a.ip);
@@ -726,7 +726,7 @@ TEST_F(PluginTest, DelWhenDeviceAlreadyHomeSucceeds) {
   EXPECT_EQ(Records(), 0u);
 }
 
-TEST_F(PluginTest, CheckDetectsDeviceGoneHomeAndKnobDrift) {
+TEST_F(PluginTest, CheckDetectsDeviceGoneHomeAndQosSettingDrift) {
   Pod pod = NewPod("10.77.0.25");
   AddGid("mlx5_1", pod.ip);
   json e = kQos;
@@ -835,7 +835,7 @@ TEST_F(PluginTest, IwarpGetsNoLosslessSettings) {
   json conf = Conf("1.0.0", &pod, {{"deviceID", "irdma0"}, {"qos", {{"pfc", {3}}, {"strict", true}}}});
   auto out = Run("ADD", "c1", &pod, conf);
   ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
-  EXPECT_TRUE(StateStore(state_).Load("rdma", "c1", "net1")->knobs.empty());
+  EXPECT_TRUE(StateStore(state_).Load("rdma", "c1", "net1")->qos_settings.empty());
   EXPECT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
 }
 
@@ -1013,7 +1013,7 @@ TEST_F(PluginTest, TheNodeConfigurationFileSetsThePathsAndAnInvalidOneIsRefused)
   EXPECT_TRUE(In(node_key_, "mlx5_1"));
 }
 
-TEST_F(PluginTest, AKnobAnAdminChangedSinceWeAppliedItIsNotClobberedOnRestore) {
+TEST_F(PluginTest, AQosSettingAnAdminChangedSinceWeAppliedItIsNotClobberedOnRestore) {
   Pod pod = NewPod("10.77.0.64");
   AddGid("mlx5_1", pod.ip);
   const std::string log = tmp_.path() + "/cni.log";
@@ -1029,7 +1029,7 @@ TEST_F(PluginTest, AKnobAnAdminChangedSinceWeAppliedItIsNotClobberedOnRestore) {
   ASSERT_EQ(Run("DEL", "c1", &pod, conf).exit_code, 0);
   EXPECT_EQ(DevAttr("mlx5_1", tc), "64") << "the admin's value is kept";
   EXPECT_EQ(Pfc(), 0) << "an unchanged knob is restored as before";
-  auto saved = StateStore(state_).LoadKnobs();
+  auto saved = StateStore(state_).LoadQosOriginals();
   ASSERT_TRUE(saved.ok());
   ASSERT_EQ(saved->count("tc:mlx5_1:1"), 1u) << "our original stays on record";
   EXPECT_EQ(saved->at("tc:mlx5_1:1").original, "0");
@@ -1116,7 +1116,7 @@ TEST_F(PluginTest, AddLogsTheRoceV2GidIndexOfThePodsAddress) {
       << ReadFile(log);
 }
 
-TEST_F(PluginTest, ADeviceKnobIsRestoredInThePodWhenAnotherAttachmentKeepsTheDeviceThere) {
+TEST_F(PluginTest, ADeviceQosSettingIsRestoredInThePodWhenAnotherAttachmentKeepsTheDeviceThere) {
   // Exclusive mode, two interfaces of one pod over one device; only net1 asked for a traffic
   // class. When net1 leaves, net2 keeps the device in the pod, where the node's sysfs no longer
   // shows it: the knob must be restored where the device shows (the pod's view), at once.

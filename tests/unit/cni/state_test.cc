@@ -25,7 +25,7 @@ AttachmentRecord Rec(const std::string& cid, const std::string& ifname = "net1")
   r.rdma_dev = "mlx5_1";
   r.transport = "roce";
   r.moved = true;
-  r.knobs = {{"pfc:ens1f0np0:3", "on"}};
+  r.qos_settings = {{"pfc:ens1f0np0:3", "on"}};
   return r;
 }
 
@@ -40,7 +40,7 @@ TEST(StateStoreTest, SaveLoadListRemove) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->rdma_dev, "mlx5_1");
   EXPECT_TRUE(r->moved);
-  EXPECT_EQ(r->knobs.at("pfc:ens1f0np0:3"), "on");
+  EXPECT_EQ(r->qos_settings.at("pfc:ens1f0np0:3"), "on");
   auto all = s.List();
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), 2u);
@@ -233,12 +233,12 @@ TEST(StateStoreTest, TheStateDirIsPrivateAndALinkedOrForeignOneIsRefused) {
   EXPECT_TRUE(Entries(t.path() + "/theirs").empty());
 }
 
-TEST(StateStoreTest, ACorruptKnobsFileIsQuarantinedSoDelsGoOn) {
+TEST(StateStoreTest, ACorruptQosSettingsFileIsQuarantinedSoDelsGoOn) {
   TempDir t;
   std::vector<std::string> reported;
   StateStore s(t.path(), [&](const std::string& m) { reported.push_back(m); });
   ASSERT_TRUE(testing::WriteFile(t.path() + "/knobs.json", "{\"tos:mlx5_1:1\": 7"));
-  auto k = s.LoadKnobs();
+  auto k = s.LoadQosOriginals();
   ASSERT_TRUE(k.ok()) << k.status().ToString();
   EXPECT_TRUE(k->empty());
   ASSERT_EQ(reported.size(), 1u);
@@ -263,12 +263,12 @@ TEST(StateStoreTest, WriteLeavesNoTempFiles) {
   EXPECT_EQ(n, 1);
 }
 
-TEST(StateStoreTest, KnobsRoundTrip) {
+TEST(StateStoreTest, QosSettingsRoundTrip) {
   TempDir t;
   StateStore s(t.path());
-  EXPECT_TRUE(s.LoadKnobs()->empty());
-  ASSERT_TRUE(s.SaveKnobs({{"tos:mlx5_1:1", {"0", "106", ""}}, {"tc:mlx5_1:1", {"0", "96", "3"}}}).ok());
-  auto k = s.LoadKnobs();
+  EXPECT_TRUE(s.LoadQosOriginals()->empty());
+  ASSERT_TRUE(s.SaveQosOriginals({{"tos:mlx5_1:1", {"0", "106", ""}}, {"tc:mlx5_1:1", {"0", "96", "3"}}}).ok());
+  auto k = s.LoadQosOriginals();
   ASSERT_TRUE(k.ok()) << k.status().ToString();
   EXPECT_EQ(k->at("tos:mlx5_1:1").original, "0");
   EXPECT_EQ(k->at("tos:mlx5_1:1").applied, "106");
@@ -276,7 +276,7 @@ TEST(StateStoreTest, KnobsRoundTrip) {
   EXPECT_EQ(k->at("tc:mlx5_1:1").left_as, "3");
   // knobs.json of an older release: id -> original.
   ASSERT_TRUE(testing::WriteFile(t.path() + "/knobs.json", R"({"pfc:pf0:3":"off"})"));
-  k = s.LoadKnobs();
+  k = s.LoadQosOriginals();
   ASSERT_TRUE(k.ok()) << k.status().ToString();
   EXPECT_EQ(k->at("pfc:pf0:3").original, "off");
   EXPECT_EQ(k->at("pfc:pf0:3").applied, "");
@@ -285,7 +285,7 @@ TEST(StateStoreTest, KnobsRoundTrip) {
 TEST(StateStoreTest, LockSerialisesReadModifyWriteAcrossThreads) {
   TempDir t;
   StateStore s(t.path());
-  ASSERT_TRUE(s.SaveKnobs({{"n", {"0", "", ""}}}).ok());
+  ASSERT_TRUE(s.SaveQosOriginals({{"n", {"0", "", ""}}}).ok());
   std::vector<std::thread> threads;
   for (int i = 0; i < 16; ++i) {
     threads.emplace_back([&] {
@@ -293,15 +293,15 @@ TEST(StateStoreTest, LockSerialisesReadModifyWriteAcrossThreads) {
         StateStore mine(t.path());
         auto lock = mine.Acquire();
         ASSERT_TRUE(lock.ok());
-        auto knobs = mine.LoadKnobs();
+        auto knobs = mine.LoadQosOriginals();
         ASSERT_TRUE(knobs.ok());
         (*knobs)["n"].original = std::to_string(std::stoi((*knobs)["n"].original) + 1);
-        ASSERT_TRUE(mine.SaveKnobs(*knobs).ok());
+        ASSERT_TRUE(mine.SaveQosOriginals(*knobs).ok());
       }
     });
   }
   for (auto& th : threads) th.join();
-  EXPECT_EQ(s.LoadKnobs()->at("n").original, "320");
+  EXPECT_EQ(s.LoadQosOriginals()->at("n").original, "320");
 }
 
 }  // namespace

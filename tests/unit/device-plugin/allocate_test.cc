@@ -1,4 +1,4 @@
-#include "device-plugin/allocate.h"
+#include "device-plugin/pools/allocate.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "device-plugin/pool_cdi_spec.h"
+#include "device-plugin/pools/pool_cdi_spec.h"
 #include "node/cdi_spec.h"
 
 #include <sys/stat.h>

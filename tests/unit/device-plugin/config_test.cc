@@ -1,4 +1,4 @@
-#include "device-plugin/config.h"
+#include "device-plugin/config/config.h"
 #include "support/temp_dir.h"
 
 #include <fstream>

@@ -1,6 +1,6 @@
 // The config room without the daemon: the diff deciding which pools a new config keeps, updates
 // in place or restarts; the file's load; which inotify events name it (a real inotify fd).
-#include "device-plugin/config_watcher.h"
+#include "device-plugin/config/config_watcher.h"
 #include "support/temp_dir.h"
 
 #include <sys/inotify.h>

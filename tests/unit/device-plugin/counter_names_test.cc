@@ -1,7 +1,7 @@
-// What the kernel's counter names mean (device-plugin/counter_names.h): the same kind for the
+// What the kernel's counter names mean (device-plugin/metrics/counter_names.h): the same kind for the
 // same event whatever the driver calls it, gauges told from counters, PFC pause statistics of
 // mlx5_core, ice and bnxt_en found by their ethtool names.
-#include "device-plugin/counter_names.h"
+#include "device-plugin/metrics/counter_names.h"
 
 #include <gtest/gtest.h>
 

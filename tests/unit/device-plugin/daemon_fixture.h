@@ -26,7 +26,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "device-plugin/pool_cdi_spec.h"
+#include "device-plugin/pools/pool_cdi_spec.h"
 #include "node/cdi_spec.h"
 #include "node/uevent.h"
 #include "support/fake_kubelet.h"
@@ -46,7 +46,7 @@ using fake::FakeKubelet;
 using Resp = v1beta1::ListAndWatchResponse;
 
 inline constexpr auto kWait = 10s;
-// A pool whose stream kubelet ended registers again after KubeletLink's stream wait (5 s), its
+// A pool whose stream kubelet ended registers again after PoolRegistrations's stream wait (5 s), its
 // stream end seen within a second: bound for that, on a loaded machine.
 inline constexpr auto kStreamLost = 30s;
 

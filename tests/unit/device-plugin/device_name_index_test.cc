@@ -1,4 +1,4 @@
-#include "device-plugin/device_name_index.h"
+#include "device-plugin/preferred_allocation/device_name_index.h"
 
 #include <string>
 #include <vector>

@@ -1,7 +1,7 @@
-// The real ethtool statistics reader (device-plugin/ethtool_stats.h) over SIOCETHTOOL, on a veth
+// The real ethtool statistics reader (device-plugin/metrics/ethtool_stats.h) over SIOCETHTOOL, on a veth
 // pair in a throwaway network namespace (veth has driver statistics: `ethtool -S` shows
 // peer_ifindex), and its errors for a missing netdev and a driver without statistics.
-#include "device-plugin/ethtool_stats.h"
+#include "device-plugin/metrics/ethtool_stats.h"
 
 #include <gtest/gtest.h>
 

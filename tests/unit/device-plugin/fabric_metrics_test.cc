@@ -1,7 +1,7 @@
-// The fabric's counters as a scrape reads them (device-plugin/fabric_metrics.h): RDMA port
+// The fabric's counters as a scrape reads them (device-plugin/metrics/fabric_metrics.h): RDMA port
 // counters of the mlx5, irdma and bnxt_re fixture trees (names from the kernel's drivers), port
 // state, PFC pause frames through a fake ethtool, and the node check's last results file.
-#include "device-plugin/fabric_metrics.h"
+#include "device-plugin/metrics/fabric_metrics.h"
 
 #include <filesystem>
 #include <fstream>
@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 #include <prometheus/text_serializer.h>
 
-#include "device-plugin/node_check_results.h"
+#include "device-plugin/metrics/node_check_results.h"
 #include "support/planted_files.h"
 #include "support/temp_dir.h"
 

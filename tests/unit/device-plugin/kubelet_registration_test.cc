@@ -18,7 +18,7 @@
 
 #include <gtest/gtest.h>
 
-#include "device-plugin/metrics.h"
+#include "device-plugin/metrics/metrics.h"
 #include "support/fake_kubelet.h"
 #include "support/temp_dir.h"
 
@@ -27,23 +27,23 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-using Clock = KubeletLink::Clock;
+using Clock = PoolRegistrations::Clock;
 
 constexpr auto kWait = 10s;
 constexpr std::chrono::milliseconds kStreamWait = 5s;
 
-TEST(KubeletLinkRulesTest, RegisterBackoffDoublesFromOneSecondUpToThirty) {
+TEST(PoolRegistrationRulesTest, RegisterBackoffDoublesFromOneSecondUpToThirty) {
   std::vector<int64_t> got;
   for (int failures = 1; failures <= 8; ++failures) got.push_back(RegisterBackoff(failures).count());
   EXPECT_EQ(got, (std::vector<int64_t>{1, 2, 4, 8, 16, 30, 30, 30}));
 }
 
-TEST(KubeletLinkRulesTest, SocketFileNameMakesTheResourceOneFileName) {
+TEST(PoolRegistrationRulesTest, SocketFileNameMakesTheResourceOneFileName) {
   EXPECT_EQ(SocketFileName("rdma/p"), "rdmak8s-rdma-p.sock");
   EXPECT_EQ(SocketFileName("example.com/a/b"), "rdmak8s-example.com-a-b.sock");
 }
 
-TEST(KubeletLinkRulesTest, ParseRegistrationModeNamesTheFlagWhenItIsNoMode) {
+TEST(PoolRegistrationRulesTest, ParseRegistrationModeNamesTheFlagWhenItIsNoMode) {
   EXPECT_EQ(ParseRegistrationMode("auto").value(), RegistrationMode::kAuto);
   EXPECT_EQ(ParseRegistrationMode("device-plugin").value(), RegistrationMode::kDevicePlugin);
   EXPECT_EQ(ParseRegistrationMode("plugin-watcher").value(), RegistrationMode::kPluginWatcher);
@@ -52,7 +52,7 @@ TEST(KubeletLinkRulesTest, ParseRegistrationModeNamesTheFlagWhenItIsNoMode) {
   EXPECT_EQ(bad.status().message(), "--registration kubelet: want auto, device-plugin or plugin-watcher");
 }
 
-class KubeletLinkTest : public ::testing::Test {
+class PoolRegistrationsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     root_ = rdmak8s::testing::NewTempDir();
@@ -62,28 +62,28 @@ class KubeletLinkTest : public ::testing::Test {
   }
   void TearDown() override {
     servers_.clear();
-    link_.reset();
+    registrations_.reset();
     kubelet_.reset();
     fs::remove_all(root_);
   }
 
-  KubeletLink& NewLink(RegistrationMode mode = RegistrationMode::kDevicePlugin,
+  PoolRegistrations& NewLink(RegistrationMode mode = RegistrationMode::kDevicePlugin,
                        Metrics* metrics = nullptr) {
-    link_ = std::make_unique<KubeletLink>(KubeletLink::Options{
+    registrations_ = std::make_unique<PoolRegistrations>(PoolRegistrations::Options{
         mode, kubelet_dir_, root_ + "/registry", register_timeout_, metrics, kStreamWait});
-    EXPECT_TRUE(link_->Start().ok());
-    return *link_;
+    EXPECT_TRUE(registrations_->Start().ok());
+    return *registrations_;
   }
 
   // A served pool "p" (rdma/p) added to the link; `before_rename` is its server's hook.
   PoolServer& AddPool(std::function<void(const std::string&)> before_rename = nullptr) {
-    PoolServer::Options so = link_->ServerOptions("rdma/p");
+    PoolServer::Options so = registrations_->ServerOptions("rdma/p");
     so.hooks.before_rename = std::move(before_rename);
     auto state = std::make_shared<PoolState>();
     state->resource = "rdma/p";
     servers_.push_back(std::make_unique<PoolServer>(std::move(so), std::move(state)));
     EXPECT_TRUE(servers_.back()->Start().ok());
-    link_->Add("p", "rdma/p", servers_.back().get());
+    registrations_->Add("p", "rdma/p", servers_.back().get());
     return *servers_.back();
   }
 
@@ -91,27 +91,27 @@ class KubeletLinkTest : public ::testing::Test {
   // then hands the results to the link at `now`. With nothing in flight: the next wakeup.
   bool HandleResultAt(Clock::time_point now) {
     for (auto deadline = Clock::now() + kWait; Clock::now() < deadline;) {
-      pollfd p{link_->fd(), POLLIN, 0};
+      pollfd p{registrations_->fd(), POLLIN, 0};
       const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
       if (poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 1))) != 1) return false;
       const uint64_t in_flight = P().register_seq;
-      link_->HandleRegistrations(now);
+      registrations_->HandleRegistrations(now);
       if (in_flight == 0 || P().register_seq != in_flight) return true;
     }
     return false;
   }
 
-  const KubeletLink::PoolLink& P() const { return *link_->pool("p"); }
+  const PoolRegistrations::PoolRegistration& P() const { return *registrations_->pool("p"); }
 
   std::string root_;
   std::string kubelet_dir_;
   std::chrono::milliseconds register_timeout_ = 3000ms;
   std::unique_ptr<fake::FakeKubelet> kubelet_;
   std::vector<std::unique_ptr<PoolServer>> servers_;
-  std::unique_ptr<KubeletLink> link_;
+  std::unique_ptr<PoolRegistrations> registrations_;
 };
 
-TEST_F(KubeletLinkTest, ModeAndSocketDirFollowWhatKubeletHasOnTheNode) {
+TEST_F(PoolRegistrationsTest, ModeAndSocketDirFollowWhatKubeletHasOnTheNode) {
   EXPECT_EQ(ResolveRegistrationMode(RegistrationMode::kAuto, kubelet_dir_, root_ + "/registry"),
             RegistrationMode::kDevicePlugin);
   fs::create_directories(root_ + "/registry");
@@ -120,7 +120,7 @@ TEST_F(KubeletLinkTest, ModeAndSocketDirFollowWhatKubeletHasOnTheNode) {
   EXPECT_EQ(ResolveRegistrationMode(RegistrationMode::kDevicePlugin, root_ + "/none", root_ + "/registry"),
             RegistrationMode::kDevicePlugin);
 
-  KubeletLink& watcher = NewLink(RegistrationMode::kPluginWatcher);
+  PoolRegistrations& watcher = NewLink(RegistrationMode::kPluginWatcher);
   EXPECT_EQ(watcher.socket_dir(), root_ + "/registry");
   PoolServer::Options so = watcher.ServerOptions("rdma/p");
   EXPECT_EQ(so.socket_path, root_ + "/registry/rdmak8s-rdma-p.sock");
@@ -128,29 +128,29 @@ TEST_F(KubeletLinkTest, ModeAndSocketDirFollowWhatKubeletHasOnTheNode) {
   EXPECT_EQ(NewLink().ServerOptions("rdma/p").socket_path, kubelet_dir_ + "/rdmak8s-rdma-p.sock");
 }
 
-TEST_F(KubeletLinkTest, InPluginWatcherModeNothingIsSubmittedKubeletDialsUs) {
+TEST_F(PoolRegistrationsTest, InPluginWatcherModeNothingIsSubmittedKubeletDialsUs) {
   kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
   ASSERT_TRUE(kubelet_->Start().ok());
   fs::create_directories(root_ + "/registry");
   NewLink(RegistrationMode::kPluginWatcher);
   AddPool();
-  link_->RegisterAll();
+  registrations_->RegisterAll();
   EXPECT_EQ(P().register_seq, 0u);
   EXPECT_FALSE(P().registered);
 }
 
-TEST_F(KubeletLinkTest, WithoutKubeletSocketAPoolWaitsForItInsteadOfRetrying) {
+TEST_F(PoolRegistrationsTest, WithoutKubeletSocketAPoolWaitsForItInsteadOfRetrying) {
   NewLink();
   AddPool();
-  link_->Register("p");
+  registrations_->Register("p");
   EXPECT_EQ(P().register_seq, 0u) << "nothing submitted";
   EXPECT_EQ(P().retry_at, Clock::time_point{}) << "no retry: kubelet.sock appearing is the event";
   auto bound = Clock::now() + 1h;
-  EXPECT_EQ(link_->NextWakeup(bound), bound);
+  EXPECT_EQ(registrations_->NextWakeup(bound), bound);
 }
 
 // A stale kubelet.sock (kubelet died): every Register fails, and is tried again after 1 s, 2 s, ...
-TEST_F(KubeletLinkTest, AFailedRegisterIsRetriedAfterABackoffThatDoubles) {
+TEST_F(PoolRegistrationsTest, AFailedRegisterIsRetriedAfterABackoffThatDoubles) {
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   ASSERT_GE(fd, 0);
   sockaddr_un addr{};
@@ -162,7 +162,7 @@ TEST_F(KubeletLinkTest, AFailedRegisterIsRetriedAfterABackoffThatDoubles) {
   register_timeout_ = 100ms;
   NewLink();
   AddPool();
-  link_->Register("p");
+  registrations_->Register("p");
   EXPECT_NE(P().register_seq, 0u);
 
   const auto t0 = Clock::now();
@@ -171,11 +171,11 @@ TEST_F(KubeletLinkTest, AFailedRegisterIsRetriedAfterABackoffThatDoubles) {
   EXPECT_EQ(P().register_seq, 0u);
   EXPECT_EQ(P().register_failures, 1);
   EXPECT_EQ(P().retry_at, t0 + 1s);
-  EXPECT_EQ(link_->NextWakeup(t0 + 1h), t0 + 1s);
+  EXPECT_EQ(registrations_->NextWakeup(t0 + 1h), t0 + 1s);
 
-  link_->OnTimer(t0 + 999ms);
+  registrations_->OnTimer(t0 + 999ms);
   EXPECT_EQ(P().register_seq, 0u) << "not due yet";
-  link_->OnTimer(t0 + 1s);
+  registrations_->OnTimer(t0 + 1s);
   EXPECT_NE(P().register_seq, 0u) << "due: submitted again";
   const auto t1 = t0 + 1s;
   ASSERT_TRUE(HandleResultAt(t1));
@@ -186,7 +186,7 @@ TEST_F(KubeletLinkTest, AFailedRegisterIsRetriedAfterABackoffThatDoubles) {
 // Serving again after our socket was removed can fail (a directory swept on every attempt): the
 // pool is not registered while it does not serve (kubelet would dial a socket that is not
 // there), is served again on the timer, and registers once it serves.
-TEST_F(KubeletLinkTest, ASocketThatCouldNotBeServedAgainIsRetriedAndOnlyThenRegistered) {
+TEST_F(PoolRegistrationsTest, ASocketThatCouldNotBeServedAgainIsRetriedAndOnlyThenRegistered) {
   kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
   ASSERT_TRUE(kubelet_->Start().ok());
   NewLink();
@@ -194,7 +194,7 @@ TEST_F(KubeletLinkTest, ASocketThatCouldNotBeServedAgainIsRetriedAndOnlyThenRegi
   PoolServer& server = AddPool([&](const std::string& staging) {
     if (sweeping.load()) unlink(staging.c_str());
   });
-  link_->Register("p");
+  registrations_->Register("p");
   ASSERT_TRUE(HandleResultAt(Clock::now()));
   ASSERT_TRUE(P().registered);
   ASSERT_EQ(kubelet_->Registrations().size(), 1u);
@@ -203,19 +203,19 @@ TEST_F(KubeletLinkTest, ASocketThatCouldNotBeServedAgainIsRetriedAndOnlyThenRegi
   const std::string name = SocketFileName("rdma/p");
   ASSERT_TRUE(fs::remove(kubelet_dir_ + "/" + name));
   const auto t0 = Clock::now();
-  link_->OnDirEvent(IN_DELETE, name, t0);
+  registrations_->OnDirEvent(IN_DELETE, name, t0);
   EXPECT_FALSE(server.SocketPresent());
   EXPECT_FALSE(P().registered);
   EXPECT_EQ(P().serve_retry_at, t0 + 1s);
   EXPECT_EQ(P().register_seq, 0u) << "not serving: not registered";
-  link_->Register("p");
+  registrations_->Register("p");
   EXPECT_EQ(P().register_seq, 0u) << "Register waits for the socket to serve";
-  EXPECT_EQ(link_->NextWakeup(t0 + 1h), t0 + 1s);
+  EXPECT_EQ(registrations_->NextWakeup(t0 + 1h), t0 + 1s);
 
-  link_->OnTimer(t0 + 500ms);
+  registrations_->OnTimer(t0 + 500ms);
   EXPECT_EQ(P().serve_retry_at, t0 + 1s) << "not due yet";
   sweeping = false;
-  link_->OnTimer(t0 + 1s);
+  registrations_->OnTimer(t0 + 1s);
   EXPECT_TRUE(server.SocketPresent());
   EXPECT_EQ(P().serve_retry_at, Clock::time_point{});
   EXPECT_NE(P().register_seq, 0u);
@@ -225,20 +225,20 @@ TEST_F(KubeletLinkTest, ASocketThatCouldNotBeServedAgainIsRetriedAndOnlyThenRegi
 }
 
 // A kubelet starting removes kubelet.sock (and every socket), then creates a new kubelet.sock.
-TEST_F(KubeletLinkTest, KubeletSocketRemovedUnregistersAndCreatedServesAgainAndRegisters) {
+TEST_F(PoolRegistrationsTest, KubeletSocketRemovedUnregistersAndCreatedServesAgainAndRegisters) {
   kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
   ASSERT_TRUE(kubelet_->Start().ok());
   NewLink();
   PoolServer& server = AddPool();
-  link_->RegisterAll();
+  registrations_->RegisterAll();
   ASSERT_TRUE(HandleResultAt(Clock::now()));
   ASSERT_TRUE(P().registered);
 
   const auto t0 = Clock::now();
-  link_->OnDirEvent(IN_DELETE, kKubeletSocket, t0);
+  registrations_->OnDirEvent(IN_DELETE, kKubeletSocket, t0);
   EXPECT_FALSE(P().registered);
   ASSERT_TRUE(fs::remove(kubelet_dir_ + "/" + SocketFileName("rdma/p")));  // the sweep
-  link_->OnDirEvent(IN_CREATE, kKubeletSocket, t0);
+  registrations_->OnDirEvent(IN_CREATE, kKubeletSocket, t0);
   EXPECT_TRUE(server.SocketPresent()) << "served again before registering";
   ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 2, kWait));
   ASSERT_TRUE(HandleResultAt(Clock::now()));
@@ -301,17 +301,17 @@ class MuteKubelet {
 // superseded (a newer Register for the pool: kubelet restarted) is where gRPC's own channels
 // left the connection open for good (100 kubelet restarts left 5 to 18 such sockets in the
 // plugin, their peers gone).
-TEST_F(KubeletLinkTest, EveryRegisterClosesItsConnectionWhenSupersededOrCancelled) {
+TEST_F(PoolRegistrationsTest, EveryRegisterClosesItsConnectionWhenSupersededOrCancelled) {
   MuteKubelet kubelet(kubelet_dir_ + "/" + kKubeletSocket);
   ASSERT_TRUE(kubelet.ok());
   register_timeout_ = 60s;  // ended by the next Register or by Shutdown, never by the deadline
   NewLink();
   AddPool();
-  link_->Register("p");
+  registrations_->Register("p");
   for (int i = 0; i < 5; ++i) {
     int conn = kubelet.Accept();
     ASSERT_GE(conn, 0) << "attempt " << i;
-    link_->Register("p");  // supersedes the attempt in flight
+    registrations_->Register("p");  // supersedes the attempt in flight
     ASSERT_TRUE(HandleResultAt(Clock::now())) << "the superseded attempt ended";
     MuteKubelet::Answer(conn);  // kubelet's answer comes after the attempt ended
     EXPECT_TRUE(MuteKubelet::ClosedByPlugin(conn)) << "superseded attempt " << i;
@@ -324,12 +324,12 @@ TEST_F(KubeletLinkTest, EveryRegisterClosesItsConnectionWhenSupersededOrCancelle
   ASSERT_EQ(unlink((kubelet_dir_ + "/" + kKubeletSocket).c_str()), 0);
   MuteKubelet next(kubelet_dir_ + "/" + kKubeletSocket);
   ASSERT_TRUE(next.ok());
-  link_->Register("p");
+  registrations_->Register("p");
   ASSERT_TRUE(HandleResultAt(Clock::now()));
   EXPECT_TRUE(MuteKubelet::ClosedByPlugin(answered)) << "superseded in the call";
   int last = next.Accept();
   ASSERT_GE(last, 0);
-  link_->Shutdown();
+  registrations_->Shutdown();
   MuteKubelet::Answer(last);
   EXPECT_TRUE(MuteKubelet::ClosedByPlugin(last)) << "cancelled by Shutdown";
 }
@@ -338,26 +338,26 @@ TEST_F(KubeletLinkTest, EveryRegisterClosesItsConnectionWhenSupersededOrCancelle
 // our socket; serving it again registers at once, and that Register reaches the new kubelet
 // before the "kubelet.sock created" event is read. A second Register with that kubelet would make
 // it end the first stream, close the second connection and keep the resource at 0.
-TEST_F(KubeletLinkTest, APoolRegisteredWithTheNewKubeletBeforeItsSocketEventIsNotRegisteredTwice) {
+TEST_F(PoolRegistrationsTest, APoolRegisteredWithTheNewKubeletBeforeItsSocketEventIsNotRegisteredTwice) {
   kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
   ASSERT_TRUE(kubelet_->Start().ok());
   NewLink();
   PoolServer& server = AddPool();
-  link_->RegisterAll();
+  registrations_->RegisterAll();
   ASSERT_TRUE(HandleResultAt(Clock::now()));
   ASSERT_TRUE(P().registered);
   ASSERT_TRUE(server.WaitForOpenStreams(1, kWait));
 
   ASSERT_TRUE(kubelet_->Restart().ok());  // its sweep (kubelet.sock and ours), a new kubelet.sock
   const auto t0 = Clock::now();
-  link_->OnDirEvent(IN_DELETE, kKubeletSocket, t0);
-  link_->OnDirEvent(IN_DELETE, SocketFileName("rdma/p"), t0);  // served again: registers at once
+  registrations_->OnDirEvent(IN_DELETE, kKubeletSocket, t0);
+  registrations_->OnDirEvent(IN_DELETE, SocketFileName("rdma/p"), t0);  // served again: registers at once
   ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 2, kWait));
   ASSERT_TRUE(HandleResultAt(Clock::now()));
   ASSERT_TRUE(P().registered);
   EXPECT_EQ(P().instance, KubeletInstanceOf(kubelet_->socket_path()));
 
-  link_->OnDirEvent(IN_MOVED_TO, kKubeletSocket, Clock::now());  // the new kubelet.sock, read late
+  registrations_->OnDirEvent(IN_MOVED_TO, kKubeletSocket, Clock::now());  // the new kubelet.sock, read late
   EXPECT_EQ(P().register_seq, 0u) << "a second Register with the same kubelet";
   EXPECT_TRUE(P().registered);
   ASSERT_TRUE(server.WaitForOpenStreams(1, kWait));
@@ -369,17 +369,17 @@ TEST_F(KubeletLinkTest, APoolRegisteredWithTheNewKubeletBeforeItsSocketEventIsNo
 // kubelet v1.36 ending a pool's stream (two Registers for one resource, or its connection gone)
 // keeps the resource at 0 until the plugin registers again: the pool registers again when no new
 // stream came within the stream wait, and is not ready meanwhile.
-TEST_F(KubeletLinkTest, APoolWhoseStreamKubeletEndedRegistersAgainAfterTheStreamWaitAndIsUnreadyTill) {
+TEST_F(PoolRegistrationsTest, APoolWhoseStreamKubeletEndedRegistersAgainAfterTheStreamWaitAndIsUnreadyTill) {
   kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
   ASSERT_TRUE(kubelet_->Start().ok());
   Metrics metrics(root_ + "/sys");
   metrics.SetServing(true);
   NewLink(RegistrationMode::kDevicePlugin, &metrics);
   PoolServer& server = AddPool();
-  link_->RegisterAll();
+  registrations_->RegisterAll();
   ASSERT_TRUE(HandleResultAt(Clock::now()));
   ASSERT_TRUE(server.WaitForOpenStreams(1, kWait));
-  link_->HandleRegistrations(Clock::now());
+  registrations_->HandleRegistrations(Clock::now());
   EXPECT_EQ(metrics.Unready(), "");
 
   // A second Register for the resource, as the race sent: kubelet ends the first stream when
@@ -392,24 +392,24 @@ TEST_F(KubeletLinkTest, APoolWhoseStreamKubeletEndedRegistersAgainAfterTheStream
   EXPECT_EQ(kubelet_->Allocate("rdma/p", {{"x"}}).status().code(), StatusCode::kNotFound);
 
   const auto t0 = Clock::now();
-  link_->HandleRegistrations(t0);
+  registrations_->HandleRegistrations(t0);
   EXPECT_EQ(metrics.Unready(), "no ListAndWatch stream from kubelet: rdma/p");
-  EXPECT_EQ(link_->NextWakeup(t0 + 1h), t0 + kStreamWait);
-  link_->OnTimer(t0 + kStreamWait - 1ms);
+  EXPECT_EQ(registrations_->NextWakeup(t0 + 1h), t0 + kStreamWait);
+  registrations_->OnTimer(t0 + kStreamWait - 1ms);
   EXPECT_EQ(P().register_seq, 0u) << "not due yet";
-  link_->OnTimer(t0 + kStreamWait);
+  registrations_->OnTimer(t0 + kStreamWait);
   EXPECT_NE(P().register_seq, 0u) << "due: registering again";
   ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 3, kWait));
   ASSERT_TRUE(HandleResultAt(Clock::now()));
   ASSERT_TRUE(server.WaitForOpenStreams(1, kWait));
-  link_->HandleRegistrations(Clock::now());
+  registrations_->HandleRegistrations(Clock::now());
   EXPECT_EQ(metrics.Unready(), "");
   // A second loss in a row waits longer.
   EXPECT_EQ(P().stream_losses, 1);
   EXPECT_EQ(StreamWait(kStreamWait, 1), 10s);
 }
 
-TEST(KubeletLinkRulesTest, StreamWaitDoublesFromTheFirstUpToThirtySeconds) {
+TEST(PoolRegistrationRulesTest, StreamWaitDoublesFromTheFirstUpToThirtySeconds) {
   std::vector<int64_t> got;
   for (int losses = 0; losses <= 4; ++losses) got.push_back(StreamWait(5s, losses).count());
   EXPECT_EQ(got, (std::vector<int64_t>{5000, 10000, 20000, 30000, 30000}));

@@ -1,6 +1,6 @@
-// Readiness and liveness as /readyz, /healthz and /livez report them (device-plugin/metrics.h),
+// Readiness and liveness as /readyz, /healthz and /livez report them (device-plugin/metrics/metrics.h),
 // and the HTTP server under idle connections, over real loopback TCP.
-#include "device-plugin/metrics.h"
+#include "device-plugin/metrics/metrics.h"
 
 #include <sys/socket.h>
 #include <unistd.h>

@@ -15,8 +15,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "device-plugin/counter_names.h"
-#include "device-plugin/metrics.h"
+#include "device-plugin/metrics/counter_names.h"
+#include "device-plugin/metrics/metrics.h"
 #include "support/temp_dir.h"
 
 namespace rdmak8s::dp {

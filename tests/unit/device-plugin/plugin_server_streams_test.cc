@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
-#include "device-plugin/plugin_server.h"
+#include "device-plugin/kubelet/plugin_server.h"
 #include "unit/device-plugin/test_devices.h"
 #include "support/temp_dir.h"
 

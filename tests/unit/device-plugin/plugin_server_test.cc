@@ -1,5 +1,5 @@
 // PoolServer and RegisterWithKubelet against the fake kubelet, over real unix-socket gRPC.
-#include "device-plugin/plugin_server.h"
+#include "device-plugin/kubelet/plugin_server.h"
 
 #include <poll.h>
 #include <sys/socket.h>

@@ -1,6 +1,6 @@
 // The publishing room without the daemon: tracked devices in, each pool's published state out
 // (to a real, unstarted PoolServer), its CDI spec in a temporary dir and its metrics.
-#include "device-plugin/pool_publisher.h"
+#include "device-plugin/pools/pool_publisher.h"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "device-plugin/pool_cdi_spec.h"
+#include "device-plugin/pools/pool_cdi_spec.h"
 #include "node/cdi_spec.h"
 #include "support/temp_dir.h"
 #include "unit/device-plugin/test_devices.h"

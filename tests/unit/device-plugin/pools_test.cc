@@ -1,4 +1,4 @@
-#include "device-plugin/pools.h"
+#include "device-plugin/pools/pools.h"
 
 #include <gtest/gtest.h>
 

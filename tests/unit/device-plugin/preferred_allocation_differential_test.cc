@@ -12,8 +12,8 @@
 
 #include <gtest/gtest.h>
 
-#include "device-plugin/device_name_index.h"
-#include "device-plugin/preferred_allocation.h"
+#include "device-plugin/preferred_allocation/device_name_index.h"
+#include "device-plugin/preferred_allocation/preferred_allocation.h"
 #include "preferred_allocation_reference.h"
 
 namespace rdmak8s::dp {

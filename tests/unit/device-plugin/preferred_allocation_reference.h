@@ -1,5 +1,5 @@
 // A reference implementation of GetPreferredAllocation's algorithm, written straight from its
-// description (device-plugin/preferred_allocation.h, docs/device-plugin.md#preferred-allocation)
+// description (device-plugin/preferred_allocation/preferred_allocation.h, docs/device-plugin.md#preferred-allocation)
 // with no speed tricks: plain strings, whole-list scans, one step after the other. The fast path
 // (device-plugin/preferred_allocation/) must give the same answer for every input:
 // preferred_allocation_differential_test.cc checks it on many.
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "device-plugin/preferred_allocation.h"
+#include "device-plugin/preferred_allocation/preferred_allocation.h"
 
 namespace rdmak8s::dp::testing {
 

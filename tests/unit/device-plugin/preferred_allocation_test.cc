@@ -1,4 +1,4 @@
-#include "device-plugin/preferred_allocation.h"
+#include "device-plugin/preferred_allocation/preferred_allocation.h"
 
 #include <algorithm>
 #include <map>

@@ -13,7 +13,7 @@
 
 #include "cni/netconf.h"
 #include "cni/node_config.h"
-#include "device-plugin/config.h"
+#include "device-plugin/config/config.h"
 #include "dra/preparer.h"
 #include "fakes/fake_claim_reader.h"
 #include "support/temp_dir.h"

@@ -22,7 +22,7 @@ QosLedger::QosLedger(const PluginOptions& options, StateStore& store, std::strin
       log_(log),
       failure_(failure) {}
 
-Status QosLedger::PlanKnobs(AttachmentRecord* rec, const SysfsDevice& dev,
+Status QosLedger::PlanKnobs(AttachmentRecord* rec, const LookedUpDevice& dev,
                             std::unique_ptr<DcbNetlink>* dcb) {
   if (dev.transport == Transport::kRoce && !qos_.empty()) {
     std::string pf;

@@ -44,7 +44,7 @@ class QosLedger {
   // its PF netdev into rec->pf_netdev; none found: only the device's knobs, with a warning).
   // RoCE only: for other transports nothing, logged. *dcb: opened when a knob is a DCB one; 103
   // when it can't be (that is no "unsupported by this driver": strict or not).
-  Status PlanKnobs(AttachmentRecord* rec, const SysfsDevice& dev, std::unique_ptr<DcbNetlink>* dcb);
+  Status PlanKnobs(AttachmentRecord* rec, const LookedUpDevice& dev, std::unique_ptr<DcbNetlink>* dcb);
 
   // 103 naming both when another live attachment needs one of rec's knobs at another value.
   Status CheckKnobConflicts(const AttachmentRecord& rec);

@@ -12,6 +12,7 @@
 // IPoIB netdev being down does not stop verbs traffic). Pure: the caller reads what it needs.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "cni/spec.h"
+#include "rdmak8s/port_usable.h"
 
 namespace rdmak8s::cni {
 
@@ -40,17 +41,18 @@ Status DeviceResolver::InPodSysfs(const Netns& pod, const std::function<Status(c
   return fn(root);
 }
 
-std::vector<uint32_t> DeviceResolver::PortsOf(const SysfsDevice& dev, uint32_t resolved_port) const {
+std::vector<uint32_t> DeviceResolver::PortsOf(const LookedUpDevice& dev, uint32_t resolved_port) const {
   const uint32_t want = sel_.port != 0 ? sel_.port : resolved_port;
-  std::vector<uint32_t> ports, active;
+  std::vector<uint32_t> ports, usable;
   for (const auto& p : dev.ports) {
     if (want == 0 || p.port_num == want) ports.push_back(p.port_num);
-    if (p.state == PortState::kActive) active.push_back(p.port_num);
+    // The one port-usable rule (port_usable.h); the netdev's state is not read here (CheckUsable).
+    if (PortUnusableReason(dev.transport, p, std::nullopt).empty()) usable.push_back(p.port_num);
   }
   // No port in the netconf and none from the netdev's dev_port (deviceID, a VF parent): an
   // unused port (the DOWN second port of an IB HCA) must not fail the attachment. Use the
-  // ACTIVE ones; when none is, all of them, and CheckUsable says why each is not.
-  if (want == 0 && !active.empty()) return active;
+  // usable ones; when none is, all of them, and CheckUsable says why each is not.
+  if (want == 0 && !usable.empty()) return usable;
   return ports;
 }
 
@@ -279,27 +281,45 @@ StatusOr<UsableDevice> DeviceResolver::ResolveUsable(const Netns& pod) {
   return out;
 }
 
-Status DeviceResolver::CheckUsable(const DeviceLookup& sys, const SysfsDevice& dev,
+Status DeviceResolver::CheckUsable(const DeviceLookup& sys, const LookedUpDevice& dev,
                                const std::vector<uint32_t>& ports) {
   if (ports.empty()) {
     return failure_.Fail(kErrInvalidConfig,
                          InvalidArgumentError("RDMA device " + dev.name + " has no port " +
                                               std::to_string(sel_.port)));
   }
-  if (dev.transport != Transport::kIb) return Status::Ok();
   for (auto port : ports) {
-    auto st = sys.ReadPortState(dev.name, port);
-    if (!st.ok()) return failure_.Fail(kErrIo, st.status());
+    // Read again: the port may have changed since ReadDevice (the caller may hold an old read).
+    auto p = sys.ReadPort(dev.name, port);
+    if (!p.ok()) return failure_.Fail(kErrIo, p.status());
     const std::string where = dev.name + " port " + std::to_string(port);
-    if (*st == PortState::kInit || *st == PortState::kArmed) {
+    // The one port-usable rule (port_usable.h). The netdev's state is not an input: the pod's
+    // interface belongs to the netdev plugin that ran before us, and on every RoCE/iWARP driver
+    // we know (mlx5, irdma, bnxt_re, rxe, siw, cxgb4) the port is ACTIVE only while its netdev
+    // has carrier, so the port's own state already says it.
+    const std::string why = PortUnusableReason(dev.transport, *p, std::nullopt);
+    if (dev.transport == Transport::kIb) {
+      if (p->state == PortState::kInit || p->state == PortState::kArmed) {
+        return failure_.Fail(
+            kErrTryAgainLater,
+            UnavailableError("InfiniBand port " + where + " is " + std::string(PortStateName(p->state)) +
+                             ", not ACTIVE (subnet manager not done yet)"));
+      }
+      if (p->state != PortState::kActive) {
+        return failure_.Fail(kErrWiring, FailedPreconditionError("InfiniBand port " + where + " is " +
+                                                                 std::string(PortStateName(p->state))));
+      }
+      if (!why.empty()) {
+        return failure_.Fail(kErrWiring,
+                             FailedPreconditionError("InfiniBand port " + where + " is not usable: " + why));
+      }
+    } else if (!why.empty()) {
+      // RoCE, iWARP (and unknown transports): the link of a VF or a fresh netdev may still be
+      // coming up right after the netdev plugin ran; the runtime retries the ADD on 11.
       return failure_.Fail(
           kErrTryAgainLater,
-          UnavailableError("InfiniBand port " + where + " is " + std::string(PortStateName(*st)) +
-                           ", not ACTIVE (subnet manager not done yet)"));
-    }
-    if (*st != PortState::kActive) {
-      return failure_.Fail(kErrWiring, FailedPreconditionError("InfiniBand port " + where + " is " +
-                                                               std::string(PortStateName(*st))));
+          UnavailableError(std::string(TransportName(dev.transport)) + " port " + where +
+                           " is not usable yet: " + why + " (try again once its link is up)"));
     }
     if (sel_.pkey) {
       auto pkeys = sys.ReadPkeys(dev.name, port);

@@ -1,5 +1,5 @@
 // DeviceResolver: which RDMA device an attachment is, where its sysfs shows it, and whether it
-// can serve the pod (IB port state, pkey).
+// can serve the pod (the one port-usable rule, rdmak8s/port_usable.h; IB pkey).
 //
 // In exclusive RDMA netns mode a device in a pod is hidden from the node's sysfs
 // (class/infiniband is netns tagged, see cni/sysfs_view.h), so the answers here look in the
@@ -43,7 +43,7 @@ struct DeviceSelector {
 
 // The device an ADD attaches, read where it shows now, and the ports it uses.
 struct UsableDevice {
-  SysfsDevice dev;
+  LookedUpDevice dev;
   std::vector<uint32_t> ports;  // PortsOf
 };
 
@@ -86,13 +86,17 @@ class DeviceResolver {
   Status WithDeviceSysfs(const AttachmentRecord& rec, const Netns* pod,
                          const std::function<Status(const std::string&)>& fn);
   // The ports of `dev` the attachment uses: the netconf's port, else `resolved_port` (0: none),
-  // else the ACTIVE ones, else all of them (CheckUsable then says why each is not usable).
-  std::vector<uint32_t> PortsOf(const SysfsDevice& dev, uint32_t resolved_port) const;
-  // Whether `dev` can serve on `ports`, read from `sys` (where the device shows): 7 when there
+  // else the usable ones (port_usable.h: ACTIVE and LinkUp), else all of them (CheckUsable then
+  // says why each is not usable).
+  std::vector<uint32_t> PortsOf(const LookedUpDevice& dev, uint32_t resolved_port) const;
+  // Whether `dev` can serve on `ports`, each re-read from `sys` (where the device shows) and
+  // judged by the one port-usable rule (port_usable.h, without the netdev's state): 7 when there
   // is no such port or the netconf pkey is not in a port's PKey table; for IB, 11 while a port
-  // is INIT or ARMED (the subnet manager is not done), 101 when it is otherwise not ACTIVE, 5
-  // when its state or PKeys can't be read. Other transports: only the port check.
-  Status CheckUsable(const DeviceLookup& sys, const SysfsDevice& dev, const std::vector<uint32_t>& ports);
+  // is INIT or ARMED (the subnet manager is not done), 101 when it is otherwise not usable
+  // (DOWN, or ACTIVE but not LinkUp); for RoCE, iWARP and unknown transports, 11 when a port is
+  // not usable (its link may still be coming up), naming the transport, device, port and why;
+  // 5 when a port's state or PKeys can't be read.
+  Status CheckUsable(const DeviceLookup& sys, const LookedUpDevice& dev, const std::vector<uint32_t>& ports);
   // CHECK: rec's device read where it shows now (the pod's view once moved) and, for IB,
   // CheckUsable on its ports. *ports: the ports ADD chose (older records: as ADD would choose
   // now). 101 when the device can't be read or its sysfs seen; CheckUsable's codes otherwise.

@@ -117,7 +117,7 @@ Status Invocation::Add(json* result) {
 
   auto usable = resolver_.ResolveUsable(*pod);
   if (!usable.ok()) return usable.status();
-  const SysfsDevice* dev = &usable->dev;
+  const LookedUpDevice* dev = &usable->dev;
   const std::string& dev_name = dev->name;
   const std::vector<uint32_t>& ports = usable->ports;
 
@@ -222,12 +222,12 @@ Status Invocation::Add(json* result) {
   }
 
   // SPEC.md 1.1.0 lets a plugin fill in pciID of the interface it wired.
-  if (CompareVersions(conf_.cni_version, "1.1.0") >= 0 && dev->parent.find(':') != std::string::npos &&
+  if (CompareVersions(conf_.cni_version, "1.1.0") >= 0 && dev->parent.kind == ParentKind::kPci &&
       converted->contains("interfaces")) {
     for (auto& i : (*converted)["interfaces"]) {
       if (i.value("name", "") == env_.ifname && !i.value("sandbox", "").empty() &&
           !i.contains("pciID")) {
-        i["pciID"] = dev->parent;
+        i["pciID"] = dev->pci_address();
       }
     }
   }

@@ -22,7 +22,7 @@ QosChanges::QosChanges(const PluginOptions& options, StateStore& store, std::str
       log_(log),
       failure_(failure) {}
 
-Status QosChanges::PlanQosSettings(AttachmentRecord* rec, const SysfsDevice& dev,
+Status QosChanges::PlanQosSettings(AttachmentRecord* rec, const LookedUpDevice& dev,
                             std::unique_ptr<DcbNetlink>* dcb) {
   if (dev.transport == Transport::kRoce && !qos_.empty()) {
     std::string pf;

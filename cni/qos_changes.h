@@ -45,7 +45,7 @@ class QosChanges {
   // its PF netdev into rec->pf_netdev; none found: only the device's knobs, with a warning).
   // RoCE only: for other transports nothing, logged. *dcb: opened when a knob is a DCB one; 103
   // when it can't be (that is no "unsupported by this driver": strict or not).
-  Status PlanQosSettings(AttachmentRecord* rec, const SysfsDevice& dev, std::unique_ptr<DcbNetlink>* dcb);
+  Status PlanQosSettings(AttachmentRecord* rec, const LookedUpDevice& dev, std::unique_ptr<DcbNetlink>* dcb);
 
   // 103 naming both when another live attachment needs one of rec's knobs at another value.
   Status CheckQosConflicts(const AttachmentRecord& rec);

@@ -31,7 +31,7 @@ CheckReport RunChecks(const CheckPolicy& policy, const CheckEnv& env) {
         case Transport::kIb: CheckIbDevice(dev, policy, env, report); break;
         case Transport::kIwarp: CheckIwarpDevice(dev, env, report); break;
         case Transport::kUnknown:
-          for (const Port& p : dev.ports) CheckPortActive(dev, p, "", report);
+          for (const Port& p : dev.ports) CheckPortActive(dev, p, "", env, report);
           CheckCharDevices(dev, /*want_umad=*/false, env, report);
           break;
       }

@@ -5,8 +5,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <vector>
 
+#include "rdmak8s/port_usable.h"
 #include "rdmak8s/strings.h"
 
 namespace rdmak8s::inspect {
@@ -40,14 +42,30 @@ std::string PortSubject(const RdmaDevice& dev, const Port& port) {
 }
 
 void CheckPortActive(const RdmaDevice& dev, const Port& port, const std::string& fix,
-                     CheckReport& report) {
-  CheckItem item{PortSubject(dev, port), "port state", Outcome::kPass,
-                 std::string(PortStateName(port.state)) +
-                     (port.phys_state_name.empty() ? "" : " / " + port.phys_state_name),
-                 "ACTIVE", "", ""};
-  if (port.state != PortState::kActive) {
+                     const CheckEnv& env, CheckReport& report) {
+  const bool ethernet = dev.transport == Transport::kRoce || dev.transport == Transport::kIwarp;
+  const std::string netdev = ethernet ? PortNetdev(dev, port) : "";
+  const std::optional<bool> up =
+      netdev.empty() ? std::nullopt : ReadNetdevUp(env.sysfs_root, netdev);
+  const std::string why = PortUnusableReason(dev.transport, port, up, netdev);
+  std::string seen = std::string(PortStateName(port.state)) +
+                     (port.phys_state_name.empty() ? "" : " / " + port.phys_state_name);
+  // value_or, not *up: gcc's -Wmaybe-uninitialized misreads optional<bool> here.
+  const bool netdev_known = up.has_value();
+  const bool netdev_down = !up.value_or(true);
+  if (netdev_known) seen += ", netdev " + netdev + (netdev_down ? " down" : " up");
+  CheckItem item{PortSubject(dev, port), "port state", Outcome::kPass, seen,
+                 ethernet ? "ACTIVE / LinkUp, netdev up" : "ACTIVE / LinkUp", "", ""};
+  if (!why.empty()) {
     item.outcome = Outcome::kFail;
-    item.fix = fix;
+    // Name what is wrong first: the caller's fix is for the link as a whole.
+    if (port.state == PortState::kActive && netdev_down) {
+      item.fix = why + ": ip link set dev " + netdev + " up";
+    } else if (port.state == PortState::kActive) {
+      item.fix = why + (fix.empty() ? "" : ": " + fix);
+    } else {
+      item.fix = fix;
+    }
   }
   report.Add(std::move(item));
 }

@@ -30,7 +30,7 @@ void CheckIbDevice(const RdmaDevice& dev, const CheckPolicy& policy, const Check
                     sm_pending ? kNoSm
                                : "check the cable and the switch port (ibstat " + dev.name + " " +
                                      std::to_string(port.port_num) + ")",
-                    report);
+                    env, report);
     const std::string subject = PortSubject(dev, port);
     uint32_t sm = port.sm_lid.value_or(0);
     CheckItem item{subject, "subnet manager", Outcome::kPass,

@@ -8,7 +8,7 @@ void CheckIwarpDevice(const RdmaDevice& dev, const CheckEnv& env, CheckReport& r
   for (const Port& port : dev.ports) {
     const std::string nd = port.netdevs.empty() ? "<netdev>" : port.netdevs.front();
     CheckPortActive(dev, port, "ip link set dev " + nd + " up; then the cable and the switch port",
-                    report);
+                    env, report);
   }
   std::string problem = CharDeviceProblem(dev, CharDeviceKind::kRdmaCm, 0, env);
   report.Add({dev.name, "rdma_cm", problem.empty() ? Outcome::kPass : Outcome::kFail,

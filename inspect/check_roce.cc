@@ -371,7 +371,7 @@ void CheckRoceDevice(const RdmaDevice& dev, const CheckPolicy& policy, const Che
     CheckPortActive(dev, port,
                     "ip link set dev " + nd + " up; then the cable and the switch port (ethtool " +
                         nd + ")",
-                    report);
+                    env, report);
   }
   const std::string pf = PfNetdevOf(dev);
   if (pf.empty()) {

@@ -1,11 +1,11 @@
 // Device health as kubelet sees it ("Healthy" | "Unhealthy"), decided from the device model.
 //
-// A port is usable when it is ACTIVE, its physical state is LinkUp and, for RoCE/iWARP, its
-// netdev is up. A device is Healthy while at least one of its ports is usable (a dual-port HCA
-// with one cable out still serves pods on the other port); Unhealthy otherwise, with every
-// port's reason, or when it disappeared (decided by the caller). A netdev whose
-// state cannot be read counts as up: health must not flap on a missing attribute.
-// Pure except ReadNetdevUp, which reads sysfs.
+// Whether a port is usable is the one rule of rdmak8s/port_usable.h (ACTIVE, LinkUp and, for
+// RoCE/iWARP, the port's netdev up; a netdev whose state cannot be read counts as up: health
+// must not flap on a missing attribute). A device is Healthy while at least one of its ports is
+// usable (a dual-port HCA with one cable out still serves pods on the other port); Unhealthy
+// otherwise, with every port's reason, or when it disappeared (decided by the caller). Pure; the
+// caller reads netdev states (ReadNetdevUp, port_usable.h).
 #pragma once
 
 #include <functional>
@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "rdmak8s/device.h"
+#include "rdmak8s/port_usable.h"
 
 namespace rdmak8s::node {
 
@@ -27,10 +28,5 @@ struct DeviceHealth {
 using NetdevUpFn = std::function<std::optional<bool>(std::string_view netdev)>;
 
 DeviceHealth EvaluateHealth(const RdmaDevice& dev, const NetdevUpFn& netdev_up);
-
-// <sysfs_root>/class/net/<netdev>/operstate: "up"/"unknown" -> true (virtual netdevs without
-// carrier report "unknown"), "down"/"lowerlayerdown"/"notpresent"/"dormant" -> false,
-// unreadable -> nullopt.
-std::optional<bool> ReadNetdevUp(const std::string& sysfs_root, std::string_view netdev);
 
 }  // namespace rdmak8s::node

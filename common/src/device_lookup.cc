@@ -112,30 +112,52 @@ StatusOr<PortState> DeviceLookup::ReadPortState(const std::string& dev, uint32_t
   return static_cast<PortState>(n->number);
 }
 
-StatusOr<SysfsDevice> DeviceLookup::ReadDevice(const std::string& name) const {
+StatusOr<Port> DeviceLookup::ReadPort(const std::string& dev, uint32_t port_num) const {
+  const std::string rel = "class/infiniband/" + dev + "/ports/" + std::to_string(port_num);
+  Port port;
+  port.port_num = port_num;
+  RDMAK8S_ASSIGN_OR_RETURN(port.state, ReadPortState(dev, port_num));
+  const std::string phys_path = Path(rel + "/phys_state");
+  RDMAK8S_ASSIGN_OR_RETURN(std::string phys, ReadSysfsAttr(phys_path));
+  RDMAK8S_ASSIGN_OR_RETURN(internal::NumberedName ph, internal::ParseNumberedName(phys, phys_path));
+  port.phys_state = ph.number;  // "5: LinkUp"
+  port.phys_state_name = ph.name;
+  RDMAK8S_ASSIGN_OR_RETURN(port.link_layer, ReadSysfsAttr(Path(rel + "/link_layer")));
+  return port;
+}
+
+StatusOr<LookedUpDevice> DeviceLookup::ReadDevice(const std::string& name) const {
   const std::string rel = "class/infiniband/" + name;
-  SysfsDevice d;
+  LookedUpDevice d;
   d.name = name;
   const std::string node_type_path = Path(rel + "/node_type");
   RDMAK8S_ASSIGN_OR_RETURN(std::string node_type, ReadSysfsAttr(node_type_path));
   RDMAK8S_ASSIGN_OR_RETURN(internal::NumberedName nt,
                            internal::ParseNumberedName(node_type, node_type_path));
   d.parent_rel = ResolveInSysfsTree(root_, rel + "/device");
-  if (!d.parent_rel.empty()) d.parent = Basename(d.parent_rel);
-  if (auto p = ReadSysfsAttr(Path(rel + "/parent")); p.ok()) d.lower_netdev = *p;
+  if (d.parent_rel.empty()) {
+    d.parent.kind = ParentKind::kVirtual;
+  } else if (const std::string bus = Basename(d.parent_rel); IsPciAddress(bus)) {
+    d.parent.kind = ParentKind::kPci;
+    d.parent.pci.emplace();
+    d.parent.pci->address = bus;
+  } else if (IsPciAddress(Basename(Dirname(d.parent_rel)))) {
+    d.parent.kind = ParentKind::kAuxiliary;  // an SF: mlx5_core.sf.<n> under its PCI function
+    d.parent.aux_name = bus;
+  } else {
+    d.parent.kind = ParentKind::kUnknown;
+  }
+  if (auto p = ReadSysfsAttr(Path(rel + "/parent")); p.ok()) d.parent.lower_netdev = *p;
   RDMAK8S_ASSIGN_OR_RETURN(auto ports, ListSysfsDir(Path(rel + "/ports")));
   for (const auto& p : ports) {
-    SysfsPort port;
     RDMAK8S_ASSIGN_OR_RETURN(uint64_t num, internal::ParseUint(p, Path(rel + "/ports/" + p)));
-    port.port_num = static_cast<uint32_t>(num);
-    RDMAK8S_ASSIGN_OR_RETURN(port.state, ReadPortState(name, port.port_num));
-    RDMAK8S_ASSIGN_OR_RETURN(port.link_layer, ReadSysfsAttr(Path(rel + "/ports/" + p + "/link_layer")));
-    d.ports.push_back(port);
+    RDMAK8S_ASSIGN_OR_RETURN(Port port, ReadPort(name, static_cast<uint32_t>(num)));
+    d.ports.push_back(std::move(port));
   }
   std::sort(d.ports.begin(), d.ports.end(),
             [](auto& a, auto& b) { return a.port_num < b.port_num; });
-  const NodeType type = nt.number <= 7 ? static_cast<NodeType>(nt.number) : NodeType::kUnknown;
-  d.transport = TransportOf(type, d.ports.empty() ? "" : d.ports.front().link_layer);
+  d.node_type = nt.number <= 7 ? static_cast<NodeType>(nt.number) : NodeType::kUnknown;
+  d.transport = TransportOf(d.node_type, d.ports.empty() ? "" : d.ports.front().link_layer);
   return d;
 }
 
@@ -264,8 +286,8 @@ StatusOr<std::string> DeviceLookup::ResolveByNetdev(const std::string& netdev,
   return NotFoundError("no RDMA device behind netdev " + netdev);
 }
 
-StatusOr<std::string> DeviceLookup::PfNetdev(const SysfsDevice& dev) const {
-  return PfNetdevAt(root_, dev.parent_rel, dev.lower_netdev, dev.name);  // discovery's rule too
+StatusOr<std::string> DeviceLookup::PfNetdev(const LookedUpDevice& dev) const {
+  return PfNetdevAt(root_, dev.parent_rel, dev.parent.lower_netdev, dev.name);  // discovery's rule too
 }
 
 }  // namespace rdmak8s

@@ -2,7 +2,8 @@
 // that an attachment needs, read from one sysfs view: the node's, a pod's ("/proc/self/fd/<N>",
 // cni/sysfs_view.h) or a fixture tree. Narrower and cheaper than DiscoverOne (discovery.h),
 // which builds the whole model: an ADD touches one device and few of its attributes.
-//   class/infiniband/<dev>/{device,parent,node_type}, ports/<n>/{state,link_layer,pkeys/<i>},
+//   class/infiniband/<dev>/{device,parent,node_type},
+//   class/infiniband/<dev>/ports/<n>/{state,phys_state,link_layer,pkeys/<i>},
 //   class/infiniband_verbs/uverbs<N>/{ibdev,device}, class/net/<netdev>/{device,dev_port,lower_*},
 //   bus/{pci,auxiliary}/devices/<bus device>/{infiniband/,physfn,net/}
 // Reads through the one sysfs reader (sysfs_attr.h): a missing file is kNotFound, never folded
@@ -21,20 +22,29 @@
 
 namespace rdmak8s {
 
-struct SysfsPort {
-  uint32_t port_num = 0;
-  PortState state = PortState::kNop;
-  std::string link_layer;
-};
-
-struct SysfsDevice {
-  std::string name;
-  std::string parent;       // basename of the `device` link: PCI address or auxiliary name
-  std::string parent_rel;   // its directory relative to the sysfs root (devices/...); empty
-                            // for a virtual device. Untagged: the same in every netns's view.
-  std::string lower_netdev; // soft devices (rxe `parent` attribute)
-  Transport transport = Transport::kUnknown;  // TransportOf (device.h)
-  std::vector<SysfsPort> ports;               // by port_num
+// One RDMA device as DeviceLookup::ReadDevice reads it: the model's own RdmaDevice (device.h)
+// with a documented subset filled, and where this sysfs view shows its bus device. That path is
+// not a fact of the device but of the view (relative to its root, so the same in the node's and
+// a pod's: devices/ is not netns tagged), so it sits here, beside the model, and not in it.
+//
+// Filled (everything else keeps its default):
+//   name, node_type, transport          node_type; transport by TransportOf (device.h)
+//   parent.kind                         kVirtual without a `device` link; kPci when the link's
+//                                       last component is a PCI address; kAuxiliary when it is
+//                                       not but its directory sits in a PCI function's; else
+//                                       kUnknown. From the link alone: a soft device with a
+//                                       `device` link (siw on a PCI NIC) reads as that function,
+//                                       where discovery calls it kVirtual.
+//   parent.pci->address                 kPci only (no other PciInfo field)
+//   parent.aux_name                     kAuxiliary only
+//   parent.lower_netdev                 the `parent` attribute (rxe), whatever the kind; empty
+//                                       for siw, which has none (discovery finds its netdev)
+//   ports[i].{port_num, state, phys_state, phys_state_name, link_layer}, by port_num: what the
+//                                       port-usable rule (port_usable.h) and the transport take
+struct LookedUpDevice : RdmaDevice {
+  // The bus device's directory relative to the sysfs root ("devices/pci0000:5d/.../0000:5e:00.2");
+  // empty without a `device` link (a soft device over a virtual netdev).
+  std::string parent_rel;
 };
 
 // The RDMA devices the kernel lists under the bus device directory `bus_dir` (its infiniband/
@@ -49,9 +59,12 @@ class DeviceLookup {
 
   // class/infiniband, sorted. kNotFound when it does not exist (no RDMA core).
   StatusOr<std::vector<std::string>> ListDevices() const;
-  // One device's parent, lower netdev, transport and ports. kNotFound when it is not in this
-  // view; other errors name the attribute that could not be read.
-  StatusOr<SysfsDevice> ReadDevice(const std::string& rdma_dev) const;
+  // One device's subset of the model (LookedUpDevice says which fields). kNotFound when it is
+  // not in this view; other errors name the attribute that could not be read.
+  StatusOr<LookedUpDevice> ReadDevice(const std::string& rdma_dev) const;
+  // ports/<port>/{state,phys_state,link_layer} as a Port (port_num, state, phys_state,
+  // phys_state_name, link_layer). InternalError when the state's number is not one we know.
+  StatusOr<Port> ReadPort(const std::string& rdma_dev, uint32_t port) const;
   // ports/<port>/state; InternalError when the kernel's number is not one we know.
   StatusOr<PortState> ReadPortState(const std::string& rdma_dev, uint32_t port) const;
   // The non-zero entries of ports/<port>/pkeys, in index order.
@@ -83,7 +96,7 @@ class DeviceLookup {
   // The netdev of the physical function behind the device (DCB and ECN live there): the PF of a
   // VF, the PCI owner of an SF, the device itself for a PF, the lower netdev of a soft device.
   // kNotFound when there is none.
-  StatusOr<std::string> PfNetdev(const SysfsDevice& dev) const;
+  StatusOr<std::string> PfNetdev(const LookedUpDevice& dev) const;
 
  private:
   // ResolveByNetdev's choice among soft devices all naming `netdev` as parent (`named`, 2+).

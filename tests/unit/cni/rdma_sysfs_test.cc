@@ -131,7 +131,7 @@ TEST(CniDeviceLookupTest, ReadsTransportPortsAndPkeys) {
   auto d = s.ReadDevice("mlx5_1");
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->transport, Transport::kRoce);
-  EXPECT_EQ(d->parent, "0000:5e:00.2");
+  EXPECT_EQ(d->bus_device_id(), "0000:5e:00.2");
   EXPECT_EQ(Fixture("irdma_iwarp").ReadDevice(*Fixture("irdma_iwarp").ListDevices()->begin())->transport,
             Transport::kIwarp);
   auto ib = Fixture("mlx5_ib_2port");
@@ -173,7 +173,7 @@ TEST_F(CniDeviceLookupWorldTest, ADeviceInAPodResolvesInThePodsViewAndIsHiddenFr
   EXPECT_EQ(node.ResolveHiddenDeviceId("mlx5_9").status().code(), StatusCode::kNotFound);
   auto d = pod.ReadDevice("mlx5_1");
   ASSERT_TRUE(d.ok()) << d.status().ToString();
-  EXPECT_EQ(d->parent, "0000:5e:00.2");
+  EXPECT_EQ(d->bus_device_id(), "0000:5e:00.2");
   EXPECT_EQ(*node.PfNetdev(*d), "ens1f0np0") << "the PF netdev is the node's, read in its view";
 }
 
@@ -185,7 +185,7 @@ TEST_F(CniDeviceLookupWorldTest, LinksResolveInsideTheTreeUnderAProcFdRoot) {
   DeviceLookup s("/proc/self/fd/" + std::to_string(fd));
   auto d = s.ReadDevice("mlx5_3");
   ASSERT_TRUE(d.ok()) << d.status().ToString();
-  EXPECT_EQ(d->parent, "mlx5_core.sf.2");
+  EXPECT_EQ(d->bus_device_id(), "mlx5_core.sf.2");
   EXPECT_EQ(d->parent_rel, "devices/pci0000:5d/0000:5d:00.0/0000:5e:00.0/mlx5_core.sf.2");
   EXPECT_EQ(*s.PfNetdev(*d), "ens1f0np0");
   EXPECT_EQ(*s.ResolveDeviceId("0000:5e:00.3"), "mlx5_2");

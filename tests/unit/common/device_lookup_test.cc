@@ -157,7 +157,7 @@ TEST(DeviceLookupTest, AProcSelfFdRootResolvesLinksInsideTheTree) {
   DeviceLookup lookup(root);
   auto d = lookup.ReadDevice("mlx5_3");
   ASSERT_TRUE(d.ok()) << d.status().ToString();
-  EXPECT_EQ(d->parent, "mlx5_core.sf.2");
+  EXPECT_EQ(d->bus_device_id(), "mlx5_core.sf.2");
   EXPECT_EQ(d->parent_rel, "devices/pci0000:5d/0000:5d:00.0/0000:5e:00.0/mlx5_core.sf.2");
   EXPECT_EQ(ResolveInSysfsTree(root, "class/infiniband/mlx5_3/device"), d->parent_rel);
   EXPECT_EQ(*lookup.ResolveDeviceId("mlx5_core.sf.2"), "mlx5_3");
@@ -221,6 +221,42 @@ TEST(SysfsAttrTest, MissingIsNotFoundAndUnreadableIsNot) {
   EXPECT_EQ(ResolveInSysfsTree(dir, "abs"), "");
   EXPECT_EQ(ResolveInSysfsTree(dir, "sub/up"), "");
   EXPECT_EQ(ResolveInSysfsTree(dir, "sub"), "sub");
+}
+
+// ReadDevice is a subset of the model: every field it fills says what discovery says, but the
+// parent kind of a soft device with a `device` link and siw's lower netdev (device_lookup.h).
+TEST(DeviceLookupTest, ReadDeviceFillsItsSubsetOfTheModelAsDiscoveryDoes) {
+  for (auto name : {"mlx5_roce_sriov", "mlx5_ib_2port", "irdma_iwarp", "irdma_roce", "bnxt_re_roce",
+                    "cxgb4_iwarp", "rxe_veth", "siw_veth", "efa_unknown"}) {
+    SCOPED_TRACE(name);
+    auto all = SysfsDiscovery({Fixture(name), nullptr}).DiscoverAll();
+    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    for (const RdmaDevice& want : all->devices) {
+      SCOPED_TRACE(want.name);
+      auto got = DeviceLookup(Fixture(name)).ReadDevice(want.name);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_EQ(got->name, want.name);
+      EXPECT_EQ(got->node_type, want.node_type);
+      EXPECT_EQ(got->transport, want.transport);
+      if (want.parent.kind != ParentKind::kVirtual) {
+        EXPECT_EQ(got->parent.kind, want.parent.kind);
+        EXPECT_EQ(got->bus_device_id(), want.bus_device_id());
+      }
+      // rxe's `parent` attribute only; discovery finds siw's netdev by other means.
+      if (want.driver != "siw") {
+        EXPECT_EQ(got->parent.lower_netdev, want.parent.lower_netdev);
+      }
+      ASSERT_EQ(got->ports.size(), want.ports.size());
+      for (size_t i = 0; i < want.ports.size(); ++i) {
+        EXPECT_EQ(got->ports[i].port_num, want.ports[i].port_num);
+        EXPECT_EQ(got->ports[i].state, want.ports[i].state);
+        EXPECT_EQ(got->ports[i].phys_state, want.ports[i].phys_state);
+        EXPECT_EQ(got->ports[i].phys_state_name, want.ports[i].phys_state_name);
+        EXPECT_EQ(got->ports[i].link_layer, want.ports[i].link_layer);
+        EXPECT_TRUE(got->ports[i].gids.empty()) << "not in the subset";
+      }
+    }
+  }
 }
 
 }  // namespace

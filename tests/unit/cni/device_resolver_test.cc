@@ -111,7 +111,7 @@ TEST(DeviceResolverTest, CheckUsableIsTryAgainWhileARocePortIsNotUsableAndNamesW
   const std::string sys = w.tmp.path() + "/sys";
   ASSERT_TRUE(testing::CopyFixture("mlx5_roce_sriov", sys));
   DeviceResolver r = w.Resolver({});
-  RdmaSysfs sysfs(sys);
+  DeviceLookup sysfs(sys);
   auto dev = sysfs.ReadDevice("mlx5_0");
   ASSERT_TRUE(dev.ok()) << dev.status().ToString();
   ASSERT_EQ(dev->transport, Transport::kRoce);
@@ -136,7 +136,7 @@ TEST(DeviceResolverTest, CheckUsableIsTryAgainWhileAnIwarpPortIsDown) {
   const std::string sys = w.tmp.path() + "/sys";
   ASSERT_TRUE(testing::CopyFixture("siw_veth", sys));
   DeviceResolver r = w.Resolver({});
-  RdmaSysfs sysfs(sys);
+  DeviceLookup sysfs(sys);
   auto dev = sysfs.ReadDevice("siw0");
   ASSERT_TRUE(dev.ok()) << dev.status().ToString();
   ASSERT_EQ(dev->transport, Transport::kIwarp);
@@ -155,7 +155,7 @@ TEST(DeviceResolverTest, CheckUsableFailsAnActiveIbPortThatIsNotLinkUpAsWiring) 
   const std::string sys = w.tmp.path() + "/sys";
   ASSERT_TRUE(testing::CopyFixture("mlx5_ib_2port", sys));
   DeviceResolver r = w.Resolver({});
-  RdmaSysfs sysfs(sys);
+  DeviceLookup sysfs(sys);
   auto dev = sysfs.ReadDevice("mlx5_0");
   ASSERT_TRUE(dev.ok()) << dev.status().ToString();
   ASSERT_TRUE(WriteFile(sys + "/class/infiniband/mlx5_0/ports/1/phys_state", "6: LinkErrorRecovery\n"));

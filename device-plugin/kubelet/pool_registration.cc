@@ -142,7 +142,6 @@ void PoolRegistrations::HandleRegistrations(Clock::time_point now) {
     if (s.ok()) {
       pool.instance = r.instance;
       pool.register_failures = 0;
-      pool.streamed_since_register = false;
       pool.retry_at = {};
       SPDLOG_INFO("registered {} with kubelet (endpoint {})", pool.resource,
                   SocketFileName(pool.resource));
@@ -158,7 +157,6 @@ void PoolRegistrations::HandleRegistrations(Clock::time_point now) {
 
 void PoolRegistrations::CheckStream(PoolRegistration& pool, Clock::time_point now) {
   const bool streaming = pool.server->open_streams() > 0;
-  if (streaming) pool.streamed_since_register = true;
   if (streaming != pool.streaming) {
     if (streaming) {
       pool.streaming_since = now;
@@ -174,19 +172,14 @@ void PoolRegistrations::CheckStream(PoolRegistration& pool, Clock::time_point no
     pool.stream_deadline = {};
     return;
   }
-  // A stream kubelet has yet to open after a Register gets the longer wait (Options).
-  const std::chrono::milliseconds wait =
-      pool.streamed_since_register
-          ? StreamWait(options_.stream_wait, pool.stream_losses)
-          : std::max(options_.first_stream_wait, StreamWait(options_.stream_wait, pool.stream_losses));
   if (pool.stream_deadline == Clock::time_point{}) {
-    pool.stream_deadline = now + wait;
+    pool.stream_deadline = now + StreamWait(options_.stream_wait, pool.stream_losses);
     return;
   }
   if (now < pool.stream_deadline) return;
-  SPDLOG_WARN("kubelet holds no ListAndWatch stream of {} ({}) and opened none within {} ms: "
-              "registering again", pool.resource,
-              pool.streamed_since_register ? "it ended it" : "it never opened one", wait.count());
+  SPDLOG_WARN("kubelet holds no ListAndWatch stream of {} (it ended it, or never opened one) and "
+              "opened none within {} ms: registering again", pool.resource,
+              StreamWait(options_.stream_wait, pool.stream_losses).count());
   pool.stream_losses++;
   SetRegistered(pool, false);
   pool.register_failures = 0;

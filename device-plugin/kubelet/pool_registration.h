@@ -36,9 +36,9 @@ namespace rdmak8s::dp {
 //   - HandleRegistrations() takes the Register results: accepted -> registered; failed -> tried
 //     again after RegisterBackoff; a superseded result (a newer Register, a removed pool) is
 //     dropped. It also follows the pools' ListAndWatch streams (the servers wake fd()): a pool
-//     registered whose stream kubelet ended, with no new stream within StreamWait(), or whose
-//     first stream kubelet has not opened within first_stream_wait, registers again (whatever
-//     ended it, kubelet keeps the resource at 0 until then);
+//     registered whose stream kubelet ended, or that kubelet never opened, with no new stream
+//     within StreamWait(), registers again (whatever ended it, kubelet keeps the resource at 0
+//     until then);
 //   - OnDirEvent() follows the socket directory: kubelet.sock created (a kubelet started) ->
 //     serve again what kubelet removed and register every pool not yet registered with it;
 //     kubelet.sock removed -> every pool unregistered until the new one appears; our socket
@@ -63,12 +63,6 @@ class PoolRegistrations {
     // How long a registered pool may go without a ListAndWatch stream before it registers again
     // (the first time; StreamWait() doubles it for repeated losses).
     std::chrono::milliseconds stream_wait{5000};
-    // How long a Register kubelet accepted may go before kubelet opens its first stream. kubelet
-    // dials back inside Register but opens ListAndWatch from a goroutine after it returns; on a
-    // loaded node that took over 5 s (the e2e VM at load 8 to 10), and a Register sent again in
-    // that gap makes kubelet drop the pool (two Registers for one resource). So the wait for a
-    // stream that never opened is this long, at least; the loss wait still applies after one.
-    std::chrono::milliseconds first_stream_wait{30000};
   };
 
   // What the link knows of one pool.
@@ -87,8 +81,6 @@ class PoolRegistrations {
     // kubelet holds a ListAndWatch stream of the pool (as last seen on the loop).
     bool streaming = false;
     Clock::time_point streaming_since{};
-    // kubelet opened a stream of the pool since its last accepted Register.
-    bool streamed_since_register = false;
     // Registered without a stream: when to register again (zero: not waiting).
     Clock::time_point stream_deadline{};
     int stream_losses = 0;  // re-registrations for a lost stream in a row

@@ -161,7 +161,6 @@ void FakeKubelet::CloseAllPlugins() {
     for (auto& p : retired_) plugins.push_back(p);
     retired_.clear();
     for (auto& p : plugins) p->closed_by_us = true;
-    cv_.notify_all();  // a stream held by HoldStreams ends too
   }
   for (auto& p : plugins) {
     p->stream_ctx.TryCancel();
@@ -212,18 +211,7 @@ Status FakeKubelet::ConnectPlugin(const std::string& resource, const std::string
   return Status::Ok();
 }
 
-void FakeKubelet::HoldStreams(bool hold) {
-  std::lock_guard<std::mutex> lock(mu_);
-  hold_streams_ = hold;
-  cv_.notify_all();
-}
-
 void FakeKubelet::StreamLoop(std::shared_ptr<Plugin> plugin) {
-  {
-    // A plugin closed while held still makes its call: its cancelled context ends it at once.
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return !hold_streams_ || plugin->closed_by_us; });
-  }
   v1beta1::Empty empty;
   auto reader = plugin->stub->ListAndWatch(&plugin->stream_ctx, empty);
   AddEvent("stream " + plugin->resource + " open");

@@ -124,11 +124,6 @@ class FakeKubelet {
   StatusOr<v1beta1::PreStartContainerResponse> PreStartContainer(
       const std::string& resource, const std::vector<std::string>& ids);
 
-  // While held, a Register is accepted (the endpoint dialled, GetDevicePluginOptions called)
-  // but its ListAndWatch stream is not opened until the hold is released: real kubelet opens
-  // the stream from a goroutine after Register returns, which on a loaded node came seconds
-  // later (over 5 s in the e2e VM at load 8 to 10).
-  void HoldStreams(bool hold);
   // Plugin-watcher registration of the plugin whose registration socket is `socket_path`.
   StatusOr<pluginregistration::PluginInfo> RegisterViaPluginWatcher(const std::string& socket_path);
 
@@ -165,7 +160,6 @@ class FakeKubelet {
   std::map<std::string, v1beta1::ListAndWatchResponse> latest_;
   std::map<std::string, size_t> update_count_;
   std::function<void(const std::string&, const v1beta1::ListAndWatchResponse&)> on_update_;
-  bool hold_streams_ = false;  // guarded by mu_; HoldStreams
 };
 
 // Converts a gRPC status into ours ("<what>: <grpc message>").

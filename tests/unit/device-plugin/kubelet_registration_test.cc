@@ -31,7 +31,6 @@ using Clock = PoolRegistrations::Clock;
 
 constexpr auto kWait = 10s;
 constexpr std::chrono::milliseconds kStreamWait = 5s;
-constexpr std::chrono::milliseconds kFirstStreamWait = 30s;
 
 TEST(PoolRegistrationRulesTest, RegisterBackoffDoublesFromOneSecondUpToThirty) {
   std::vector<int64_t> got;
@@ -71,8 +70,7 @@ class PoolRegistrationsTest : public ::testing::Test {
   PoolRegistrations& NewLink(RegistrationMode mode = RegistrationMode::kDevicePlugin,
                        Metrics* metrics = nullptr) {
     registrations_ = std::make_unique<PoolRegistrations>(PoolRegistrations::Options{
-        mode, kubelet_dir_, root_ + "/registry", register_timeout_, metrics, kStreamWait,
-        kFirstStreamWait});
+        mode, kubelet_dir_, root_ + "/registry", register_timeout_, metrics, kStreamWait});
     EXPECT_TRUE(registrations_->Start().ok());
     return *registrations_;
   }
@@ -409,52 +407,6 @@ TEST_F(PoolRegistrationsTest, APoolWhoseStreamKubeletEndedRegistersAgainAfterThe
   // A second loss in a row waits longer.
   EXPECT_EQ(P().stream_losses, 1);
   EXPECT_EQ(StreamWait(kStreamWait, 1), 10s);
-}
-
-// kubelet opens a pool's first ListAndWatch from a goroutine after Register returns; on a loaded
-// node that came over 5 s later (the e2e VM at load 8 to 10), and the pool registered again in the
-// gap: kubelet then dropped it, and an Allocate got "no plugin registered". A pool whose first
-// stream is still to come waits the first-stream wait, not the loss wait, and registers once.
-TEST_F(PoolRegistrationsTest, APoolWhoseFirstStreamIsLateIsNotRegisteredAgainWithinTheFirstStreamWait) {
-  kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
-  ASSERT_TRUE(kubelet_->Start().ok());
-  kubelet_->HoldStreams(true);
-  NewLink(RegistrationMode::kDevicePlugin);
-  PoolServer& server = AddPool();
-  registrations_->RegisterAll();
-  const auto t0 = Clock::now();
-  ASSERT_TRUE(HandleResultAt(t0));
-  ASSERT_TRUE(P().registered);
-  EXPECT_EQ(registrations_->NextWakeup(t0 + 1h), t0 + kFirstStreamWait);
-  registrations_->OnTimer(t0 + kStreamWait);
-  EXPECT_EQ(P().register_seq, 0u) << "registered again before kubelet opened its first stream";
-  EXPECT_TRUE(P().registered);
-
-  kubelet_->HoldStreams(false);
-  ASSERT_TRUE(server.WaitForOpenStreams(1, kWait));
-  registrations_->HandleRegistrations(t0 + kStreamWait);
-  EXPECT_EQ(registrations_->NextWakeup(t0 + 1h), t0 + 1h) << "streaming: nothing to wait for";
-  auto events = kubelet_->Events();
-  EXPECT_EQ(std::count(events.begin(), events.end(), "register rdma/p ok"), 1);
-  EXPECT_EQ(std::find(events.begin(), events.end(), "disconnect rdma/p"), events.end());
-}
-
-// A first stream that never comes (kubelet accepted the Register, then lost its connection
-// before opening one) still ends in a Register again, after the first-stream wait.
-TEST_F(PoolRegistrationsTest, APoolWhoseFirstStreamNeverComesRegistersAgainAfterTheFirstStreamWait) {
-  kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
-  ASSERT_TRUE(kubelet_->Start().ok());
-  kubelet_->HoldStreams(true);
-  NewLink(RegistrationMode::kDevicePlugin);
-  AddPool();
-  registrations_->RegisterAll();
-  const auto t0 = Clock::now();
-  ASSERT_TRUE(HandleResultAt(t0));
-  registrations_->OnTimer(t0 + kFirstStreamWait - 1ms);
-  EXPECT_EQ(P().register_seq, 0u) << "not due yet";
-  registrations_->OnTimer(t0 + kFirstStreamWait);
-  EXPECT_NE(P().register_seq, 0u) << "due: registering again";
-  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 2, kWait));
 }
 
 TEST(PoolRegistrationRulesTest, StreamWaitDoublesFromTheFirstUpToThirtySeconds) {

@@ -4,25 +4,11 @@ so a checker that stopped reading files cannot pass the product by accident."""
 
 import os
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_rooms  # noqa: E402
-
-SOURCE_DIR = os.environ.get("RDMAK8S_SOURCE_DIR",
-                            os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-
-
-def tree(files):
-    """A temporary source tree with `files` (path -> text); the caller cleans it up."""
-    d = tempfile.TemporaryDirectory()
-    for rel, text in files.items():
-        path = os.path.join(d.name, rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-    return d
+from layers_test import SOURCE_DIR, tree  # noqa: E402  (one temporary-tree helper for both)
 
 
 class RoomsTest(unittest.TestCase):

@@ -16,6 +16,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "rdmak8s/file_util.h"
+
 namespace rdmak8s::dp {
 
 namespace fs = std::filesystem;
@@ -52,13 +54,10 @@ Status Daemon::Start() {
       mode_, options_.kubelet_dir, options_.plugins_registry_dir, options_.register_timeout,
       deps_.metrics});
   const std::string& socket_dir = registrations_->socket_dir();
-  std::error_code ec;
-  fs::create_directories(socket_dir, ec);
-  if (ec) return InternalError("create " + socket_dir + ": " + ec.message());
-  if (options_.cdi) {
-    fs::create_directories(options_.cdi_dir, ec);
-    if (ec) return InternalError("create " + options_.cdi_dir + ": " + ec.message());
-  }
+  // Modes set whatever the umask: kubelet (root) alone uses the sockets' directory; the CDI
+  // specs are read by the runtime and by whoever inspects the node.
+  RDMAK8S_RETURN_IF_ERROR_CTX(MakeDirs(socket_dir, 0750), "socket dir");
+  if (options_.cdi) RDMAK8S_RETURN_IF_ERROR_CTX(MakeDirs(options_.cdi_dir, 0755), "CDI dir");
 
   RDMAK8S_ASSIGN_OR_RETURN(config_, config_watch_.Load());
   for (const auto& w : EnvConflicts(config_)) SPDLOG_WARN("config: {}", w);

@@ -11,6 +11,8 @@
 
 #include "dra/dra_service.h"
 #include "dra/health_service.h"
+#include "node/program_main.h"
+#include "rdmak8s/file_util.h"
 
 namespace rdmak8s::dra {
 
@@ -52,8 +54,10 @@ Status DraPlugin::Serve(Served& s) {
   s.server = builder.BuildAndStart();
   if (!s.server) return InternalError("serve " + s.path + ": gRPC could not listen on " + staging);
   struct stat st;
-  if (::rename(staging.c_str(), s.path.c_str()) != 0 || ::stat(s.path.c_str(), &st) != 0) {
-    Status err = ErrnoError(errno, "serve " + s.path + ": rename " + staging);
+  // kSocketMode before the socket has its public name: bind(2) gave it 0777 less the umask.
+  if (::chmod(staging.c_str(), node::kSocketMode) != 0 ||
+      ::rename(staging.c_str(), s.path.c_str()) != 0 || ::stat(s.path.c_str(), &st) != 0) {
+    Status err = ErrnoError(errno, "serve " + s.path + ": chmod and rename " + staging);
     s.server->Shutdown(std::chrono::system_clock::now());
     s.server->Wait();
     s.server.reset();
@@ -82,9 +86,8 @@ void DraPlugin::Unserve(Served& s) {
 }
 
 Status DraPlugin::Start() {
-  std::error_code ec;
-  std::filesystem::create_directories(options_.plugin_dir, ec);
-  if (ec) return InternalError("create " + options_.plugin_dir + ": " + ec.message());
+  // 0750 whatever the umask: kubelet (root) alone calls the socket in it.
+  RDMAK8S_RETURN_IF_ERROR_CTX(MakeDirs(options_.plugin_dir, 0750), "plugin dir");
 
   dra_.path = dra_socket();
   dra_.services.push_back(NewDraServiceV1(preparer_, metrics_));

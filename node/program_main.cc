@@ -1,5 +1,7 @@
 #include "node/program_main.h"
 
+#include <sys/stat.h>
+
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -17,6 +19,7 @@ void UseKlogStderrLogger(int verbosity) {
 }
 
 int RunGuarded(const char* program, int (*real_main)(int, char**), int argc, char** argv) {
+  umask(kAgentUmask);
   try {
     return real_main(argc, argv);
   } catch (const std::exception& e) {

@@ -161,16 +161,38 @@ StatusOr<int> OpenBeneath(const std::string& root, std::string_view rel, int fla
   return fd;
 }
 
+namespace {
+
+// mkdir(2) applies the umask to the mode it is given (0777 under umask 000), so every directory
+// made here is chmod'ed to the mode meant, before anyone is told it exists.
+Status MakeOneDir(const std::string& path, mode_t mode) {
+  if (mkdir(path.c_str(), mode) != 0) {
+    if (errno != EEXIST) return ErrnoError(errno, "mkdir " + path);
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) return ErrnoError(errno, "stat " + path);
+    if (!S_ISDIR(st.st_mode)) return FailedPreconditionError(path + " exists and is not a directory");
+    return Status::Ok();
+  }
+  if (chmod(path.c_str(), mode) != 0) return ErrnoError(errno, "chmod " + path);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status MakeDirs(const std::string& path, mode_t mode) {
+  if (path.empty()) return InvalidArgumentError("mkdir: empty path");
+  for (size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
+    if (pos + 1 == path.size()) break;  // a trailing '/'
+    RDMAK8S_RETURN_IF_ERROR(MakeOneDir(path.substr(0, pos), 0755));
+  }
+  return MakeOneDir(path, mode);
+}
+
 Status EnsurePrivateDir(const std::string& path) {
   struct stat st {};
   if (lstat(path.c_str(), &st) != 0) {
     if (errno != ENOENT) return ErrnoError(errno, "stat " + path);
-    // Parents: 0755, as any directory of the node's (they are not ours alone).
-    for (size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1)) {
-      const std::string parent = path.substr(0, pos);
-      if (mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoError(errno, "mkdir " + parent);
-    }
-    if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoError(errno, "mkdir " + path);
+    RDMAK8S_RETURN_IF_ERROR(MakeDirs(path, 0700));
     if (lstat(path.c_str(), &st) != 0) return ErrnoError(errno, "stat " + path);
   }
   if (S_ISLNK(st.st_mode)) {

@@ -12,6 +12,7 @@
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "device-plugin/pools/allocate.h"
 #include "device-plugin/preferred_allocation/preferred_allocation.h"
+#include "node/program_main.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
 #include "rdmak8s/strings.h"
 
@@ -214,7 +215,10 @@ Status PoolServer::Start() {
     }
     auto id = IdOf(staging);
     if (options_.hooks.before_rename) options_.hooks.before_rename(staging);
-    if (rename(staging.c_str(), options_.socket_path.c_str()) == 0) {
+    // kSocketMode before the socket has its public name: bind(2) gave it 0777 less the umask.
+    // A failed chmod is the sweep's ENOENT too, or an error named below.
+    if (chmod(staging.c_str(), node::kSocketMode) == 0 &&
+        rename(staging.c_str(), options_.socket_path.c_str()) == 0) {
       socket_id_ = id;
       return Status::Ok();
     }
@@ -224,7 +228,7 @@ Status PoolServer::Start() {
     server_.reset();
     unlink(staging.c_str());
     if (err != ENOENT || attempt == kAttempts) {
-      return ErrnoError(err, "serve " + options_.socket_path + ": rename " + staging +
+      return ErrnoError(err, "serve " + options_.socket_path + ": chmod and rename " + staging +
                                  (err == ENOENT ? " (removed " + std::to_string(kAttempts) +
                                                       " times before it could be renamed)"
                                                 : ""));

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -128,7 +129,8 @@ class DraDriverBinaryTest : public ::testing::Test {
     std::string bin = std::string(RDMAK8S_BINARY_DIR) + "/dra/rdmak8s-dra-driver";
     args.insert(args.begin(), bin);
     pid_ = testing::SpawnDaemon(args, {.stderr_path = root_ + "/stderr.log",
-                                       .unset_env = {"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"}});
+                                       .unset_env = {"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"},
+                                       .umask = child_umask_});
     ASSERT_GE(pid_, 0);
   }
 
@@ -220,6 +222,7 @@ class DraDriverBinaryTest : public ::testing::Test {
   }
 
   std::string root_;
+  int child_umask_ = -1;  // the driver's umask (Spawn): -1, this test's
   std::unique_ptr<FakeApiServer> server_;
   std::unique_ptr<fake::FakeDraKubelet> kubelet_;
   pid_t pid_ = -1;
@@ -518,6 +521,37 @@ TEST_F(DraDriverBinaryTest, ARegistryDirectoryRemovedAndMadeAgainGetsTheRegistra
   ASSERT_TRUE(fs::remove(reg));
   EXPECT_TRUE(WaitUntil([&] { return fs::exists(reg); })) << ReadAll(root_ + "/stderr.log");
   Register();
+}
+
+// Found by a review: started with umask 000, the driver made its sockets and its plugin
+// directory 0777, and any local user could call it. Every mode is set, whatever the umask.
+TEST_F(DraDriverBinaryTest, UnderUmask000ItsSocketsAndDirectoriesAreItsOwnersAlone) {
+  StartApiServer();
+  child_umask_ = 0;
+  std::vector<std::string> args = DriverArgs();
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--plugin-dir" || args[i] == "--state-dir" || args[i] == "--pod-devices-dir") {
+      args[i + 1] = root_ + "/new" + args[i + 1].substr(root_.size());
+    }
+  }
+  Spawn(args);
+  ASSERT_NO_FATAL_FAILURE(WaitForTheFixturesSlice());
+  Register();
+  AddClaim1();
+  ASSERT_NO_FATAL_FAILURE(PrepareClaim1());
+  auto mode = [](const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+    return st.st_mode & 07777;
+  };
+  EXPECT_EQ(mode(root_ + "/reg/" + std::string(kDriver) + "-reg.sock"), 0600u);
+  EXPECT_EQ(mode(root_ + "/new"), 0755u);
+  EXPECT_EQ(mode(root_ + "/new/plugin"), 0750u);
+  EXPECT_EQ(mode(root_ + "/new/plugin/dra.sock"), 0600u);
+  EXPECT_EQ(mode(root_ + "/new/state"), 0700u);
+  EXPECT_EQ(mode(root_ + "/new/pods"), 0700u);
+  EXPECT_EQ(mode(root_ + "/new/pods/pod-uid-1"), 0700u);
+  EXPECT_EQ(mode(root_ + "/cdi/rdma.rdmak8s.io-claim_claim-1.json"), 0644u);
 }
 
 TEST_F(DraDriverBinaryTest, ANodeRecreatedWithANewUidOwnsTheRepublishedSlices) {

@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +29,7 @@ struct SpawnOptions {
   std::string stderr_path{};             // empty: the test's own stderr
   bool append_stderr = false;            // keep what earlier runs wrote (restarts), else truncate
   std::vector<std::string> unset_env{};  // names left out of the child's environment
+  int umask = -1;                        // the child's umask; -1: the test's own
 };
 
 // fork + execv(argv[0], argv). The child gets SIGKILL when the test dies (an ASan report, a
@@ -50,6 +52,7 @@ inline pid_t SpawnDaemon(const std::vector<std::string>& args, const SpawnOption
   const pid_t pid = fork();
   if (pid != 0) return pid;
   prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (o.umask >= 0) ::umask(static_cast<mode_t>(o.umask));
   if (!o.stderr_path.empty()) {
     int fd = open(o.stderr_path.c_str(), flags, 0644);
     if (fd < 0 || dup2(fd, 2) < 0) _exit(126);

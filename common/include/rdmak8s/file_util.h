@@ -47,8 +47,15 @@ enum class BeneathMethod {
 StatusOr<int> OpenBeneath(const std::string& root, std::string_view rel, int flags,
                           BeneathMethod method = BeneathMethod::kAuto);
 
+// Makes `path` and its missing parents directories. Each one this call creates gets exactly
+// its mode whatever the process's umask: `mode` for `path` itself, 0755 for a parent (a
+// directory of the node's, not ours alone); one that exists is left as it is. A component that
+// exists but is not a directory is FailedPrecondition naming it; other errors name the mkdir or
+// chmod that failed.
+Status MakeDirs(const std::string& path, mode_t mode);
+
 // Makes `path` a directory only the user we run as can use: missing, it is created 0700 (its
-// missing parents 0755); existing, it must be a directory itself (not a symlink) owned by that
+// missing parents 0755, by MakeDirs); existing, it must be a directory itself (not a symlink) owned by that
 // user, and is tightened to 0700 when group or others had access. A symlink, another owner or a
 // non-directory is refused (FailedPrecondition naming the path): whoever controls the directory
 // controls what we read back from it.

@@ -98,6 +98,52 @@ TEST(WriteFileAtomicTest, TheModeIsExactWhateverTheUmask) {
   EXPECT_EQ(st.st_mode & 0777, 0644u);
 }
 
+namespace {
+// Mode of `path`'s permission bits, or ~0 when it cannot be stat'ed.
+mode_t ModeOf(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : ~mode_t{0};
+}
+}  // namespace
+
+TEST(MakeDirsTest, EachDirectoryItMakesHasItsModeWhateverTheUmask) {
+  testing::TempDir dir;
+  for (mode_t mask : {mode_t{0}, mode_t{0077}}) {
+    const std::string top = dir.path() + "/m" + std::to_string(mask);
+    mode_t old = umask(mask);
+    Status s = MakeDirs(top + "/a/b/plugin", 0750);
+    umask(old);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(ModeOf(top), 0755u) << "umask " << mask;
+    EXPECT_EQ(ModeOf(top + "/a/b"), 0755u) << "umask " << mask;
+    EXPECT_EQ(ModeOf(top + "/a/b/plugin"), 0750u) << "umask " << mask;
+  }
+}
+
+TEST(MakeDirsTest, AnExistingDirectoryIsLeftAsItIsAndAFileInThePathIsNamed) {
+  testing::TempDir dir;
+  ASSERT_EQ(mkdir((dir.path() + "/kubelet").c_str(), 0711), 0);
+  ASSERT_EQ(chmod((dir.path() + "/kubelet").c_str(), 0711), 0);
+  ASSERT_TRUE(MakeDirs(dir.path() + "/kubelet", 0750).ok());
+  EXPECT_EQ(ModeOf(dir.path() + "/kubelet"), 0711u);
+
+  std::ofstream(dir.path() + "/file") << "x";
+  Status s = MakeDirs(dir.path() + "/file/sub", 0750);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find(dir.path() + "/file exists and is not a directory"), std::string::npos)
+      << s.ToString();
+}
+
+TEST(EnsurePrivateDirTest, UnderUmask000ItAndItsNewParentsGetExactModes) {
+  testing::TempDir dir;
+  mode_t old = umask(0);
+  Status s = EnsurePrivateDir(dir.path() + "/state/dra");
+  umask(old);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(ModeOf(dir.path() + "/state"), 0755u);
+  EXPECT_EQ(ModeOf(dir.path() + "/state/dra"), 0700u);
+}
+
 // A tree with links that stay inside it and links that leave it, for OpenBeneath.
 class OpenBeneathTest : public ::testing::TestWithParam<BeneathMethod> {
  protected:

@@ -18,6 +18,8 @@ struct CheckEnv {
   std::string sysfs_root = "/sys";   // discovery, ECN knobs, PF netdevs, hugepages
   std::string dev_root = "/dev";     // <dev_root>/infiniband/{uverbsN,umadN,rdma_cm}
   std::string proc_root = "/proc";   // the container runtime's /proc/<pid>/{comm,limits}
+  // The host's init in proc_root: its mount namespace and root are the host's, the runtime's.
+  std::string host_pid = "1";
   Discovery* discovery = nullptr;
   DcbPfc* pfc = nullptr;
   DcbAppTable* app = nullptr;

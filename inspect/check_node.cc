@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -146,14 +147,37 @@ bool IsRuntimeExecutable(std::string_view exe, const std::vector<std::string>& r
 
 namespace {
 
-// readlink(2) of /proc/<pid>/exe: the executable the process runs, which (unlike comm, which
-// any process sets with prctl(PR_SET_NAME)) only an exec changes.
-std::optional<std::string> ReadExeLink(const std::string& path) {
+// readlink(2) of a /proc/<pid> link: exe, the executable the process runs, which (unlike comm,
+// which any process sets with prctl(PR_SET_NAME)) only an exec changes; ns/mnt, its mount
+// namespace ("mnt:[4026531841]").
+std::optional<std::string> ReadProcLink(const std::string& path) {
   std::string buf(4096, '\0');
   ssize_t n = readlink(path.c_str(), buf.data(), buf.size());
   if (n <= 0 || static_cast<size_t>(n) >= buf.size()) return std::nullopt;
   buf.resize(static_cast<size_t>(n));
   return buf;
+}
+
+// Why the process at <proc_root>/<pid> (`base`), running `exe`, is not the host's runtime, or
+// "" when it is: it shares the mount namespace of the host's init (<proc_root>/<host_pid>), or
+// its executable is the very file (device and inode) the host has at that path. Root in a
+// container with its own /usr/bin/containerd is neither. A reference that cannot be read trusts
+// nobody, and says so.
+std::string NotTheHostsRuntime(const std::string& base, const std::string& exe, const CheckEnv& env) {
+  const std::string host = env.proc_root + "/" + env.host_pid;
+  std::optional<std::string> host_ns = ReadProcLink(host + "/ns/mnt");
+  std::optional<std::string> ns = ReadProcLink(base + "/ns/mnt");
+  if (host_ns && ns && *ns == *host_ns) return "";
+  struct stat mine {};
+  struct stat hosts {};
+  if (stat((base + "/exe").c_str(), &mine) == 0 &&
+      stat((host + "/root" + std::string(WithoutDeleted(exe))).c_str(), &hosts) == 0 &&
+      mine.st_dev == hosts.st_dev && mine.st_ino == hosts.st_ino) {
+    return "";
+  }
+  if (!host_ns) return "the host's mount namespace (" + host + "/ns/mnt) is unreadable";
+  return "mount namespace " + (ns ? *ns : std::string("unreadable")) + ", not the host's, and " +
+         exe + " is not the host's file";
 }
 
 }  // namespace
@@ -178,7 +202,7 @@ void CheckMemlock(const CheckPolicy& policy, const CheckEnv& env, CheckReport& r
     const std::string base = env.proc_root + "/" + pid;
     // Any local user can start a process named "containerd" with a low limit: only a process of
     // root's running the runtime's executable speaks for the runtime.
-    std::optional<std::string> exe = ReadExeLink(base + "/exe");
+    std::optional<std::string> exe = ReadProcLink(base + "/exe");
     if (!exe || !IsRuntimeExecutable(*exe, policy.runtimes)) {
       auto comm = ReadSmallFile(base + "/comm");
       if (comm.ok() && IsRuntimeExecutable("/" + Trim(*comm), policy.runtimes)) {
@@ -190,6 +214,11 @@ void CheckMemlock(const CheckPolicy& policy, const CheckEnv& env, CheckReport& r
     std::optional<ProcessUids> uids = status.ok() ? ParseStatusUids(*status) : std::nullopt;
     if (!uids || uids->real != 0 || uids->effective != 0) {
       ignored.push_back(pid + " (" + (uids ? "uid " + std::to_string(uids->real) : "no Uid line") + ")");
+      continue;
+    }
+    // Root in a container of its own is root too: only the host's runtime speaks for the pods.
+    if (std::string why = NotTheHostsRuntime(base, *exe, env); !why.empty()) {
+      ignored.push_back(pid + " (" + why + ")");
       continue;
     }
     found = true;

@@ -54,6 +54,7 @@ class CheckNode {
         for (const CharDevice& c : d.char_devices) MakeCharDevice(c.name, c.major, c.minor);
       }
     }
+    SetMountNamespace(1, kHostMountNamespace);
     AddRuntime(100, "containerd", "unlimited");
   }
 
@@ -87,6 +88,16 @@ class CheckNode {
                                     "\t" + u + "\t" + u + "\t" + u + "\nGid:\t0\t0\t0\t0\n");
     fs::remove(base + "/exe");
     fs::create_symlink(exe.empty() ? "/usr/bin/" + comm : exe, base + "/exe");
+    SetMountNamespace(pid, kHostMountNamespace);
+  }
+  // The host's init (pid 1) has this mount namespace; a runtime added shares it until told.
+  static constexpr const char* kHostMountNamespace = "mnt:[4026531841]";
+  // <pid>/ns/mnt, as the kernel's link shows it.
+  void SetMountNamespace(int pid, const std::string& ns) {
+    const std::string dir = proc() + "/" + std::to_string(pid) + "/ns";
+    fs::create_directories(dir);
+    fs::remove(dir + "/mnt");
+    fs::create_symlink(ns, dir + "/mnt");
   }
   // mlx5's ECN knobs of `netdev` (class/net/<netdev>/ecn/roce_{rp,np}/enable/<0..7>), each "0".
   void AddEcnKnobs(const std::string& netdev) {

@@ -4,6 +4,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -196,40 +198,102 @@ TEST(MemlockCheckTest, RuntimeExecutablesAndUidsAreReadAsTheKernelWritesThem) {
   EXPECT_FALSE(ParseStatusUids("Uid:\troot\t0\n").has_value());
 }
 
+// Found by a review: root in a container of its own (its own mount namespace) running its own
+// /usr/bin/containerd under a 72 KiB memlock limit turned the node's memlock item red.
+TEST(MemlockCheckTest, ARootProcessOfAnotherMountNamespaceRunningAnotherFileIsIgnored) {
+  CheckNode node("rxe_veth");
+  node.AddRuntime(100, "containerd", "73728");
+  node.SetMountNamespace(100, "mnt:[4026532999]");
+  auto i = Find(node.Run(CheckPolicy{}), "node", "memlock");
+  EXPECT_EQ(i.outcome, Outcome::kSkip);
+  EXPECT_NE(i.seen.find("100 (mount namespace mnt:[4026532999], not the host's, and /usr/bin/containerd "
+                        "is not the host's file)"),
+            std::string::npos)
+      << i.seen;
+}
+
+TEST(MemlockCheckTest, WhenTheHostsMountNamespaceIsUnreadableNoRuntimeIsTrustedAndItSaysWhy) {
+  CheckNode node("rxe_veth");
+  fs::remove(node.proc() + "/1/ns/mnt");
+  auto i = Find(node.Run(CheckPolicy{}), "node", "memlock");
+  EXPECT_EQ(i.outcome, Outcome::kSkip);
+  EXPECT_NE(i.seen.find("the host's mount namespace (" + node.proc() + "/1/ns/mnt) is unreadable"),
+            std::string::npos)
+      << i.seen;
+}
+
+// A real process running a copy of sleep named containerd in `dir`, with RLIMIT_MEMLOCK 64 KiB:
+// as `uid`; in a mount namespace of its own (`own_mount_ns`), where `dir` is a tmpfs the host
+// does not see, as a container's root file system is. Killed by the destructor.
+class FakeRuntimeProcess {
+ public:
+  FakeRuntimeProcess(const std::string& dir, uid_t uid, bool own_mount_ns) {
+    std::array<int, 2> ready{-1, -1};  // closed by the exec (O_CLOEXEC): the child is containerd
+    EXPECT_EQ(pipe2(ready.data(), O_CLOEXEC), 0);
+    const std::string exe = dir + "/containerd";
+    if (!own_mount_ns) {
+      fs::copy_file("/bin/sleep", exe);
+      EXPECT_EQ(chmod(exe.c_str(), 0755), 0);
+    }
+    pid_ = fork();
+    if (pid_ == 0) {
+      if (own_mount_ns) {
+        if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+            mount("tmpfs", dir.c_str(), "tmpfs", 0, nullptr) != 0) {
+          _exit(12);
+        }
+        std::error_code ec;
+        fs::copy_file("/bin/sleep", exe, ec);
+        if (ec || chmod(exe.c_str(), 0755) != 0) _exit(13);
+      }
+      rlimit low{64 * 1024, 64 * 1024};
+      if (setrlimit(RLIMIT_MEMLOCK, &low) != 0 || setgid(uid) != 0 || setuid(uid) != 0) _exit(10);
+      execl(exe.c_str(), "containerd", "3600", static_cast<char*>(nullptr));
+      _exit(11);
+    }
+    close(ready[1]);
+    char byte = 0;
+    EXPECT_EQ(read(ready[0], &byte, 1), 0) << "the child exec'd";
+    close(ready[0]);
+  }
+  ~FakeRuntimeProcess() {
+    kill(pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    EXPECT_TRUE(WIFSIGNALED(status)) << "the child ran until killed (exit " << WEXITSTATUS(status) << ")";
+  }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// What CheckMemlock says of this machine's /proc, with this process standing for the host's
+// init (whose mount namespace and root are the host's).
+CheckReport CheckThisMachine() {
+  CheckEnv env;
+  env.proc_root = "/proc";
+  env.host_pid = std::to_string(getpid());
+  CheckPolicy policy;
+  policy.runtimes = {"containerd"};
+  CheckReport r;
+  CheckMemlock(policy, env, r);
+  return r;
+}
+
 // The same for real: a process of nobody's named containerd, running an executable named
 // containerd, with RLIMIT_MEMLOCK 64 KiB, in this machine's /proc.
 TEST(MemlockCheckTest, ARealProcessOfNobodyNamedContainerdIsIgnored) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to start a process as nobody";
   rdmak8s::testing::TempDir tmp;
   ASSERT_EQ(chmod(tmp.path().c_str(), 0755), 0);
-  const std::string exe = tmp.path() + "/containerd";
-  fs::copy_file("/bin/sleep", exe);
-  ASSERT_EQ(chmod(exe.c_str(), 0755), 0);
-  std::array<int, 2> ready{-1, -1};  // closed by the exec (O_CLOEXEC): the child is containerd
-  ASSERT_EQ(pipe2(ready.data(), O_CLOEXEC), 0);
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    rlimit low{64 * 1024, 64 * 1024};
-    if (setrlimit(RLIMIT_MEMLOCK, &low) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(10);
-    execl(exe.c_str(), "containerd", "3600", static_cast<char*>(nullptr));
-    _exit(11);
-  }
-  close(ready[1]);
-  char byte = 0;
-  ASSERT_EQ(read(ready[0], &byte, 1), 0) << "the child exec'd";
-  close(ready[0]);
-  // The child's exe link now names our copy (exec done); its name is containerd.
-  CheckEnv env;
-  env.proc_root = "/proc";
-  CheckPolicy policy;
-  policy.runtimes = {"containerd"};
   CheckReport r;
-  CheckMemlock(policy, env, r);
-  kill(pid, SIGKILL);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFSIGNALED(status)) << "the child ran as nobody until killed (exit " << WEXITSTATUS(status) << ")";
+  pid_t pid = -1;
+  {
+    FakeRuntimeProcess nobody(tmp.path(), 65534, false);
+    pid = nobody.pid();
+    r = CheckThisMachine();
+  }
   const std::string p = "pid " + std::to_string(pid);
   for (const CheckItem& i : r.items()) {
     EXPECT_EQ(i.subject.find(p), std::string::npos) << FormatReport(r);
@@ -237,6 +301,42 @@ TEST(MemlockCheckTest, ARealProcessOfNobodyNamedContainerdIsIgnored) {
       EXPECT_NE(i.seen.find(std::to_string(pid) + " (uid 65534)"), std::string::npos) << i.seen;
     }
   }
+}
+
+// And root in a container: its own mount namespace, its own containerd file.
+TEST(MemlockCheckTest, ARealRootProcessInItsOwnMountNamespaceIsIgnored) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for a mount namespace";
+  rdmak8s::testing::TempDir tmp;
+  CheckReport r;
+  pid_t pid = -1;
+  {
+    FakeRuntimeProcess contained(tmp.path(), 0, true);
+    pid = contained.pid();
+    r = CheckThisMachine();
+  }
+  const std::string p = "pid " + std::to_string(pid);
+  for (const CheckItem& i : r.items()) {
+    EXPECT_EQ(i.subject.find(p), std::string::npos) << FormatReport(r);
+    if (i.subject == "node") {
+      EXPECT_NE(i.seen.find(std::to_string(pid) + " (mount namespace mnt:["), std::string::npos) << i.seen;
+    }
+  }
+}
+
+// While root in the host's own mount namespace is the runtime, whatever its file's path.
+TEST(MemlockCheckTest, ARealRootProcessOfTheHostsMountNamespaceIsChecked) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to lower a limit and read /proc/<pid>";
+  rdmak8s::testing::TempDir tmp;
+  CheckReport r;
+  pid_t pid = -1;
+  {
+    FakeRuntimeProcess host(tmp.path(), 0, false);
+    pid = host.pid();
+    r = CheckThisMachine();
+  }
+  auto i = Find(r, "containerd (pid " + std::to_string(pid) + ")", "memlock");
+  EXPECT_EQ(i.outcome, Outcome::kFail) << FormatReport(r);
+  EXPECT_EQ(i.seen, "64 KiB");
 }
 
 TEST(MemlockCheckTest, SoftLimitIsReadFromTheLimitsLine) {

@@ -12,6 +12,7 @@
 #include "device-plugin/metrics/metrics.h"
 #include "device-plugin/nfd_features.h"
 #include "node/device_events.h"
+#include "node/listen_retry.h"
 #include "node/program_main.h"
 #include "node/stop_signals.h"
 #include "node/uevent.h"
@@ -114,12 +115,15 @@ int RealMain(int argc, char** argv) {
   dp::Metrics metrics(opts.sysfs_root);
   dp::IoctlEthtoolStats ethtool;
   metrics.SetFabricSources(&ethtool, opts.node_check_results);
+  // A taken address does not stop the plugin: node/listen_retry.h says why.
+  std::unique_ptr<node::ListenRetry> metrics_listen;
   if (!metrics_address.empty()) {
-    Status s = metrics.Serve(metrics_address);
-    if (!s.ok()) {
-      SPDLOG_ERROR("{}", s.message());
+    auto listen = node::ListenRetry::Start([&] { return metrics.Serve(metrics_address); });
+    if (!listen.ok()) {
+      SPDLOG_ERROR("{}", listen.status().message());
       return 1;
     }
+    metrics_listen = std::move(*listen);
   }
 
   std::unique_ptr<VerbsQuery> verbs;

@@ -25,6 +25,7 @@
 #include "dra/plugin.h"
 #include "dra/preparer.h"
 #include "node/device_events.h"
+#include "node/listen_retry.h"
 #include "node/program_main.h"
 #include "node/socket_dir_watch.h"
 #include "node/stop_signals.h"
@@ -247,13 +248,19 @@ int RealMain(int argc, char** argv) {
   // Before everything that reports to the metrics, so it outlives them all.
   dra::DeviceCatalog catalog(node_name, nullptr, shares);
   dra::DraMetrics metrics(&catalog, !no_api_server);
+  // A taken address does not stop the driver: node/listen_retry.h says why.
+  std::unique_ptr<node::ListenRetry> metrics_listen;
   if (!metrics_address.empty()) {
-    if (Status s = metrics.Serve(metrics_address); !s.ok()) {
-      SPDLOG_ERROR("start: {}", s.message());
+    auto listen = node::ListenRetry::Start([&] { return metrics.Serve(metrics_address); });
+    if (!listen.ok()) {
+      SPDLOG_ERROR("start: {}", listen.status().message());
       return 1;
     }
-    SPDLOG_INFO("serving /metrics, /livez and /readyz on {}:{}",
-                metrics_address.substr(0, metrics_address.rfind(':')), metrics.port());
+    metrics_listen = std::move(*listen);
+    if (metrics_listen->listening()) {
+      SPDLOG_INFO("serving /metrics, /livez and /readyz on {}:{}",
+                  metrics_address.substr(0, metrics_address.rfind(':')), metrics.port());
+    }
   }
 
   dra::DeviceFilter filter;

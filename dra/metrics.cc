@@ -96,7 +96,8 @@ class DraMetrics::Impl {
   prometheus::Histogram& prepare_seconds;
   prometheus::Family<prometheus::Counter>& api_errors;
   prometheus::Gauge& ready;
-  std::unique_ptr<node::HttpServer> server;
+  std::unique_ptr<node::HttpServer> server;  // under server_mu: Serve may run on a retry thread
+  mutable std::mutex server_mu;
 
   // What the probes read: never held while anything slow runs.
   mutable std::mutex probe_mu;
@@ -112,7 +113,10 @@ DraMetrics::DraMetrics(const DeviceCatalog* catalog, bool slices_expected)
 DraMetrics::~DraMetrics() { Stop(); }
 
 Status DraMetrics::Serve(const std::string& address) {
-  if (impl_->server != nullptr) return FailedPreconditionError("metrics: already serving");
+  {
+    std::lock_guard<std::mutex> lock(impl_->server_mu);
+    if (impl_->server != nullptr) return FailedPreconditionError("metrics: already serving");
+  }
   node::HttpServer::Options options;
   node::HttpServer::CachedRoute scrape{"/metrics", "text/plain; version=0.0.4; charset=utf-8",
                                      kScrapeFreshFor, [this] { return Scrape(); }};
@@ -125,16 +129,22 @@ Status DraMetrics::Serve(const std::string& address) {
       },
       std::move(scrape));
   Status s = server->Listen(address);
-  if (!s.ok()) return UnavailableError("metrics listen on " + address + ": " + s.message());
+  // The errno stays: node::ListenRetry tells a taken address by it.
+  if (!s.ok()) return s.Prepend("metrics listen on " + address);
+  std::lock_guard<std::mutex> lock(impl_->server_mu);
   impl_->server = std::move(server);
   return Status::Ok();
 }
 
 void DraMetrics::Stop() {
+  std::lock_guard<std::mutex> lock(impl_->server_mu);
   if (impl_->server) impl_->server->Stop();
 }
 
-int DraMetrics::port() const { return impl_->server ? impl_->server->port() : 0; }
+int DraMetrics::port() const {
+  std::lock_guard<std::mutex> lock(impl_->server_mu);
+  return impl_->server ? impl_->server->port() : 0;
+}
 
 void DraMetrics::ObservePrepare(bool ok, std::chrono::duration<double> took) {
   std::lock_guard<std::mutex> lock(impl_->mu);

@@ -79,7 +79,8 @@ class Metrics::Impl {
   prometheus::Family<prometheus::Counter>& reloads;
   prometheus::Histogram& discovery;
   prometheus::Gauge& ready;
-  std::unique_ptr<node::HttpServer> server;
+  std::unique_ptr<node::HttpServer> server;  // under server_mu: Serve may run on a retry thread
+  mutable std::mutex server_mu;
   std::mutex mu;  // guards the families above and the readiness state below
   bool serving = false;
   std::map<std::string, bool> registered;  // resource -> kubelet accepted it
@@ -91,7 +92,10 @@ Metrics::Metrics(std::string sysfs_root) : impl_(std::make_unique<Impl>(std::mov
 Metrics::~Metrics() = default;
 
 Status Metrics::Serve(const std::string& address) {
-  if (impl_->server != nullptr) return FailedPreconditionError("metrics: already serving");
+  {
+    std::lock_guard<std::mutex> lock(impl_->server_mu);
+    if (impl_->server != nullptr) return FailedPreconditionError("metrics: already serving");
+  }
   // http_server.h: the probes are answered on the server's loop from memory, never behind a
   // scrape; a scrape (every counter file of every device) is computed on the server's worker,
   // one at a time, and shared by every scraper within kScrapeFreshFor.
@@ -116,18 +120,25 @@ Status Metrics::Serve(const std::string& address) {
       },
       std::move(scrape));
   Status s = server->Listen(address);
-  if (!s.ok()) return UnavailableError("metrics listen on " + address + ": " + s.message());
+  // The errno stays: node::ListenRetry tells a taken address by it.
+  if (!s.ok()) return s.Prepend("metrics listen on " + address);
+  std::lock_guard<std::mutex> lock(impl_->server_mu);
   impl_->server = std::move(server);
   return Status::Ok();
 }
 
 void Metrics::Stop() {
+  std::lock_guard<std::mutex> lock(impl_->server_mu);
   if (impl_->server) impl_->server->Stop();
 }
 
-int Metrics::port() const { return impl_->server ? impl_->server->port() : 0; }
+int Metrics::port() const {
+  std::lock_guard<std::mutex> lock(impl_->server_mu);
+  return impl_->server ? impl_->server->port() : 0;
+}
 
 node::HttpServer::Stats Metrics::http_stats() const {
+  std::lock_guard<std::mutex> lock(impl_->server_mu);
   return impl_->server ? impl_->server->stats() : node::HttpServer::Stats{};
 }
 

@@ -32,6 +32,7 @@ constexpr char kPool[] = "pool configuration";
 constexpr char kNode[] = "node configuration";
 constexpr char kNad[] = "NetworkAttachmentDefinition";
 constexpr char kCheck[] = "node check";  // rdmak8s-inspect check's policy flags (the admin's)
+constexpr char kAgent[] = "agent flags";  // the DaemonSets' flags of both agents (the admin's)
 constexpr char kUser[] = "namespace user";
 constexpr char kAdmin[] = "admin";
 constexpr char kAdminOnly[] = "admin only";
@@ -122,7 +123,7 @@ class TrustTableTest : public ::testing::Test {
 };
 
 TEST_F(TrustTableTest, EveryRowNamesAKnownPlaceAndOwner) {
-  const std::set<std::string> places = {kClaim, kClass, kPool, kNode, kNad, kCheck};
+  const std::set<std::string> places = {kClaim, kClass, kPool, kNode, kNad, kCheck, kAgent};
   for (const auto& r : rows_) {
     EXPECT_TRUE(places.count(r.place)) << "row " << r.key << ": unknown place \"" << r.place << "\"";
     const bool user_place = r.place == kClaim || r.place == kNad;

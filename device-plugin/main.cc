@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -16,6 +17,7 @@
 #include "node/program_main.h"
 #include "node/stop_signals.h"
 #include "node/uevent.h"
+#include "rdmak8s/command_line.h"
 #include "rdmak8s/discovery.h"
 #include "rdmak8s/path_flag.h"
 #include "rdmak8s/rdma_netlink.h"
@@ -92,7 +94,7 @@ int RealMain(int argc, char** argv) {
                "do not open devices with libibverbs (no enrichment, no async events)");
   app.add_option("-v,--v", verbosity, "log verbosity: 0 info, 1 debug, 2 trace")
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (std::optional<int> rc = ParseCommandLine(app, argc, argv)) return *rc;
 
   auto mode = dp::ParseRegistrationMode(registration);
   if (!mode.ok()) {

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -30,6 +31,7 @@
 #include "node/socket_dir_watch.h"
 #include "node/stop_signals.h"
 #include "node/uevent.h"
+#include "rdmak8s/command_line.h"
 #include "rdmak8s/discovery.h"
 #include "rdmak8s/path_flag.h"
 #include "rdmak8s/route_netlink.h"
@@ -231,7 +233,7 @@ int RealMain(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("-v,--v", verbosity, "log verbosity: 0 info, 1 debug, 2 trace")
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (std::optional<int> rc = ParseCommandLine(app, argc, argv)) return *rc;
   plugin_opts.driver_name = prep.driver_name;
   if (plugin_opts.plugin_dir.empty()) {
     plugin_opts.plugin_dir = "/var/lib/kubelet/plugins/" + prep.driver_name;

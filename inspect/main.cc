@@ -6,12 +6,14 @@
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "check.h"
 #include "inspect.h"
 #include "rdmak8s/dcb_netlink.h"
 #include "rdmak8s/discovery.h"
+#include "rdmak8s/command_line.h"
 #include "rdmak8s/path_flag.h"
 #include "rdmak8s/rdma_netlink.h"
 #include "rdmak8s/route_netlink.h"
@@ -61,11 +63,8 @@ int main(int argc, char** argv) {
       ->transform(rdmak8s::AbsolutePath());
     check->add_flag("--no-verbs", check_no_verbs, "do not query libibverbs (no active MTU)");
 
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-      int rc = app.exit(e);
-      return check_verb && rc != 0 ? rdmak8s::inspect::kCheckUsage : rc;
+    if (std::optional<int> rc = rdmak8s::ParseCommandLine(app, argc, argv)) {
+      return check_verb && *rc != 0 ? rdmak8s::inspect::kCheckUsage : *rc;
     }
 
     if (check->parsed()) {

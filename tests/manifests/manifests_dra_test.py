@@ -15,6 +15,9 @@ import unittest
 from common import SOURCE_DIR, find, nad_configs, one, render
 
 DRA_OVERLAY = "overlays/dra"
+DRA_SPLIT_OVERLAY = "overlays/dra-split"
+# The driver's own metrics port where it runs beside the device plugin (overlays/dra-split).
+SPLIT_DRIVER_METRICS_PORT = 9471
 DRA_V1BETA1_OVERLAY = "overlays/dra-v1beta1"
 # resource.k8s.io/v1beta1 DeviceClassSpec as Kubernetes 1.32 and 1.33 serve it
 # (k8s.io/api/resource/v1beta1): extendedResourceName came in 1.34.
@@ -44,7 +47,27 @@ def published_attributes():
 
 
 def args_map(c):
-    return dict(a.split("=", 1) for a in c.get("args", []) if a.startswith("--") and "=" in a)
+    """The container's `--flag=value` args, each $(VAR) of its literal env expanded as the kubelet
+    does (a var from a fieldRef stays as written)."""
+    env = {e["name"]: e["value"] for e in c.get("env", []) if "value" in e}
+    out = {}
+    for a in c.get("args", []):
+        if a.startswith("--") and "=" in a:
+            k, v = a.split("=", 1)
+            out[k] = re.sub(r"\$\(([A-Z_]+)\)", lambda m: env.get(m.group(1), m.group(0)), v)
+    return out
+
+
+def metrics_port_of(ds):
+    """The one port an agent's DaemonSet serves /metrics on, checked to be the same in its
+    --metrics-address, its metrics containerPort and hostPort and its prometheus.io/port."""
+    c = ds["spec"]["template"]["spec"]["containers"][0]
+    ports = {p["name"]: p for p in c["ports"]}
+    port = ports["metrics"]["containerPort"]
+    assert ports["metrics"]["hostPort"] == port, ds["metadata"]["name"]
+    assert args_map(c)["--metrics-address"] == f"[$(NODE_IP)]:{port}", args_map(c)
+    assert int(ds["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"]) == port
+    return port
 
 
 class ManifestsDraTest(unittest.TestCase):
@@ -111,6 +134,35 @@ class ManifestsDraTest(unittest.TestCase):
         for main in ("dra/main.cc", "device-plugin/main.cc"):
             self.assertIn('"--metrics-address"', source(main), main)
             self.assertEqual(default_of(main, "metrics_address"), f"127.0.0.1:{METRICS_PORT}", main)
+
+    def test_split_overlay_runs_both_agents_on_the_same_nodes_with_disjoint_devices_and_ports(self):
+        # Issue 34: docs/dra.md promised a node's devices partly to each agent, but both
+        # DaemonSets took hostPort 9470, so the scheduler never placed both on one node.
+        objs = render(DRA_SPLIT_OVERLAY)
+        dp = one(objs, "DaemonSet", "rdmak8s-device-plugin")
+        driver = one(objs, "DaemonSet", "rdmak8s-dra-driver")
+        self.assertEqual(dp["spec"]["template"]["spec"]["affinity"],
+                         driver["spec"]["template"]["spec"]["affinity"], "the same nodes")
+        self.assertEqual(metrics_port_of(dp), METRICS_PORT)
+        self.assertEqual(metrics_port_of(driver), SPLIT_DRIVER_METRICS_PORT)
+        # Disjoint selections: every pool of the device plugin takes PFs, the driver's --devices
+        # file (mounted from its ConfigMap) takes VFs.
+        config = json.loads(one(objs, "ConfigMap", "rdmak8s-device-plugin-config")["data"]["config.json"])
+        self.assertTrue(config["pools"])
+        for pool in config["pools"]:
+            self.assertIs(pool["selectors"].get("isVF"), False, pool["name"])
+        spec = driver["spec"]["template"]["spec"]
+        c = spec["containers"][0]
+        devices = args_map(c)["--devices"]
+        mount = next(m for m in c["volumeMounts"] if devices.startswith(m["mountPath"] + "/"))
+        self.assertTrue(mount.get("readOnly"))
+        volume = next(v for v in spec["volumes"] if v["name"] == mount["name"])
+        cm = one(objs, "ConfigMap", volume["configMap"]["name"])
+        selection = json.loads(cm["data"][devices[len(mount["mountPath"]) + 1:]])
+        self.assertEqual(selection, {"selectors": {"isVF": True}})
+        # Everything else of the DRA overlay's driver is there: RBAC, DeviceClasses.
+        one(objs, "ClusterRoleBinding", "rdmak8s-dra-driver")
+        self.assertTrue(find(objs, "DeviceClass"))
 
     def test_device_classes_select_our_driver_by_transport_with_extended_resource_names(self):
         driver = default_of("dra/preparer.h", "driver_name")

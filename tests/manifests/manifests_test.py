@@ -23,9 +23,11 @@ DEPLOYABLE = BASES + OVERLAYS
 # Features an operator adds to any overlay (`components:`), and the overlays made of a fabric
 # overlay plus one of them.
 COMPONENTS = ["components/cdi", "components/verbs-health"]
-# Components that are not device plugin features: the images every kustomization takes, and the
-# DeviceClasses for resource.k8s.io/v1beta1 servers (manifests_dra_test.py).
-ALL_COMPONENTS = sorted(COMPONENTS + ["components/images", "components/dra-v1beta1"])
+# Components that are not device plugin features: the images every kustomization takes, the DRA
+# driver (overlays/dra and overlays/dra-split take it) and the DeviceClasses for
+# resource.k8s.io/v1beta1 servers (manifests_dra_test.py).
+ALL_COMPONENTS = sorted(COMPONENTS + ["components/images", "components/dra-driver",
+                                      "components/dra-v1beta1"])
 IMAGES_COMPONENT = "components/images"
 WORKLOAD_KINDS = ("DaemonSet", "Deployment", "StatefulSet", "ReplicaSet", "Job", "Pod")
 FABRIC_OVERLAYS = ["overlays/roce-shared", "overlays/exclusive-vf", "overlays/infiniband",

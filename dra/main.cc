@@ -222,6 +222,20 @@ int RealMain(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
   app.add_flag("--no-verbs", no_verbs, "do not open devices with libibverbs");
+  std::string taint_effect = dra::kDefaultTaintEffect;
+  app.add_option("--unhealthy-taint-effect", taint_effect,
+                 "the effect of the taint on a device whose port is not usable: NoSchedule (new "
+                 "claims skip it), NoExecute (pods using it are evicted too) or None "
+                 "(informational)")
+      ->capture_default_str()
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(dra::kTaintEffects),
+                                                     std::end(dra::kTaintEffects))));
+  int health_changes_per_minute = dra::HealthChangeLimit::Options{}.max_changes;
+  app.add_option("--health-changes-per-minute", health_changes_per_minute,
+                 "how often one device's published health may change within a minute; a "
+                 "flapping port's later changes are published once the minute allows")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 60));
   std::string devices_file;
   app.add_option("--devices", devices_file,
                  "which RDMA devices this driver takes: a JSON file {\"selectors\": {...}} with "
@@ -298,6 +312,7 @@ int RealMain(int argc, char** argv) {
     versions = std::make_unique<dra::ApiVersionSource>(api.get());
     dra::PublisherOptions publisher_opts{prep.driver_name, node_name};
     publisher_opts.shares = shares;
+    publisher_opts.taint_effect = taint_effect;
     publisher = std::make_unique<dra::SlicePublisher>(api.get(), publisher_opts, versions.get());
     reader = std::make_unique<dra::ApiClaimReader>(api.get(), versions.get());
   }
@@ -342,8 +357,16 @@ int RealMain(int argc, char** argv) {
   std::unique_ptr<dra::SliceSync> slice_sync;
   if (publisher) {
     dra::SliceSyncOptions sync_opts;
-    sync_opts.on_publish = [&metrics, pub = publisher.get()](const Status& s) {
+    sync_opts.health_changes.max_changes = health_changes_per_minute;
+    // Called on the loop's own thread, after slice_sync is set.
+    sync_opts.on_publish = [&metrics, &slice_sync, pub = publisher.get()](const Status& s) {
       metrics.ObservePublish(s.ok(), pub->published().slices, pub->published().devices);
+      if (!s.ok() || !slice_sync) return;
+      const dra::SliceHealthCounts c = slice_sync->health_counts();
+      const dra::PublisherStats& w = pub->stats();
+      metrics.ObserveSliceHealth({c.tainted_devices, c.held_devices, c.changes_let_through,
+                                  c.changes_held,
+                                  static_cast<uint64_t>(w.creates + w.updates + w.deletes)});
     };
     slice_sync = std::make_unique<dra::SliceSync>(publisher.get(), &catalog, sync_opts, api.get());
   }

@@ -54,6 +54,28 @@ class DraMetrics::Impl {
                           "publish")
                     .Register(*registry)
                     .Add({})),
+        tainted(prometheus::BuildGauge()
+                    .Name("rdmak8s_dra_tainted_devices")
+                    .Help("Devices this node's ResourceSlices publish as unhealthy (tainted "
+                          "<driver>/unhealthy, or withdrawn where the server takes no taints)")
+                    .Register(*registry)
+                    .Add({})),
+        held(prometheus::BuildGauge()
+                 .Name("rdmak8s_dra_devices_health_held")
+                 .Help("Devices whose health change is held back: it changed more often than "
+                       "the slices may say within a window (a flapping port)")
+                 .Register(*registry)
+                 .Add({})),
+        health_changes(prometheus::BuildCounter()
+                           .Name("rdmak8s_dra_device_health_changes_total")
+                           .Help("Changes of a device's health, by result: published to the "
+                                 "slices, or held (published later, once the window allows)")
+                           .Register(*registry)),
+        slice_writes(prometheus::BuildCounter()
+                         .Name("rdmak8s_dra_slice_writes_total")
+                         .Help("ResourceSlice creates, updates and deletes sent to the API server")
+                         .Register(*registry)
+                         .Add({})),
         prepares(prometheus::BuildCounter()
                      .Name("rdmak8s_dra_prepare_total")
                      .Help("Claims of NodePrepareResources calls, by result")
@@ -91,6 +113,11 @@ class DraMetrics::Impl {
   prometheus::Counter& publish_errors;
   prometheus::Gauge& slices;
   prometheus::Gauge& devices;
+  prometheus::Gauge& tainted;
+  prometheus::Gauge& held;
+  prometheus::Family<prometheus::Counter>& health_changes;
+  prometheus::Counter& slice_writes;
+  SliceHealthFigures last_figures;  // what the counters above were advanced to
   prometheus::Family<prometheus::Counter>& prepares;
   prometheus::Family<prometheus::Counter>& unprepares;
   prometheus::Histogram& prepare_seconds;
@@ -172,6 +199,21 @@ void DraMetrics::ObservePublish(bool ok, int slices, int devices) {
     std::lock_guard<std::mutex> lock(impl_->probe_mu);
     impl_->published_once = true;
   }
+}
+
+void DraMetrics::ObserveSliceHealth(const SliceHealthFigures& f) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  SliceHealthFigures& last = impl_->last_figures;
+  impl_->tainted.Set(f.tainted_devices);
+  impl_->held.Set(f.held_devices);
+  // Counters only go up: each is advanced by what its cumulative figure gained.
+  auto advance = [](prometheus::Counter& c, uint64_t now, uint64_t before) {
+    if (now > before) c.Increment(static_cast<double>(now - before));
+  };
+  advance(impl_->health_changes.Add({{"result", "published"}}), f.changes_published, last.changes_published);
+  advance(impl_->health_changes.Add({{"result", "held"}}), f.changes_held, last.changes_held);
+  advance(impl_->slice_writes, f.slice_writes, last.slice_writes);
+  last = f;
 }
 
 void DraMetrics::CountApiError(std::string_view verb, std::string_view code) {

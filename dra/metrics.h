@@ -55,6 +55,15 @@ class DraMetrics {
   // One publish pass of the slice loop; on success, what the server now holds of this node's
   // pool.
   void ObservePublish(bool ok, int slices, int devices);
+  // What the slice loop's health-change limit and its writes add up to (cumulative counts).
+  struct SliceHealthFigures {
+    int tainted_devices = 0;      // published unhealthy
+    int held_devices = 0;         // whose health change is held (health_change_limit.h)
+    uint64_t changes_published = 0;
+    uint64_t changes_held = 0;
+    uint64_t slice_writes = 0;    // ResourceSlice creates, updates and deletes
+  };
+  void ObserveSliceHealth(const SliceHealthFigures& figures);
   // An answer of the API server that is an error (`code` its HTTP status, "none" when no answer
   // came), by verb (the HTTP method; WATCH for a watch).
   void CountApiError(std::string_view verb, std::string_view code);

@@ -58,7 +58,7 @@ struct DeviceCapacity {
 struct DeviceTaint {
   std::string key;
   std::string value;
-  std::string effect;  // "NoSchedule" | "NoExecute"
+  std::string effect;  // "NoSchedule" | "NoExecute" | "None"
   friend bool operator==(const DeviceTaint&, const DeviceTaint&) = default;
 };
 

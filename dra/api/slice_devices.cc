@@ -157,7 +157,7 @@ SliceDevicesResult BuildSliceDevices(const std::vector<DeviceInput>& inputs,
     AddAttributes(in, inputs, attrs);
     if (!in.healthy) {
       std::string reason = DraDeviceName(in.unhealthy_reason);
-      base.taints.push_back({options.driver + "/" + kUnhealthyTaintKey, reason, "NoSchedule"});
+      base.taints.push_back({options.driver + "/" + kUnhealthyTaintKey, reason, options.taint_effect});
     }
     std::vector<SliceDevice> out;
     if (options.shares > 0 && features.consumable_capacity) {

@@ -28,6 +28,9 @@ namespace rdmak8s::dra {
 inline constexpr char kStandardPrefix[] = "resource.kubernetes.io/";
 inline constexpr char kSharesCapacity[] = "shares";
 inline constexpr char kUnhealthyTaintKey[] = "unhealthy";  // "<driver>/unhealthy"
+inline constexpr char kDefaultTaintEffect[] = "NoSchedule";
+// The effects a device taint may have (resource.k8s.io/v1 DeviceTaintEffect, KEP-5055 beta).
+inline constexpr const char* kTaintEffects[] = {"NoSchedule", "NoExecute", "None"};
 
 struct DeviceInput {
   RdmaDevice device;
@@ -39,6 +42,10 @@ struct SliceDeviceOptions {
   std::string driver;  // the DRA driver name, also the domain of our attributes
   // 0: exclusive, one device per RDMA function. N > 0: shared, N allocations per function.
   int shares = 0;
+  // The effect of the unhealthy taint, the node admin's choice (--unhealthy-taint-effect):
+  // NoSchedule (new claims skip the device), NoExecute (the controller manager also evicts the
+  // pods using it) or None (informational). Never a claim's or a DeviceClass's.
+  std::string taint_effect = kDefaultTaintEffect;
 };
 
 // What the API server accepts, learned from its answers (slice_publisher.h).

@@ -64,7 +64,7 @@ std::vector<ResourceSlice> DesiredSlices(const std::vector<DeviceInput>& devices
                                          const ServerFeatures& features, SliceDevicesResult* built) {
   SliceDevicesResult local;
   SliceDevicesResult& b = built ? *built : local;
-  b = BuildSliceDevices(devices, {options.driver, options.shares}, features);
+  b = BuildSliceDevices(devices, {options.driver, options.shares, options.taint_effect}, features);
   std::string prefix = options.node_name + "-" + options.driver;
   if (prefix.size() > 240) prefix.resize(240);
   return SplitPool(b.devices, prefix, options.driver, options.node_name, 0);
@@ -258,11 +258,18 @@ Status SlicePublisher::PublishOnce(const std::vector<DeviceInput>& devices, bool
       if (!d.devices[i].taints.empty() && stored.devices[i].taints.empty() && features_.device_taints) {
         features_.device_taints = false;
         *features_changed = true;
+        // Said once: the feature stays off for this publisher's life.
+        SPDLOG_WARN("ResourceSlices: the API server dropped the device taints sent with {} "
+                    "(DRADeviceTaints off: Kubernetes 1.34/1.35 defaults): unusable devices are "
+                    "withdrawn from the slices instead of tainted", d.devices[i].name);
       }
       if (d.devices[i].allow_multiple_allocations && !stored.devices[i].allow_multiple_allocations &&
           features_.consumable_capacity) {
         features_.consumable_capacity = false;
         *features_changed = true;
+        SPDLOG_WARN("ResourceSlices: the API server dropped the consumable capacity sent with {} "
+                    "(DRAConsumableCapacity off): each function is published as named shares",
+                    d.devices[i].name);
       }
     }
   }

@@ -55,6 +55,7 @@ struct PublisherOptions {
   std::string driver;
   std::string node_name;
   int shares = 0;  // see SliceDeviceOptions
+  std::string taint_effect = kDefaultTaintEffect;  // see SliceDeviceOptions
   int max_conflict_retries = 5;
   int max_relists = 3;
   int list_page_size = 100;  // `limit` of each list page

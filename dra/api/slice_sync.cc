@@ -22,6 +22,11 @@ std::vector<DeviceInput> CatalogDeviceInputs(const std::vector<CatalogDevice>& d
   return out;
 }
 
+SliceHealthCounts SliceSync::health_counts() const {
+  std::lock_guard<std::mutex> lock(counts_mu_);
+  return counts_;
+}
+
 SliceSync::SliceSync(SlicePublisher* publisher, const DeviceCatalog* catalog, SliceSyncOptions options,
                      KubeApi* api)
     : publisher_(publisher), catalog_(catalog), options_(std::move(options)), api_(api) {}
@@ -138,10 +143,13 @@ void SliceSync::RunLoop() {
   uint64_t handled = 0;
   bool pending = true;  // the first pass always publishes
   auto next_resync = std::chrono::steady_clock::now() + options_.resync_interval;
+  HealthChangeLimit limit(options_.health_changes);
   while (true) {
     {
+      // Woken by a kick, at the resync, or when a held health change may go out.
+      const auto wake = std::min(next_resync, limit.next_release().value_or(next_resync));
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_until(lock, next_resync, [&] { return Stopping() || pending || kicks_ != handled; });
+      cv_.wait_until(lock, wake, [&] { return Stopping() || pending || kicks_ != handled; });
       if (Stopping()) break;
       handled = kicks_;
     }
@@ -149,7 +157,8 @@ void SliceSync::RunLoop() {
       publisher_->ForgetOwner();
     }
     uint64_t generation = catalog_->generation();
-    std::vector<DeviceInput> inputs = CatalogDeviceInputs(catalog_->All());
+    std::vector<DeviceInput> inputs =
+        limit.Apply(CatalogDeviceInputs(catalog_->All()), std::chrono::steady_clock::now());
     Status s;
     try {
       s = publisher_->Publish(inputs);
@@ -157,6 +166,14 @@ void SliceSync::RunLoop() {
       // Nothing below throws by design (checked decoding, Status everywhere); should a library
       // do so after all, it is one failed publish, retried, not the driver's end.
       s = InternalError(std::string("unexpected exception: ") + e.what());
+    }
+    if (s.ok()) {
+      std::lock_guard<std::mutex> lock(counts_mu_);
+      counts_.tainted_devices = static_cast<int>(
+          std::count_if(inputs.begin(), inputs.end(), [](const DeviceInput& in) { return !in.healthy; }));
+      counts_.held_devices = limit.held();
+      counts_.changes_let_through = limit.changes_let_through();
+      counts_.changes_held = limit.changes_held();
     }
     if (options_.on_publish) options_.on_publish(s);
     if (!s.ok()) {

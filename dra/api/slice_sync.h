@@ -10,7 +10,11 @@
 //     also makes the next publish read the Node's UID again (it may have been re-created);
 //   - on Trigger(): kubelet (re-)registered the driver (registration.h says when);
 //   - every resync_interval as a safety net (a watch can miss what a proxy drops), reading the
-//     Node's UID again each time.
+//     Node's UID again each time;
+//   - when a device's health change held by the health-change limit may go out.
+// Each device's health reaches the slices through a HealthChangeLimit (health_change_limit.h):
+// a flapping port changes its published taint at most health_changes.max_changes times a
+// window, and its last health goes out when the window allows.
 // A publish that fails is retried with exponential backoff (each retry lists the server's
 // slices again, so whatever the failure left half-written is finished); changes and events that
 // arrive meanwhile are folded into that retry. The watch runs on a thread of its own: when the
@@ -33,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "dra/api/health_change_limit.h"
 #include "dra/api/slice_devices.h"
 #include "dra/api/slice_publisher.h"
 #include "dra/api/slice_watch.h"
@@ -55,8 +60,18 @@ struct SliceSyncOptions {
   // server to end it after watch_timeout_seconds.
   bool watch = true;
   int watch_timeout_seconds = 300;
+  // How often one device's published health may change.
+  HealthChangeLimit::Options health_changes;
   // Called after each publish attempt with its result (tests and logs). May be null.
   std::function<void(const Status&)> on_publish;
+};
+
+// What the health-change limit and the last successful publish say, for /metrics.
+struct SliceHealthCounts {
+  int tainted_devices = 0;          // published unhealthy (tainted, or withdrawn without taints)
+  int held_devices = 0;             // whose health change is held now
+  uint64_t changes_let_through = 0;
+  uint64_t changes_held = 0;
 };
 
 class SliceSync {
@@ -79,6 +94,7 @@ class SliceSync {
   // Watch events seen, and watches started again from scratch after 410 Gone or an error.
   int watch_events() const { return watch_events_.load(); }
   int watch_relists() const { return watch_relists_.load(); }
+  SliceHealthCounts health_counts() const;
 
  private:
   void RunLoop();
@@ -109,6 +125,8 @@ class SliceSync {
   std::atomic<uint64_t> published_generation_{0};
   std::atomic<int> watch_events_{0};
   std::atomic<int> watch_relists_{0};
+  mutable std::mutex counts_mu_;
+  SliceHealthCounts counts_;  // guarded by counts_mu_
 };
 
 }  // namespace rdmak8s::dra

@@ -178,8 +178,10 @@ std::string ValidateSlice(const json& obj) {
         if (!IsLabelKey(taints[t].value("key", ""))) return tat + ".key: Invalid value: must be a qualified name";
         if (!IsLabelValue(taints[t].value("value", ""))) return tat + ".value: Invalid value: must be a valid label value";
         const std::string effect = taints[t].value("effect", "");
-        if (effect != "NoSchedule" && effect != "NoExecute") {
-          return tat + ".effect: Unsupported value: \"" + effect + "\": supported values: \"NoExecute\", \"NoSchedule\"";
+        // KEP-5055 beta (1.36) added "None", an informational taint.
+        if (effect != "NoSchedule" && effect != "NoExecute" && effect != "None") {
+          return tat + ".effect: Unsupported value: \"" + effect +
+                 "\": supported values: \"NoExecute\", \"NoSchedule\", \"None\"";
         }
       }
     }

@@ -103,6 +103,19 @@ TEST_F(DraMetricsTest, PublishesSetTheSliceCountsAndFailuresAreCountedApart) {
   EXPECT_EQ(Sample(text, "rdmak8s_dra_published_devices"), "130") << text;
 }
 
+TEST_F(DraMetricsTest, TaintedAndHeldDevicesAreGaugesAndTheirChangesAndWritesCount) {
+  metrics_.ObserveSliceHealth({.tainted_devices = 1, .held_devices = 0, .changes_published = 2,
+                               .changes_held = 0, .slice_writes = 3});
+  metrics_.ObserveSliceHealth({.tainted_devices = 0, .held_devices = 1, .changes_published = 4,
+                               .changes_held = 5, .slice_writes = 7});
+  const std::string text = metrics_.Scrape();
+  EXPECT_EQ(Sample(text, "rdmak8s_dra_tainted_devices"), "0") << text;
+  EXPECT_EQ(Sample(text, "rdmak8s_dra_devices_health_held"), "1") << text;
+  EXPECT_EQ(Sample(text, "rdmak8s_dra_device_health_changes_total", {"result=\"published\""}), "4") << text;
+  EXPECT_EQ(Sample(text, "rdmak8s_dra_device_health_changes_total", {"result=\"held\""}), "5") << text;
+  EXPECT_EQ(Sample(text, "rdmak8s_dra_slice_writes_total"), "7") << text;
+}
+
 TEST_F(DraMetricsTest, ReadyzWaitsForKubeletsVerdictAndAPublishAndDropsWhenTheSocketIsServedAgain) {
   ASSERT_TRUE(metrics_.Serve("127.0.0.1:0").ok());
   const int port = metrics_.port();

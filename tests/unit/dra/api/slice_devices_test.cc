@@ -188,6 +188,20 @@ TEST(SliceDevicesTest, UnhealthyDevicesAreTaintedOrWithdrawn) {
   EXPECT_NE(withdrawn.notes[0].find("withdrawn"), std::string::npos);
 }
 
+TEST(SliceDevicesTest, TheUnhealthyTaintHasTheEffectTheNodeAdminChose) {
+  auto inputs = Inputs("mlx5_roce_sriov");
+  inputs[1].healthy = false;
+  inputs[1].unhealthy_reason = "PortDown";
+  for (const char* effect : kTaintEffects) {
+    SliceDeviceOptions options{"rdma.rdmak8s.io", 0, effect};
+    auto r = BuildSliceDevices(inputs, options, {true, true});
+    const SliceDevice* d = Find(r, DraDeviceName(inputs[1].device.name));
+    ASSERT_NE(d, nullptr);
+    ASSERT_EQ(d->taints.size(), 1u);
+    EXPECT_EQ(d->taints[0].effect, effect);
+  }
+}
+
 TEST(SliceDevicesTest, AValueTooLongForTheApiIsLeftOutAndSaid) {
   auto inputs = Inputs("rxe_veth");
   inputs[0].device.netdevs = {std::string(40, 'a'), std::string(40, 'b')};

@@ -5,6 +5,7 @@
 
 #include "fakes/fake_api_server.h"
 #include "rdmak8s/discovery.h"
+#include "support/log_capture.h"
 #include "support/temp_dir.h"
 
 namespace rdmak8s::dra {
@@ -200,7 +201,7 @@ TEST_F(SlicePublisherTest, AFailedPublishIsFinishedByTheNext) {
   EXPECT_EQ(DeviceNames(slices).size(), 10u);
 }
 
-TEST_F(SlicePublisherTest, WithoutDeviceTaintsUnhealthyDevicesAreWithdrawn) {
+TEST_F(SlicePublisherTest, WithoutDeviceTaintsUnhealthyDevicesAreWithdrawnAndThatIsSaidOnce) {
   FakeApiServerOptions o;
   o.device_taints = false;
   Start(o);
@@ -208,9 +209,32 @@ TEST_F(SlicePublisherTest, WithoutDeviceTaintsUnhealthyDevicesAreWithdrawn) {
   auto devices = Fixture("mlx5_roce_sriov");
   devices[0].healthy = false;
   devices[0].unhealthy_reason = "PortDown";
+  testing::LogCapture log;
   ASSERT_TRUE(p.Publish(devices).ok());
   EXPECT_FALSE(p.features().device_taints);
   EXPECT_EQ(DeviceNames(server_->Slices()), (std::vector<std::string>{"mlx5-1", "mlx5-2", "mlx5-3"}));
+  devices[1].healthy = false;
+  devices[1].unhealthy_reason = "PortDown";
+  ASSERT_TRUE(p.Publish(devices).ok());
+  const std::string text = log.Text();
+  const std::string said = "the API server dropped the device taints";
+  ASSERT_NE(text.find(said), std::string::npos) << text;
+  EXPECT_EQ(text.find(said, text.find(said) + 1), std::string::npos) << "said twice:\n" << text;
+}
+
+TEST_F(SlicePublisherTest, TheUnhealthyTaintsEffectIsTheOneConfiguredAndTheServerKeepsNone) {
+  Start();
+  PublisherOptions o;
+  o.driver = kDriver;
+  o.node_name = "node1";
+  o.taint_effect = "None";
+  SlicePublisher p(client_.get(), o);
+  auto devices = Fixture("mlx5_roce_sriov");
+  devices[0].healthy = false;
+  devices[0].unhealthy_reason = "PortDown";
+  ASSERT_TRUE(p.Publish(devices).ok());
+  EXPECT_TRUE(p.features().device_taints);
+  EXPECT_EQ(server_->Slices()[0]["spec"]["devices"][0]["taints"][0]["effect"], "None");
 }
 
 TEST_F(SlicePublisherTest, WithDeviceTaintsUnhealthyDevicesStayTainted) {

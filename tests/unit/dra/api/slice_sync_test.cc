@@ -230,6 +230,42 @@ TEST_F(SliceSyncTest, AMalformedWatchEventIsAWatchErrorNotTheEndOfTheDriver) {
   EXPECT_TRUE(WaitUntil([&] { return Published().size() == 2u; }));
 }
 
+// A flapping port: 21 changes of mlx5_1's health in a row, ending down. With a window no test outlasts, the
+// slices say at most max_changes of them (each would be a write, a scheduler and an eviction
+// controller reaction), and the ones past the bound are held and counted.
+TEST_F(SliceSyncTest, AFlappingPortChangesTheSlicesAtMostTheBoundAWindow) {
+  SliceSyncOptions o = Options(/*watch=*/false);
+  o.health_changes = {.max_changes = 2, .window = std::chrono::hours(1)};
+  Run(o);
+  ASSERT_TRUE(WaitUntil([&] { return sync_->publishes() >= 1 && Published().size() == 2u; }));
+  const int puts_before = server_.CountRequests("PUT");
+  for (int i = 1; i <= 21; ++i) {
+    SetDevices(/*mlx5_1_healthy=*/i % 2 == 0);
+    const uint64_t g = catalog_.generation();
+    ASSERT_TRUE(WaitUntil([&] { return sync_->published_generation() >= g; })) << "flap " << i;
+  }
+  // The last flap (down) is held: the slices still say the health of the second change (up).
+  EXPECT_FALSE(Tainted("mlx5-1"));
+  EXPECT_LE(server_.CountRequests("PUT") - puts_before, 2);
+  const SliceHealthCounts c = sync_->health_counts();
+  EXPECT_EQ(c.changes_let_through, 2u);
+  EXPECT_GE(c.changes_held, 1u);
+  EXPECT_EQ(c.held_devices, 1);
+}
+
+// ... and the health it held goes out when the window allows, with no other event to wake it.
+TEST_F(SliceSyncTest, AHeldHealthChangeIsPublishedWhenTheWindowAllows) {
+  SliceSyncOptions o = Options(/*watch=*/false);
+  o.health_changes = {.max_changes = 1, .window = std::chrono::milliseconds(300)};
+  Run(o);
+  ASSERT_TRUE(WaitUntil([&] { return sync_->publishes() >= 1 && Published().size() == 2u; }));
+  SetDevices(false);
+  ASSERT_TRUE(WaitUntil([&] { return Tainted("mlx5-1"); }));
+  SetDevices(true);  // within the window: held, then published at its end
+  ASSERT_TRUE(WaitUntil([&] { return !Tainted("mlx5-1"); }));
+  EXPECT_EQ(sync_->health_counts().held_devices, 0);
+}
+
 TEST(CatalogDeviceInputsTest, UnhealthyDevicesCarryTheCatalogsReason) {
   DeviceCatalog catalog("node1");
   catalog.Update({{"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {false, "port 1 state DOWN"}, node::Presence::kPresent}}});

@@ -51,7 +51,22 @@ class AttributeSet {
   std::string_view device_;
 };
 
-void AddAttributes(const DeviceInput& in, const std::vector<DeviceInput>& all, AttributeSet& a) {
+// The device ID Multus hands the delegate CNI for a claimed device (k8s.cni.cncf.io/deviceID), in
+// the form the delegates take it: a PF's or VF's PCI address (sriov-cni, host-device), an SF's
+// auxiliary device name (as sriov-network-device-plugin gives SFs), a soft device's RDMA device
+// name (only our CNI attaches one).
+std::string MultusDeviceId(const RdmaDevice& d) {
+  switch (d.parent.kind) {
+    case ParentKind::kPci: return d.parent.pci ? d.parent.pci->address : d.name;
+    case ParentKind::kAuxiliary: return d.parent.aux_name;
+    case ParentKind::kVirtual:
+    case ParentKind::kUnknown: break;
+  }
+  return d.name;
+}
+
+void AddAttributes(const DeviceInput& in, const std::vector<DeviceInput>& all,
+                   const SliceDeviceOptions& options, AttributeSet& a) {
   const RdmaDevice& d = in.device;
   const std::string std_prefix = kStandardPrefix;
   if (d.parent.pci) {
@@ -99,6 +114,12 @@ void AddAttributes(const DeviceInput& in, const std::vector<DeviceInput>& all, A
   if (d.parent.kind == ParentKind::kAuxiliary) a.String("auxDevice", d.parent.aux_name);
   if (d.parent.kind == ParentKind::kVirtual) a.String("lowerNetdev", d.parent.lower_netdev);
   if (d.transport == Transport::kRoce) a.Bool("roceV2", d.roce_v2);
+  // Multus' DRA support reads these two of a claim's device, and skips a device without either:
+  // the device ID it passes the delegate CNI, and the name a NetworkAttachmentDefinition's
+  // k8s.v1.cni.cncf.io/resourceName annotation must equal ("<driver>/<transport>").
+  a.String(std::string(kMultusPrefix) + "deviceID", MultusDeviceId(d));
+  a.String(std::string(kMultusPrefix) + "resourceName",
+           options.driver + "/" + std::string(TransportName(d.transport)));
 
   a.Int("ports", static_cast<int64_t>(d.ports.size()));
   int64_t active = std::count_if(d.ports.begin(), d.ports.end(),
@@ -154,7 +175,7 @@ SliceDevicesResult BuildSliceDevices(const std::vector<DeviceInput>& inputs,
     base.name = names.Name(rdma_dev);
     if (base.name.empty()) continue;  // said in names.notes()
     AttributeSet attrs(base.attributes, result.notes, rdma_dev);
-    AddAttributes(in, inputs, attrs);
+    AddAttributes(in, inputs, options, attrs);
     if (!in.healthy) {
       std::string reason = DraDeviceName(in.unhealthy_reason);
       base.taints.push_back({options.driver + "/" + kUnhealthyTaintKey, reason, options.taint_effect});

@@ -11,6 +11,9 @@
 //   ("0x15b3"), driver, rdmaDriver, pfAddress, pfName, vfIndex, auxDevice, lowerNetdev, ports,
 //   activePorts, portState (ACTIVE when any port is), linkSpeed (port 1's rate text),
 //   linkSpeedGbps (port 1's Port::rate_gbps, whole Gb/s), firmware, nodeGUID, roceV2; IB only: lid, smLid, pkeys (port 1's).
+//   k8s.cni.cncf.io/deviceID      what Multus hands the delegate CNI: a PF's or VF's PCI address,
+//                                 an SF's auxiliary device name, a soft device's rdma_dev
+//   k8s.cni.cncf.io/resourceName  "<driver>/<transport>": a NAD's k8s.v1.cni.cncf.io/resourceName
 // A value the API would reject (a string longer than 64) is left out and said in `notes`.
 //
 // Pure code: no I/O (the PCIe root is discovery's, PciInfo::pcie_root).
@@ -26,6 +29,7 @@
 namespace rdmak8s::dra {
 
 inline constexpr char kStandardPrefix[] = "resource.kubernetes.io/";
+inline constexpr char kMultusPrefix[] = "k8s.cni.cncf.io/";  // Multus' DRA device attributes
 inline constexpr char kSharesCapacity[] = "shares";
 inline constexpr char kUnhealthyTaintKey[] = "unhealthy";  // "<driver>/unhealthy"
 inline constexpr char kDefaultTaintEffect[] = "NoSchedule";

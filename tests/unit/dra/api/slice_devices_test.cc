@@ -58,6 +58,26 @@ TEST(SliceDevicesTest, OneDevicePerRdmaFunctionWithItsRelation) {
   EXPECT_EQ(Str(*pf, "roceV2"), "true");
 }
 
+// Multus' DRA support hands the delegate CNI a claimed device's k8s.cni.cncf.io/deviceID, and
+// takes only devices whose k8s.cni.cncf.io/resourceName a NAD's annotation names.
+TEST(SliceDevicesTest, EveryDeviceCarriesTheDeviceIdAndResourceNameMultusReads) {
+  auto r = BuildSliceDevices(Inputs("mlx5_roce_sriov"), kExclusive, {});
+  const SliceDevice* pf = Find(r, "mlx5-0");
+  const SliceDevice* vf = Find(r, "mlx5-1");
+  const SliceDevice* sf = Find(r, "mlx5-3");
+  ASSERT_TRUE(pf && vf && sf);
+  EXPECT_EQ(Str(*pf, "k8s.cni.cncf.io/deviceID"), "0000:5e:00.0");
+  EXPECT_EQ(Str(*vf, "k8s.cni.cncf.io/deviceID"), Str(*vf, "pciAddress"));
+  EXPECT_EQ(Str(*sf, "k8s.cni.cncf.io/deviceID"), "mlx5_core.sf.2");
+  for (const SliceDevice* d : {pf, vf, sf}) {
+    EXPECT_EQ(Str(*d, "k8s.cni.cncf.io/resourceName"), "rdma.rdmak8s.io/roce") << d->name;
+  }
+  auto soft = BuildSliceDevices(Inputs("siw_veth"), kExclusive, {});
+  ASSERT_EQ(soft.devices.size(), 1u);
+  EXPECT_EQ(Str(soft.devices[0], "k8s.cni.cncf.io/deviceID"), Str(soft.devices[0], "rdmaDevice"));
+  EXPECT_EQ(Str(soft.devices[0], "k8s.cni.cncf.io/resourceName"), "rdma.rdmak8s.io/iwarp");
+}
+
 TEST(SliceDevicesTest, StandardAttributesFromSysfs) {
   auto r = BuildSliceDevices(Inputs("mlx5_roce_sriov"), kExclusive, {});
   for (const auto& d : r.devices) {

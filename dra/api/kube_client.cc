@@ -115,25 +115,21 @@ void SetTransport(CURL* curl, const KubeConfig& config) {
 
 }  // namespace
 
-std::string PathSegment(std::string_view segment) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  // "." and ".." as a whole would be dot segments, which a server resolves: encoded.
-  const bool dots = segment == "." || segment == "..";
-  std::string out;
-  for (char ch : segment) {
-    const auto c = static_cast<unsigned char>(ch);
-    const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '~' ||
-                            (c == '.' && !dots);
-    if (unreserved) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 0xf];
-    }
-  }
+std::string QueryValue(std::string_view value) {
+  // libcurl's escaping (a null handle is allowed since 7.82): everything but RFC 3986's
+  // unreserved characters is %XX.
+  char* escaped = curl_easy_escape(nullptr, value.data(), static_cast<int>(value.size()));
+  if (escaped == nullptr) return std::string();  // out of memory: nothing a caller could send
+  std::string out(escaped);
+  curl_free(escaped);
   return out;
+}
+
+std::string PathSegment(std::string_view segment) {
+  // "." and ".." as a whole would be dot segments, which a server resolves: encoded.
+  if (segment == ".") return "%2E";
+  if (segment == "..") return "%2E%2E";
+  return QueryValue(segment);
 }
 
 Status ApiError(const KubeApi& api, const HttpRequest& request, const HttpResponse& response) {

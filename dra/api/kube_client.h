@@ -61,6 +61,9 @@ struct HttpRequest {
 // ALPHA / DIGIT / "-" / "." / "_" / "~"), so that no name can add a segment, a query or a
 // fragment; a segment "." or ".." is encoded whole (%2E): never a dot segment.
 std::string PathSegment(std::string_view segment);
+// A query parameter's value percent-encoded the same way (a field selector, a continue token, a
+// resourceVersion).
+std::string QueryValue(std::string_view value);
 
 // The largest answer body read. The largest real ones are a page of our node's ResourceSlice
 // list (at most 100 slices: one pool, about 1 MiB for 1,024 devices) and a ResourceClaim (an

@@ -1,7 +1,9 @@
 #include "dra/api/kube_config.h"
 
+#include <cctype>
 #include <filesystem>
 
+#include <openssl/evp.h>
 #include <yaml-cpp/yaml.h>
 
 #include "rdmak8s/file_util.h"
@@ -41,28 +43,29 @@ std::string Str(const YAML::Node& n, const char* key) {
 }  // namespace
 
 StatusOr<std::string> Base64Decode(std::string_view text) {
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
+  // OpenSSL's decoder (the library the client's TLS already links): it skips the whitespace a
+  // kubeconfig's wrapped data has; only the characters it refuses are named here.
   for (char c : text) {
-    if (c == '=' || c == '\n' || c == '\r' || c == ' ' || c == '\t') continue;
-    int v = value(c);
-    if (v < 0) return InvalidArgumentError("base64: invalid character '" + std::string(1, c) + "'");
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
+    const bool ok = std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '+' || c == '/' ||
+                    c == '=' || c == '\n' || c == '\r' || c == ' ' || c == '\t';
+    if (!ok) return InvalidArgumentError("base64: invalid character '" + std::string(1, c) + "'");
   }
+  std::string compact;
+  compact.reserve(text.size() + 3);
+  for (char c : text) {
+    if (c != '\n' && c != '\r' && c != ' ' && c != '\t' && c != '=') compact.push_back(c);
+  }
+  if (compact.size() % 4 == 1) return InvalidArgumentError("base64: truncated");
+  while (compact.size() % 4 != 0) compact.push_back('=');  // padding is optional in the input
+  std::string out(compact.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(compact.data()),
+                                static_cast<int>(compact.size()));
+  if (n < 0) return InvalidArgumentError("base64: not decodable");
+  // EVP_DecodeBlock counts the bytes the padding stands for as zeros: drop them.
+  size_t pad = 0;
+  for (size_t i = compact.size(); i > 0 && compact[i - 1] == '='; --i) ++pad;
+  out.resize(static_cast<size_t>(n) - pad);
   return out;
 }
 

@@ -35,6 +35,12 @@ enum class ResourceApiVersion { kV1, kV1beta1 };
 // "v1", "v1beta1".
 std::string_view ResourceApiVersionName(ResourceApiVersion v);
 
+// The field selector of one pool's slices: this node's, of this driver (the publisher's list and
+// the watch ask the same).
+inline std::string PoolFieldSelector(std::string_view node_name, std::string_view driver) {
+  return "spec.nodeName=" + std::string(node_name) + ",spec.driver=" + std::string(driver);
+}
+
 inline constexpr size_t kMaxDevicesPerSlice = 128;
 inline constexpr size_t kMaxDevicesPerSliceWithTaints = 64;
 inline constexpr size_t kMaxAttributesAndCapacities = 32;

@@ -13,20 +13,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string QueryEscape(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof(buf), "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out;
-}
-
 StatusOr<json> ParseBody(const KubeApi& api, const HttpRequest& req, const HttpResponse& resp) {
   return json_reader::Parse(resp.body, req.method + " " + api.server() + req.path);
 }
@@ -94,7 +80,7 @@ std::optional<std::string> SlicePublisher::RdmaDevOf(std::string_view device_nam
 }
 
 StatusOr<std::vector<ResourceSlice>> SlicePublisher::ListOurs() {
-  const std::string selector = "spec.nodeName=" + options_.node_name + ",spec.driver=" + options_.driver;
+  const std::string selector = PoolFieldSelector(options_.node_name, options_.driver);
   for (int attempt = 0;; ++attempt) {
     std::vector<ResourceSlice> out;
     std::string cont;
@@ -102,9 +88,9 @@ StatusOr<std::vector<ResourceSlice>> SlicePublisher::ListOurs() {
     bool first_page = true;
     do {
       HttpRequest req;
-      req.path = CollectionPath() + "?fieldSelector=" + QueryEscape(selector) +
+      req.path = CollectionPath() + "?fieldSelector=" + QueryValue(selector) +
                  "&limit=" + std::to_string(options_.list_page_size);
-      if (!cont.empty()) req.path += "&continue=" + QueryEscape(cont);
+      if (!cont.empty()) req.path += "&continue=" + QueryValue(cont);
       RDMAK8S_ASSIGN_OR_RETURN(HttpResponse resp, api_->Send(req));
       if (resp.status == kHttpGone) {
         gone = true;

@@ -14,20 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string QueryEscape(std::string_view s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      std::array<char, 4> buf{};
-      std::snprintf(buf.data(), buf.size(), "%%%02X", c);
-      out += buf.data();
-    }
-  }
-  return out;
-}
-
 // The outcome of one line of a watch.
 struct Decoded {
   std::optional<SliceEvent> event;
@@ -88,9 +74,9 @@ Status SliceWatch::WatchOnce(std::string* resource_version, int timeout_seconds,
   HttpRequest req;
   req.path = "/apis/resource.k8s.io/" + std::string(ResourceApiVersionName(version)) +
              "/resourceslices?watch=true&allowWatchBookmarks=true&fieldSelector=" +
-             QueryEscape("spec.nodeName=" + node_name_ + ",spec.driver=" + driver_) +
+             QueryValue(PoolFieldSelector(node_name_, driver_)) +
              "&timeoutSeconds=" + std::to_string(timeout_seconds);
-  if (!resource_version->empty()) req.path += "&resourceVersion=" + QueryEscape(*resource_version);
+  if (!resource_version->empty()) req.path += "&resourceVersion=" + QueryValue(*resource_version);
   const std::string what = "watch ResourceSlices: " + req.method + " " + api_->server() + req.path;
   Status failed;
   int count = 0;

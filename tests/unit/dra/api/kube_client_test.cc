@@ -309,5 +309,12 @@ TEST(PathSegmentTest, NoNameAddsASegmentAQueryOrAFragment) {
   EXPECT_EQ(PathSegment(std::string("a\0b", 3)), "a%00b");
 }
 
+TEST(QueryValueTest, AQueryValueCannotEndTheParameterOrTheQuery) {
+  EXPECT_EQ(QueryValue("spec.nodeName=node-1,spec.driver=rdma.rdmak8s.io"),
+            "spec.nodeName%3Dnode-1%2Cspec.driver%3Drdma.rdmak8s.io");
+  EXPECT_EQ(QueryValue("tok&watch=true#x y"), "tok%26watch%3Dtrue%23x%20y");
+  EXPECT_EQ(QueryValue(".."), "..") << "a value is no path segment";
+}
+
 }  // namespace
 }  // namespace rdmak8s::dra

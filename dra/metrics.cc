@@ -14,16 +14,10 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "node/agent_http.h"
 #include "node/probes.h"
 
 namespace rdmak8s::dra {
-
-namespace {
-
-// As the device plugin's (metrics.cc): several scrapers within this share one computation.
-constexpr std::chrono::milliseconds kScrapeFreshFor{2000};
-
-}  // namespace
 
 class DraMetrics::Impl {
  public:
@@ -123,8 +117,9 @@ class DraMetrics::Impl {
   prometheus::Histogram& prepare_seconds;
   prometheus::Family<prometheus::Counter>& api_errors;
   prometheus::Gauge& ready;
-  std::unique_ptr<node::HttpServer> server;  // under server_mu: Serve may run on a retry thread
-  mutable std::mutex server_mu;
+  // /metrics and the probes (node/agent_http.h), made by DraMetrics' constructor: its answers
+  // are DraMetrics' own.
+  std::unique_ptr<node::AgentHttp> http;
 
   // What the probes read: never held while anything slow runs.
   mutable std::mutex probe_mu;
@@ -135,43 +130,18 @@ class DraMetrics::Impl {
 };
 
 DraMetrics::DraMetrics(const DeviceCatalog* catalog, bool slices_expected)
-    : impl_(std::make_unique<Impl>(catalog, slices_expected)) {}
+    : impl_(std::make_unique<Impl>(catalog, slices_expected)) {
+  impl_->http = std::make_unique<node::AgentHttp>(node::AgentHttp::Answers{
+      [this] { return NotLive(); }, [this] { return Unready(); }, [this] { return Scrape(); }});
+}
 
 DraMetrics::~DraMetrics() { Stop(); }
 
-Status DraMetrics::Serve(const std::string& address) {
-  {
-    std::lock_guard<std::mutex> lock(impl_->server_mu);
-    if (impl_->server != nullptr) return FailedPreconditionError("metrics: already serving");
-  }
-  node::HttpServer::Options options;
-  node::HttpServer::CachedRoute scrape{"/metrics", "text/plain; version=0.0.4; charset=utf-8",
-                                     kScrapeFreshFor, [this] { return Scrape(); }};
-  auto server = std::make_unique<node::HttpServer>(
-      options,
-      [this](const std::string& path) {
-        if (path == "/livez") return node::ProbeResponse(NotLive());
-        if (path == "/readyz") return node::ProbeResponse(Unready());
-        return node::NotFoundResponse();
-      },
-      std::move(scrape));
-  Status s = server->Listen(address);
-  // The errno stays: node::ListenRetry tells a taken address by it.
-  if (!s.ok()) return s.Prepend("metrics listen on " + address);
-  std::lock_guard<std::mutex> lock(impl_->server_mu);
-  impl_->server = std::move(server);
-  return Status::Ok();
-}
+Status DraMetrics::Serve(const std::string& address) { return impl_->http->Serve(address); }
 
-void DraMetrics::Stop() {
-  std::lock_guard<std::mutex> lock(impl_->server_mu);
-  if (impl_->server) impl_->server->Stop();
-}
+void DraMetrics::Stop() { impl_->http->Stop(); }
 
-int DraMetrics::port() const {
-  std::lock_guard<std::mutex> lock(impl_->server_mu);
-  return impl_->server ? impl_->server->port() : 0;
-}
+int DraMetrics::port() const { return impl_->http->port(); }
 
 void DraMetrics::ObservePrepare(bool ok, std::chrono::duration<double> took) {
   std::lock_guard<std::mutex> lock(impl_->mu);

@@ -1,7 +1,7 @@
-// DraMetrics: the DRA driver's own Prometheus metrics and its probes, served by the node core's
-// HTTP server (node/http_server.h, the loop heartbeats of node/probes.h: probes answered on its loop from memory,
-// never behind a scrape; a scrape computed on its worker, one at a time, shared for 2 s) on
-// --metrics-address. Names and labels are listed in docs/dra.md#metrics-and-the-probes.
+// DraMetrics: the DRA driver's own Prometheus metrics and its probes, served as both agents serve
+// theirs (node/agent_http.h on node/http_server.h, the loop heartbeats of node/probes.h: probes
+// answered on its loop from memory, never behind a scrape; a scrape computed on its worker, one at
+// a time, shared for 2 s) on --metrics-address. Names and labels are listed in docs/dra.md#metrics-and-the-probes.
 //
 // What moves them: the DRA services count each claim's prepare (with its latency) and unprepare
 // (dra_service.h), the slice loop reports each publish (ObservePublish), the kube client each

@@ -1,7 +1,5 @@
 #include "device-plugin/metrics/metrics.h"
 
-#include <malloc.h>
-
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -15,6 +13,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "device-plugin/metrics/fabric_metrics.h"
+#include "node/agent_http.h"
 #include "node/http_server.h"
 #include "node/probes.h"
 
@@ -24,10 +23,6 @@ namespace {
 
 // The daemon's one loop that beats (its /livez reason: "event loop stalled: ...").
 constexpr char kEventLoop[] = "event loop";
-
-// Prometheus scrapes every 15 to 60 s; several scrapers (an HA pair, a curl loop) within this
-// share one read of the counters.
-constexpr std::chrono::milliseconds kScrapeFreshFor{2000};
 
 }  // namespace
 
@@ -79,8 +74,9 @@ class Metrics::Impl {
   prometheus::Family<prometheus::Counter>& reloads;
   prometheus::Histogram& discovery;
   prometheus::Gauge& ready;
-  std::unique_ptr<node::HttpServer> server;  // under server_mu: Serve may run on a retry thread
-  mutable std::mutex server_mu;
+  // /metrics and the probes (node/agent_http.h), made by Metrics' constructor: its answers are
+  // Metrics' own.
+  std::unique_ptr<node::AgentHttp> http;
   std::mutex mu;  // guards the families above and the readiness state below
   bool serving = false;
   std::map<std::string, bool> registered;  // resource -> kubelet accepted it
@@ -88,59 +84,20 @@ class Metrics::Impl {
   node::LoopHeartbeats heartbeats{std::chrono::minutes(11)};  // the one loop: kEventLoop
 };
 
-Metrics::Metrics(std::string sysfs_root) : impl_(std::make_unique<Impl>(std::move(sysfs_root))) {}
-Metrics::~Metrics() = default;
-
-Status Metrics::Serve(const std::string& address) {
-  {
-    std::lock_guard<std::mutex> lock(impl_->server_mu);
-    if (impl_->server != nullptr) return FailedPreconditionError("metrics: already serving");
-  }
-  // http_server.h: the probes are answered on the server's loop from memory, never behind a
-  // scrape; a scrape (every counter file of every device) is computed on the server's worker,
-  // one at a time, and shared by every scraper within kScrapeFreshFor.
-  node::HttpServer::Options options;
-  options.request_timeout = std::chrono::milliseconds(5000);
-  options.max_connections = 64;
-  node::HttpServer::CachedRoute scrape{"/metrics", "text/plain; version=0.0.4; charset=utf-8",
-                                 kScrapeFreshFor, [this] {
-                                   std::string text = Scrape();
-                                   // A scrape of 1,024 devices builds tens of MB of metric
-                                   // families and frees them: give those pages back, or the
-                                   // worker's arena keeps them resident after every scrape.
-                                   malloc_trim(0);
-                                   return text;
-                                 }};
-  auto server = std::make_unique<node::HttpServer>(
-      options,
-      [this](const std::string& path) {
-        if (path == "/livez") return node::ProbeResponse(NotLive());
-        if (path == "/readyz" || path == "/healthz") return node::ProbeResponse(Unready());
-        return node::NotFoundResponse();
-      },
-      std::move(scrape));
-  Status s = server->Listen(address);
-  // The errno stays: node::ListenRetry tells a taken address by it.
-  if (!s.ok()) return s.Prepend("metrics listen on " + address);
-  std::lock_guard<std::mutex> lock(impl_->server_mu);
-  impl_->server = std::move(server);
-  return Status::Ok();
+Metrics::Metrics(std::string sysfs_root) : impl_(std::make_unique<Impl>(std::move(sysfs_root))) {
+  impl_->http = std::make_unique<node::AgentHttp>(node::AgentHttp::Answers{
+      [this] { return NotLive(); }, [this] { return Unready(); }, [this] { return Scrape(); }});
 }
+// The server's threads call back into this object: stopped before anything of it goes.
+Metrics::~Metrics() { Stop(); }
 
-void Metrics::Stop() {
-  std::lock_guard<std::mutex> lock(impl_->server_mu);
-  if (impl_->server) impl_->server->Stop();
-}
+Status Metrics::Serve(const std::string& address) { return impl_->http->Serve(address); }
 
-int Metrics::port() const {
-  std::lock_guard<std::mutex> lock(impl_->server_mu);
-  return impl_->server ? impl_->server->port() : 0;
-}
+void Metrics::Stop() { impl_->http->Stop(); }
 
-node::HttpServer::Stats Metrics::http_stats() const {
-  std::lock_guard<std::mutex> lock(impl_->server_mu);
-  return impl_->server ? impl_->server->stats() : node::HttpServer::Stats{};
-}
+int Metrics::port() const { return impl_->http->port(); }
+
+node::HttpServer::Stats Metrics::http_stats() const { return impl_->http->stats(); }
 
 void Metrics::SetPoolDevices(const std::string& resource, const PoolCounts& counts) {
   std::lock_guard<std::mutex> lock(impl_->mu);

@@ -124,6 +124,8 @@ TEST_F(DraMetricsTest, ReadyzWaitsForKubeletsVerdictAndAPublishAndDropsWhenTheSo
   EXPECT_EQ(StatusLine(r), "HTTP/1.1 503 Service Unavailable");
   EXPECT_EQ(Body(r), "not registered with kubelet\n");
   EXPECT_EQ(StatusLine(HttpGet(port, "/livez")), "HTTP/1.1 200 OK");
+  // /healthz is /readyz, as the device plugin's (node/agent_http.h: one set of paths).
+  EXPECT_EQ(Body(HttpGet(port, "/healthz")), "not registered with kubelet\n");
 
   ASSERT_TRUE(kubelet_.Register(plugin_->registration_socket()).ok());
   r = HttpGet(port, "/readyz");

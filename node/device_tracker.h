@@ -1,5 +1,6 @@
-// DeviceTracker: the device plugin's record of the RDMA devices it advertises, where each one is
-// (present on the node, moved into a pod, gone) and its health.
+// DeviceTracker: an agent's record of the node's RDMA devices (the device plugin's pools, the DRA
+// driver's catalog both feed from it), where each one is (present on the node, moved into a pod,
+// gone) and its health.
 //
 // It reads the node through Discovery (class/infiniband and what hangs off it). What the node can
 // no longer see matters as much as what it sees: in RDMA netns mode exclusive the kernel hides a

@@ -1,4 +1,4 @@
-// Kernel uevents for RDMA devices: how the plugin hears of an RDMA device registered or removed
+// Kernel uevents for RDMA devices: how an agent hears of an RDMA device registered or removed
 // without any netdev event (`rdma link add rxe0 type rxe netdev eth0` on an existing netdev, an
 // IB HCA hot-plugged, an RDMA driver loaded after its NIC's netdev came up).
 //

@@ -191,40 +191,148 @@ void HttpServer::Work() {
   }
 }
 
-void HttpServer::Loop() {
-  int ep = epoll_create1(EPOLL_CLOEXEC);
-  if (ep < 0) {
-    SPDLOG_ERROR("http server: epoll_create1: {}", std::strerror(errno));
-    return;
+// The loop thread's state and its steps: the open connections, the cached route's last result,
+// and what each kind of event does to them. Lives on the loop thread only (Loop() makes it);
+// stats_ and the worker hand-over are the server's, under their own locks.
+class HttpServer::Connections {
+ public:
+  Connections(HttpServer& server, int ep) : s_(server), ep_(ep) {}
+  ~Connections() {
+    for (auto& [fd, c] : conns_) close(fd);
+    conns_.clear();
+    NoteOpen();
   }
-  auto watch = [&](int fd, uint32_t events, int op) {
+  Connections(const Connections&) = delete;
+  Connections& operator=(const Connections&) = delete;
+
+  bool Watch(int fd, uint32_t events, int op) {
     epoll_event ev{};
     ev.events = events;
     ev.data.fd = fd;
-    return epoll_ctl(ep, op, fd, &ev) == 0;
-  };
-  watch(listen_fd_, EPOLLIN, EPOLL_CTL_ADD);
-  watch(wake_fd_, EPOLLIN, EPOLL_CTL_ADD);
-  watch(done_fd_, EPOLLIN, EPOLL_CTL_ADD);
-  std::map<int, Conn> conns;
-  // The cached route: its last result, until when it is served as is, and whether the worker
-  // is computing the next one.
-  std::shared_ptr<const std::string> cache;
-  Clock::time_point fresh_until{};
-  bool computing = false;
+    return epoll_ctl(ep_, op, fd, &ev) == 0;
+  }
 
-  auto note_open = [&] {
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    stats_.open_connections = static_cast<int>(conns.size());
-    stats_.max_open_connections = std::max(stats_.max_open_connections, stats_.open_connections);
-  };
-  auto drop = [&](int fd) {
-    epoll_ctl(ep, EPOLL_CTL_DEL, fd, nullptr);
+  // epoll_wait's timeout: until the nearest connection deadline, or -1 when none is open.
+  int NextTimeoutMs() const {
+    int timeout = -1;
+    const auto now = Clock::now();
+    for (const auto& [fd, c] : conns_) {
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(c.deadline - now).count() + 1;
+      int left = static_cast<int>(std::max<int64_t>(ms, 0));
+      timeout = timeout < 0 ? left : std::min(timeout, left);
+    }
+    return timeout;
+  }
+
+  // The listening socket is readable. At most a table's worth per wakeup: the rest wait in the
+  // backlog, and what this round accepted is not dropped by this round's later arrivals before
+  // its request was read.
+  void Accept() {
+    for (int k = 0; k < s_.options_.max_connections; ++k) {
+      int a = accept4(s_.listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (a < 0) break;
+      {
+        std::lock_guard<std::mutex> lock(s_.stats_mu_);
+        ++s_.stats_.accepted;
+      }
+      if (static_cast<int>(conns_.size()) >= s_.options_.max_connections) DropOldest();
+      if (s_.options_.send_buffer_bytes > 0) {
+        setsockopt(a, SOL_SOCKET, SO_SNDBUF, &s_.options_.send_buffer_bytes,
+                   sizeof(s_.options_.send_buffer_bytes));
+      }
+      Conn& c = conns_[a];
+      c.deadline = Clock::now() + s_.options_.request_timeout;
+      Watch(a, EPOLLIN, EPOLL_CTL_ADD);
+      NoteOpen();
+      // A probe's request is usually in the socket already: answer it now.
+      Readable(a, c);
+    }
+  }
+
+  // A connection's event: more to send, the client gone while it waits, or more to read.
+  void Event(int fd, uint32_t events) {
+    auto it = conns_.find(fd);
+    if (it == conns_.end()) return;
+    Conn& c = it->second;
+    if (c.responding) {
+      if (Flush(fd, c)) Drop(fd);
+    } else if (c.waiting) {
+      if ((events & (EPOLLHUP | EPOLLERR)) != 0) Drop(fd);
+    } else {
+      Readable(fd, c);
+    }
+  }
+
+  // The worker finished a computation: cache it and answer everyone who waited for it.
+  void Computed() {
+    Drain(s_.done_fd_);
+    std::shared_ptr<const std::string> result;
+    {
+      std::lock_guard<std::mutex> lock(s_.work_mu_);
+      if (!s_.work_done_) return;
+      s_.work_done_ = false;
+      result = std::move(s_.work_result_);
+    }
+    computing_ = false;
+    if (result) {
+      cache_ = result;
+      fresh_until_ = Clock::now() + s_.cached_->fresh_for;
+    }
+    std::vector<int> waiting;
+    for (const auto& [fd, c] : conns_) {
+      if (c.waiting) waiting.push_back(fd);
+    }
+    for (int fd : waiting) {
+      Conn& c = conns_.at(fd);
+      if (result) {
+        RespondShared(fd, c, 200, s_.cached_->content_type, result);
+      } else {
+        Respond(fd, c, Plain(500, "computing " + s_.cached_->path + " failed (see the log)\n"));
+      }
+    }
+  }
+
+  // Every connection past its request_timeout goes (half a request, a slow reader).
+  void DropExpired() {
+    const auto now = Clock::now();
+    std::vector<int> expired;
+    for (const auto& [fd, c] : conns_) {
+      if (c.deadline <= now) expired.push_back(fd);
+    }
+    for (int fd : expired) Drop(fd);
+    {
+      std::lock_guard<std::mutex> lock(s_.stats_mu_);
+      s_.stats_.dropped_at_timeout += expired.size();
+    }
+    NoteOpen();
+  }
+
+ private:
+  void NoteOpen() {
+    std::lock_guard<std::mutex> lock(s_.stats_mu_);
+    s_.stats_.open_connections = static_cast<int>(conns_.size());
+    s_.stats_.max_open_connections = std::max(s_.stats_.max_open_connections, s_.stats_.open_connections);
+  }
+
+  void Drop(int fd) {
+    epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);
     close(fd);
-    conns.erase(fd);
-  };
+    conns_.erase(fd);
+  }
+
+  // Full: the oldest connection goes (a probe is newer than whatever hogs the slots).
+  void DropOldest() {
+    auto oldest = conns_.begin();
+    for (auto it = conns_.begin(); it != conns_.end(); ++it) {
+      if (it->second.deadline < oldest->second.deadline) oldest = it;
+    }
+    Drop(oldest->first);
+    std::lock_guard<std::mutex> lock(s_.stats_mu_);
+    ++s_.stats_.dropped_when_full;
+  }
+
   // Writes what is pending; true when the connection is finished (all sent, or broken).
-  auto flush = [&](int fd, Conn& c) {
+  static bool Flush(int fd, Conn& c) {
     const size_t body_size = c.body && !c.head_only ? c.body->size() : 0;
     while (c.written < c.head.size() + body_size) {
       std::array<iovec, 2> iov{};
@@ -249,75 +357,78 @@ void HttpServer::Loop() {
       return true;
     }
     return true;
-  };
-  auto respond_shared = [&](int fd, Conn& c, int status, const std::string& content_type,
-                            std::shared_ptr<const std::string> body) {
+  }
+
+  void RespondShared(int fd, Conn& c, int status, const std::string& content_type,
+                     std::shared_ptr<const std::string> body) {
     c.head = Head(status, content_type, body ? body->size() : 0);
     c.body = std::move(body);
     c.responding = true;
     c.waiting = false;
-    if (flush(fd, c)) {
-      drop(fd);
+    if (Flush(fd, c)) {
+      Drop(fd);
     } else {
-      watch(fd, EPOLLOUT, EPOLL_CTL_MOD);
+      Watch(fd, EPOLLOUT, EPOLL_CTL_MOD);
     }
-  };
-  auto respond = [&](int fd, Conn& c, HttpResponse r) {
-    respond_shared(fd, c, r.status, r.content_type,
-                   std::make_shared<const std::string>(std::move(r.body)));
-  };
+  }
+
+  void Respond(int fd, Conn& c, HttpResponse r) {
+    RespondShared(fd, c, r.status, r.content_type, std::make_shared<const std::string>(std::move(r.body)));
+  }
+
   // A complete header block is in c.in: answer it (or wait for the computation).
-  auto handle = [&](int fd, Conn& c) {
+  void Handle(int fd, Conn& c) {
     size_t eol = c.in.find("\r\n");
     std::string line = c.in.substr(0, eol);
     size_t sp1 = line.find(' ');
     size_t sp2 = sp1 == std::string::npos ? sp1 : line.find(' ', sp1 + 1);
     if (sp1 == std::string::npos || sp2 == std::string::npos) {
-      respond(fd, c, Plain(400, "bad request line\n"));
+      Respond(fd, c, Plain(400, "bad request line\n"));
       return;
     }
     std::string method = line.substr(0, sp1);
     std::string target = line.substr(sp1 + 1, sp2 - sp1 - 1);
     target = target.substr(0, target.find('?'));
     if (method != "GET" && method != "HEAD") {
-      respond(fd, c, Plain(405, "GET only\n"));
+      Respond(fd, c, Plain(405, "GET only\n"));
       return;
     }
     c.head_only = method == "HEAD";
     c.in.clear();
     c.in.shrink_to_fit();
-    if (!cached_ || target != cached_->path) {
-      respond(fd, c, handler_(target));
+    if (!s_.cached_ || target != s_.cached_->path) {
+      Respond(fd, c, s_.handler_(target));
       return;
     }
-    if (cache && Clock::now() < fresh_until) {
+    if (cache_ && Clock::now() < fresh_until_) {
       {
-        std::lock_guard<std::mutex> lock(stats_mu_);
-        ++stats_.served_from_cache;
+        std::lock_guard<std::mutex> lock(s_.stats_mu_);
+        ++s_.stats_.served_from_cache;
       }
-      respond_shared(fd, c, 200, cached_->content_type, cache);
+      RespondShared(fd, c, 200, s_.cached_->content_type, cache_);
       return;
     }
     // Nothing more to read from this client; EPOLLHUP/EPOLLERR still come.
     c.waiting = true;
-    watch(fd, 0, EPOLL_CTL_MOD);
-    if (!computing) {
-      computing = true;
+    Watch(fd, 0, EPOLL_CTL_MOD);
+    if (!computing_) {
+      computing_ = true;
       {
-        std::lock_guard<std::mutex> lock(work_mu_);
-        work_wanted_ = true;
+        std::lock_guard<std::mutex> lock(s_.work_mu_);
+        s_.work_wanted_ = true;
       }
-      work_cv_.notify_one();
+      s_.work_cv_.notify_one();
     }
-  };
-  auto readable = [&](int fd, Conn& c) {
+  }
+
+  void Readable(int fd, Conn& c) {
     std::array<char, 4096> buf{};
     bool closed = false;
     while (true) {
       ssize_t r = read(fd, buf.data(), buf.size());
       if (r > 0) {
         c.in.append(buf.data(), static_cast<size_t>(r));
-        if (c.in.size() > options_.max_request_bytes) break;
+        if (c.in.size() > s_.options_.max_request_bytes) break;
         continue;
       }
       if (r < 0 && errno == EINTR) continue;
@@ -325,122 +436,58 @@ void HttpServer::Loop() {
       break;
     }
     if (c.in.find("\r\n\r\n") != std::string::npos) {
-      handle(fd, c);
-    } else if (c.in.size() > options_.max_request_bytes) {
-      respond(fd, c, Plain(431, "request too large\n"));
+      Handle(fd, c);
+    } else if (c.in.size() > s_.options_.max_request_bytes) {
+      Respond(fd, c, Plain(431, "request too large\n"));
     } else if (closed) {
-      drop(fd);
+      Drop(fd);
     }
-  };
-  auto computed = [&] {
-    Drain(done_fd_);
-    std::shared_ptr<const std::string> result;
-    {
-      std::lock_guard<std::mutex> lock(work_mu_);
-      if (!work_done_) return;
-      work_done_ = false;
-      result = std::move(work_result_);
-    }
-    computing = false;
-    if (result) {
-      cache = result;
-      fresh_until = Clock::now() + cached_->fresh_for;
-    }
-    std::vector<int> waiting;
-    for (const auto& [fd, c] : conns) {
-      if (c.waiting) waiting.push_back(fd);
-    }
-    for (int fd : waiting) {
-      Conn& c = conns.at(fd);
-      if (result) {
-        respond_shared(fd, c, 200, cached_->content_type, result);
-      } else {
-        respond(fd, c, Plain(500, "computing " + cached_->path + " failed (see the log)\n"));
-      }
-    }
-  };
-
-  std::array<epoll_event, 32> evs{};
-  while (true) {
-    int timeout = -1;
-    auto now = Clock::now();
-    for (const auto& [fd, c] : conns) {
-      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(c.deadline - now).count() + 1;
-      int left = static_cast<int>(std::max<int64_t>(ms, 0));
-      timeout = timeout < 0 ? left : std::min(timeout, left);
-    }
-    int n = epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), timeout);
-    if (n < 0 && errno != EINTR) {
-      SPDLOG_ERROR("http server: epoll_wait: {}", std::strerror(errno));
-      break;
-    }
-    bool stop = false;
-    for (int i = 0; i < n; ++i) {
-      int fd = evs[i].data.fd;
-      if (fd == wake_fd_) {
-        stop = true;
-      } else if (fd == done_fd_) {
-        computed();
-      } else if (fd == listen_fd_) {
-        // At most a table's worth per wakeup: the rest wait in the backlog, and what this round
-        // accepted is not dropped by this round's later arrivals before its request was read.
-        for (int k = 0; k < options_.max_connections; ++k) {
-          int a = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-          if (a < 0) break;
-          {
-            std::lock_guard<std::mutex> lock(stats_mu_);
-            ++stats_.accepted;
-          }
-          if (static_cast<int>(conns.size()) >= options_.max_connections) {
-            // Full: the oldest connection goes (a probe is newer than whatever hogs the slots).
-            auto oldest = conns.begin();
-            for (auto it = conns.begin(); it != conns.end(); ++it) {
-              if (it->second.deadline < oldest->second.deadline) oldest = it;
-            }
-            drop(oldest->first);
-            std::lock_guard<std::mutex> lock(stats_mu_);
-            ++stats_.dropped_when_full;
-          }
-          if (options_.send_buffer_bytes > 0) {
-            setsockopt(a, SOL_SOCKET, SO_SNDBUF, &options_.send_buffer_bytes,
-                       sizeof(options_.send_buffer_bytes));
-          }
-          Conn& c = conns[a];
-          c.deadline = Clock::now() + options_.request_timeout;
-          watch(a, EPOLLIN, EPOLL_CTL_ADD);
-          note_open();
-          // A probe's request is usually in the socket already: answer it now.
-          readable(a, c);
-        }
-      } else {
-        auto it = conns.find(fd);
-        if (it == conns.end()) continue;
-        Conn& c = it->second;
-        if (c.responding) {
-          if (flush(fd, c)) drop(fd);
-        } else if (c.waiting) {
-          if ((evs[i].events & (EPOLLHUP | EPOLLERR)) != 0) drop(fd);
-        } else {
-          readable(fd, c);
-        }
-      }
-    }
-    if (stop) break;
-    now = Clock::now();
-    std::vector<int> expired;
-    for (const auto& [fd, c] : conns) {
-      if (c.deadline <= now) expired.push_back(fd);
-    }
-    for (int fd : expired) drop(fd);
-    {
-      std::lock_guard<std::mutex> lock(stats_mu_);
-      stats_.dropped_at_timeout += expired.size();
-    }
-    note_open();
   }
-  for (auto& [fd, c] : conns) close(fd);
-  conns.clear();
-  note_open();
+
+  HttpServer& s_;
+  const int ep_;
+  std::map<int, Conn> conns_;
+  // The cached route: its last result, until when it is served as is, and whether the worker
+  // is computing the next one.
+  std::shared_ptr<const std::string> cache_;
+  Clock::time_point fresh_until_{};
+  bool computing_ = false;
+};
+
+void HttpServer::Loop() {
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) {
+    SPDLOG_ERROR("http server: epoll_create1: {}", std::strerror(errno));
+    return;
+  }
+  {
+    Connections conns(*this, ep);
+    conns.Watch(listen_fd_, EPOLLIN, EPOLL_CTL_ADD);
+    conns.Watch(wake_fd_, EPOLLIN, EPOLL_CTL_ADD);
+    conns.Watch(done_fd_, EPOLLIN, EPOLL_CTL_ADD);
+    std::array<epoll_event, 32> evs{};
+    bool stop = false;
+    while (!stop) {
+      int n = epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), conns.NextTimeoutMs());
+      if (n < 0 && errno != EINTR) {
+        SPDLOG_ERROR("http server: epoll_wait: {}", std::strerror(errno));
+        break;
+      }
+      for (int i = 0; i < n; ++i) {
+        const int fd = evs[i].data.fd;
+        if (fd == wake_fd_) {
+          stop = true;
+        } else if (fd == done_fd_) {
+          conns.Computed();
+        } else if (fd == listen_fd_) {
+          conns.Accept();
+        } else {
+          conns.Event(fd, evs[i].events);
+        }
+      }
+      if (!stop) conns.DropExpired();
+    }
+  }  // every connection closed
   close(ep);
 }
 

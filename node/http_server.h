@@ -96,6 +96,7 @@ class HttpServer {
   Stats stats() const;
 
  private:
+  class Connections;  // the loop thread's state and steps (http_server.cc)
   void Loop();
   void Work();
 

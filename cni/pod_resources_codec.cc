@@ -211,4 +211,18 @@ StatusOr<std::vector<PodResourcesEntry>> DecodeListPodResourcesResponse(std::str
   return pods;
 }
 
+std::optional<std::vector<std::string>> PodDeviceIds(const std::vector<PodResourcesEntry>& pods,
+                                                     const std::string& pod_namespace,
+                                                     const std::string& name) {
+  for (const auto& p : pods) {
+    if (p.pod_namespace != pod_namespace || p.name != name) continue;
+    std::vector<std::string> ids;
+    for (const auto& c : p.containers) {
+      for (const auto& d : c.devices) ids.insert(ids.end(), d.device_ids.begin(), d.device_ids.end());
+    }
+    return ids;
+  }
+  return std::nullopt;
+}
+
 }  // namespace rdmak8s::cni

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,5 +66,11 @@ std::string EncodeListPodResourcesRequest();
 // bound (naming the bound).
 StatusOr<std::vector<PodResourcesEntry>> DecodeListPodResourcesResponse(
     std::string_view bytes, const PodResourcesBounds& bounds = {});
+
+// Every device ID `pods` (a List answer) gives pod `pod_namespace`/`name`, of every container and
+// resource, in order; nullopt when the answer has no such pod.
+std::optional<std::vector<std::string>> PodDeviceIds(const std::vector<PodResourcesEntry>& pods,
+                                                     const std::string& pod_namespace,
+                                                     const std::string& name);
 
 }  // namespace rdmak8s::cni

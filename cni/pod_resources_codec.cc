@@ -59,15 +59,26 @@ class Reader {
     b_.remove_prefix(n);
     return Status::Ok();
   }
-  // A string field (`name`) of wire type LEN, at most `max` bytes.
-  StatusOr<std::string> String(uint32_t type, const char* name, size_t max) {
+  // A string field (`name`) of wire type LEN, at most `max` bytes, into *out.
+  Status String(uint32_t type, const char* name, size_t max, std::string* out) {
     if (type != kLen) return Bad(std::string(name) + " has wire type " + std::to_string(type) + ", not LEN");
     RDMAK8S_ASSIGN_OR_RETURN(std::string_view s, Bytes());
     if (s.size() > max) {
       return Bad(std::string(name) + " is " + std::to_string(s.size()) + " bytes, more than " +
                  std::to_string(max));
     }
-    return std::string(s);
+    out->assign(s);
+    return Status::Ok();
+  }
+  // fn(field, type) for each field to the end of the message: fn reads its value or skips it.
+  template <typename Fn>
+  Status Fields(Fn&& fn) {
+    while (!done()) {
+      uint32_t field = 0, type = 0;
+      RDMAK8S_RETURN_IF_ERROR(Tag(&field, &type));
+      RDMAK8S_RETURN_IF_ERROR(fn(field, type));
+    }
+    return Status::Ok();
   }
   // An embedded message field (`name`) of wire type LEN.
   StatusOr<std::string_view> Message(uint32_t type, const char* name) {
@@ -88,65 +99,38 @@ Status TooMany(const std::string& what, size_t max) {
 Status DecodeDevices(std::string_view bytes, const PodResourcesBounds& bounds, size_t* ids,
                      PodResourceDevices* out) {
   Reader r(bytes, "ContainerDevices");
-  while (!r.done()) {
-    uint32_t field = 0, type = 0;
-    RDMAK8S_RETURN_IF_ERROR(r.Tag(&field, &type));
-    if (field == 1) {
-      RDMAK8S_ASSIGN_OR_RETURN(out->resource_name, r.String(type, "resource_name", bounds.max_string_bytes));
-    } else if (field == 2) {
-      if (++*ids > bounds.max_device_ids) return TooMany("device IDs in the answer", bounds.max_device_ids);
-      RDMAK8S_ASSIGN_OR_RETURN(std::string id, r.String(type, "device_ids", bounds.max_string_bytes));
-      out->device_ids.push_back(std::move(id));
-    } else {
-      RDMAK8S_RETURN_IF_ERROR(r.Skip(field, type));  // topology
-    }
-  }
-  return Status::Ok();
+  return r.Fields([&](uint32_t field, uint32_t type) -> Status {
+    if (field == 1) return r.String(type, "resource_name", bounds.max_string_bytes, &out->resource_name);
+    if (field != 2) return r.Skip(field, type);  // topology
+    if (++*ids > bounds.max_device_ids) return TooMany("device IDs in the answer", bounds.max_device_ids);
+    return r.String(type, "device_ids", bounds.max_string_bytes, &out->device_ids.emplace_back());
+  });
 }
 
 Status DecodeContainer(std::string_view bytes, const PodResourcesBounds& bounds, size_t* ids,
                        PodResourceContainer* out) {
   Reader r(bytes, "ContainerResources");
-  while (!r.done()) {
-    uint32_t field = 0, type = 0;
-    RDMAK8S_RETURN_IF_ERROR(r.Tag(&field, &type));
-    if (field == 1) {
-      RDMAK8S_ASSIGN_OR_RETURN(out->name, r.String(type, "name", bounds.max_string_bytes));
-    } else if (field == 2) {
-      RDMAK8S_ASSIGN_OR_RETURN(std::string_view m, r.Message(type, "devices"));
-      PodResourceDevices d;
-      RDMAK8S_RETURN_IF_ERROR(DecodeDevices(m, bounds, ids, &d));
-      out->devices.push_back(std::move(d));
-    } else {
-      RDMAK8S_RETURN_IF_ERROR(r.Skip(field, type));  // cpu_ids, memory, dynamic_resources
-    }
-  }
-  return Status::Ok();
+  return r.Fields([&](uint32_t field, uint32_t type) -> Status {
+    if (field == 1) return r.String(type, "name", bounds.max_string_bytes, &out->name);
+    if (field != 2) return r.Skip(field, type);  // cpu_ids, memory, dynamic_resources
+    RDMAK8S_ASSIGN_OR_RETURN(std::string_view m, r.Message(type, "devices"));
+    return DecodeDevices(m, bounds, ids, &out->devices.emplace_back());
+  });
 }
 
 Status DecodePod(std::string_view bytes, const PodResourcesBounds& bounds, size_t* ids,
                  PodResourcesEntry* out) {
   Reader r(bytes, "PodResources");
-  while (!r.done()) {
-    uint32_t field = 0, type = 0;
-    RDMAK8S_RETURN_IF_ERROR(r.Tag(&field, &type));
-    if (field == 1) {
-      RDMAK8S_ASSIGN_OR_RETURN(out->name, r.String(type, "name", bounds.max_string_bytes));
-    } else if (field == 2) {
-      RDMAK8S_ASSIGN_OR_RETURN(out->pod_namespace, r.String(type, "namespace", bounds.max_string_bytes));
-    } else if (field == 3) {
-      if (out->containers.size() == bounds.max_containers) {
-        return TooMany("containers of pod " + out->pod_namespace + "/" + out->name, bounds.max_containers);
-      }
-      RDMAK8S_ASSIGN_OR_RETURN(std::string_view m, r.Message(type, "containers"));
-      PodResourceContainer c;
-      RDMAK8S_RETURN_IF_ERROR(DecodeContainer(m, bounds, ids, &c));
-      out->containers.push_back(std::move(c));
-    } else {
-      RDMAK8S_RETURN_IF_ERROR(r.Skip(field, type));
+  return r.Fields([&](uint32_t field, uint32_t type) -> Status {
+    if (field == 1) return r.String(type, "name", bounds.max_string_bytes, &out->name);
+    if (field == 2) return r.String(type, "namespace", bounds.max_string_bytes, &out->pod_namespace);
+    if (field != 3) return r.Skip(field, type);
+    if (out->containers.size() == bounds.max_containers) {
+      return TooMany("containers of pod " + out->pod_namespace + "/" + out->name, bounds.max_containers);
     }
-  }
-  return Status::Ok();
+    RDMAK8S_ASSIGN_OR_RETURN(std::string_view m, r.Message(type, "containers"));
+    return DecodeContainer(m, bounds, ids, &out->containers.emplace_back());
+  });
 }
 
 }  // namespace
@@ -195,19 +179,12 @@ StatusOr<std::vector<PodResourcesEntry>> DecodeListPodResourcesResponse(std::str
   std::vector<PodResourcesEntry> pods;
   size_t ids = 0;
   Reader r(bytes, "ListPodResourcesResponse");
-  while (!r.done()) {
-    uint32_t field = 0, type = 0;
-    RDMAK8S_RETURN_IF_ERROR(r.Tag(&field, &type));
-    if (field != 1) {
-      RDMAK8S_RETURN_IF_ERROR(r.Skip(field, type));
-      continue;
-    }
+  RDMAK8S_RETURN_IF_ERROR(r.Fields([&](uint32_t field, uint32_t type) -> Status {
+    if (field != 1) return r.Skip(field, type);
     if (pods.size() == bounds.max_pods) return TooMany("pods in the answer", bounds.max_pods);
     RDMAK8S_ASSIGN_OR_RETURN(std::string_view m, r.Message(type, "pod_resources"));
-    PodResourcesEntry pod;
-    RDMAK8S_RETURN_IF_ERROR(DecodePod(m, bounds, &ids, &pod));
-    pods.push_back(std::move(pod));
-  }
+    return DecodePod(m, bounds, &ids, &pods.emplace_back());
+  }));
   return pods;
 }
 

@@ -8,6 +8,24 @@
 
 namespace rdmak8s::fake {
 
+namespace {
+
+template <typename T>
+T* AddNew(std::vector<T>& list) { return &list.emplace_back(); }
+template <typename T>
+T* AddNew(google::protobuf::RepeatedPtrField<T>& list) { return list.Add(); }
+
+// The element of `list` (a std::vector or a protobuf repeated field) that `match`es, else a new one.
+template <typename List, typename Match>
+auto* FindOrAdd(List& list, Match match) {
+  for (auto& x : list) {
+    if (match(x)) return &x;
+  }
+  return AddNew(list);
+}
+
+}  // namespace
+
 class FakePodResources::Service final : public v1::PodResourcesLister::Service {
  public:
   explicit Service(FakePodResources* owner) : owner_(owner) {}
@@ -135,31 +153,17 @@ std::vector<v1::PodResources> FakePodResources::Pods() const {
   // Pods in the order first allocated; containers likewise; one ContainerDevices per resource.
   std::vector<v1::PodResources> pods;
   for (const auto& a : allocations_) {
-    v1::PodResources* pod = nullptr;
-    for (auto& p : pods) {
-      if (p.namespace_() == a.pod.pod_namespace && p.name() == a.pod.name) pod = &p;
-    }
-    if (pod == nullptr) {
-      pod = &pods.emplace_back();
-      pod->set_name(a.pod.name);
-      pod->set_namespace_(a.pod.pod_namespace);
-    }
-    v1::ContainerResources* c = nullptr;
-    for (auto& x : *pod->mutable_containers()) {
-      if (x.name() == a.container) c = &x;
-    }
-    if (c == nullptr) {
-      c = pod->add_containers();
-      c->set_name(a.container);
-    }
-    v1::ContainerDevices* d = nullptr;
-    for (auto& x : *c->mutable_devices()) {
-      if (x.resource_name() == a.resource) d = &x;
-    }
-    if (d == nullptr) {
-      d = c->add_devices();
-      d->set_resource_name(a.resource);
-    }
+    v1::PodResources* pod = FindOrAdd(pods, [&](const v1::PodResources& p) {
+      return p.namespace_() == a.pod.pod_namespace && p.name() == a.pod.name;
+    });
+    pod->set_name(a.pod.name);
+    pod->set_namespace_(a.pod.pod_namespace);
+    v1::ContainerResources* c =
+        FindOrAdd(*pod->mutable_containers(), [&](const v1::ContainerResources& x) { return x.name() == a.container; });
+    c->set_name(a.container);
+    v1::ContainerDevices* d = FindOrAdd(
+        *c->mutable_devices(), [&](const v1::ContainerDevices& x) { return x.resource_name() == a.resource; });
+    d->set_resource_name(a.resource);
     for (const auto& id : a.ids) d->add_device_ids(id);
   }
   return pods;

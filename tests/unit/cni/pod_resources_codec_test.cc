@@ -131,5 +131,18 @@ TEST(PodResourcesCodecTest, RefusesAShortCompressedOversizeOrDoubleFrame) {
   EXPECT_FALSE(DecodeGrpcMessage(std::string("\x00\x00\x00\x00\x05" "ab", 7), 100).ok());
 }
 
+TEST(PodResourcesCodecTest, APodsDeviceIdsAreThoseOfEveryContainerAndResource) {
+  std::vector<PodResourcesEntry> pods = {
+      {"trainer-0", "tenant-a", {{"main", {{"rdma/roce", {"0000:3b:00.2"}}, {"rdma/ib", {"mlx5_4"}}}},
+                                 {"side", {{"rdma/roce", {"mlx5_0-3"}}}}}},
+      {"trainer-0", "tenant-b", {{"main", {{"rdma/roce", {"0000:3b:00.3"}}}}}},
+      {"idle", "tenant-a", {{"main", {}}}}};
+  EXPECT_EQ(PodDeviceIds(pods, "tenant-a", "trainer-0"),
+            (std::vector<std::string>{"0000:3b:00.2", "mlx5_4", "mlx5_0-3"}));
+  EXPECT_EQ(PodDeviceIds(pods, "tenant-b", "trainer-0"), (std::vector<std::string>{"0000:3b:00.3"}));
+  EXPECT_EQ(PodDeviceIds(pods, "tenant-a", "idle"), std::vector<std::string>{});
+  EXPECT_EQ(PodDeviceIds(pods, "tenant-c", "trainer-0"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace rdmak8s::cni

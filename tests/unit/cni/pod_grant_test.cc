@@ -91,6 +91,16 @@ TEST_F(PodGrantTest, ASharedPoolIdGivesItsDevice) {
   EXPECT_NE(Msg(out).find("\"mlx5_0-3\""), std::string::npos) << Msg(out);
 }
 
+TEST_F(PodGrantTest, ARuntimeConfigDeviceIdIsCheckedTheSameWay) {
+  Pod b = NewPod("10.79.0.11");
+  AsTenantB();
+  auto out = Run("ADD", "c-b", &b, Conf("1.0.0", &b, {{"runtimeConfig", {{"deviceID", "0000:5e:00.2"}}}}));
+  EXPECT_EQ(Code(out), kErrDeviceNotFound) << out.stdout_data;
+  EXPECT_NE(Msg(out).find("deviceID \"0000:5e:00.2\" (RDMA device mlx5_1)"), std::string::npos) << Msg(out);
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  EXPECT_EQ(Records(), 0u);
+}
+
 TEST_F(PodGrantTest, APodKubeletDoesNotKnowGetsNoDevice) {
   Pod p = NewPod("10.79.0.6");
   cni_args_ = "K8S_POD_NAMESPACE=tenant-b;K8S_POD_NAME=intruder;K8S_POD_UID=cccccccc-0000-4000-8000-00000000000c";

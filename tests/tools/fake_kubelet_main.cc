@@ -26,16 +26,20 @@ using nlohmann::json;
 using rdmak8s::fake::FakeKubelet;
 using rdmak8s::fake::FakePodResources;
 
+// The parts of `s` between `sep`s, empty ones too: "a,,b" -> {a, "", b}.
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  for (size_t pos = 0;;) {
+    const size_t at = s.find(sep, pos);
+    parts.push_back(s.substr(pos, at == std::string::npos ? std::string::npos : at - pos));
+    if (at == std::string::npos) return parts;
+    pos = at + 1;
+  }
+}
+
 // "NS/NAME[/UID[/CONTAINER]]": the pod (and container, "main" by default) an allocation is for.
 bool ParsePod(const std::string& s, FakePodResources::Pod* pod, std::string* container) {
-  std::vector<std::string> parts;
-  size_t pos = 0;
-  while (true) {
-    const size_t slash = s.find('/', pos);
-    parts.push_back(s.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos));
-    if (slash == std::string::npos) break;
-    pos = slash + 1;
-  }
+  const std::vector<std::string> parts = Split(s, '/');
   if (parts.size() < 2 || parts.size() > 4 || parts[0].empty() || parts[1].empty()) return false;
   pod->pod_namespace = parts[0];
   pod->name = parts[1];
@@ -46,14 +50,8 @@ bool ParsePod(const std::string& s, FakePodResources::Pod* pod, std::string* con
 
 // "A,B,C" -> {A, B, C} (empty parts dropped).
 std::vector<std::string> SplitIds(const std::string& rest) {
-  std::vector<std::string> ids;
-  size_t pos = 0;
-  while (pos <= rest.size()) {
-    size_t comma = rest.find(',', pos);
-    if (comma == std::string::npos) comma = rest.size();
-    if (comma > pos) ids.push_back(rest.substr(pos, comma - pos));
-    pos = comma + 1;
-  }
+  std::vector<std::string> ids = Split(rest, ',');
+  std::erase(ids, std::string());
   return ids;
 }
 

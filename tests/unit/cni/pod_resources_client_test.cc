@@ -53,7 +53,6 @@ TEST_F(PodResourcesClientTest, AHungKubeletIsADeadlineNamingTheSocket) {
   EXPECT_EQ(pods.status().code(), StatusCode::kDeadlineExceeded) << pods.status().ToString();
   EXPECT_NE(pods.status().message().find(kubelet_.socket_path()), std::string::npos)
       << pods.status().message();
-  EXPECT_EQ(kubelet_.calls(), 1u);
 }
 
 TEST_F(PodResourcesClientTest, ASilentListenerIsADeadlineToo) {

@@ -9,6 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -68,7 +69,7 @@ ssize_t ReadRequest(nghttp2_session*, int32_t, uint8_t* buf, size_t length, uint
                     nghttp2_data_source*, void* user) {
   auto* call = static_cast<CallState*>(user);
   const size_t n = std::min(length, call->request.size() - call->request_sent);
-  std::memcpy(buf, call->request.data() + call->request_sent, n);
+  std::copy_n(call->request.data() + call->request_sent, n, reinterpret_cast<char*>(buf));
   call->request_sent += n;
   if (call->request_sent == call->request.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
   return static_cast<ssize_t>(n);

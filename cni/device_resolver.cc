@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "cni/pod_grant.h"
 #include "cni/spec.h"
 #include "rdmak8s/port_usable.h"
 
@@ -92,7 +93,20 @@ StatusOr<std::optional<DraChoice>> DeviceResolver::FromDraClaims(std::string* no
 
 Status DeviceResolver::ResolveDevice(const Netns& pod, std::string* dev, uint32_t* port, bool* in_pod) {
   *in_pod = false;
-  if (!sel_.device_id.empty()) return ResolveById(pod, sel_.device_id, dev, in_pod);
+  if (!sel_.device_id.empty()) {
+    RDMAK8S_RETURN_IF_ERROR(ResolveById(pod, sel_.device_id, dev, in_pod));
+    // A NAD is tenant input: its deviceID must name a device this pod was given, never another
+    // pod's (checked before anything is moved or written).
+    GrantQuery q{sel_.cni_args, sel_.device_id, *dev, sel_.pod_devices_dir, sel_.pod_resources_socket,
+                 std::chrono::milliseconds(o_.pod_resources_timeout_ms), nullptr};
+    const bool there = *in_pod;
+    q.resolve_id = [&](const std::string& id) -> StatusOr<std::string> {
+      if (!there) return host_sysfs_.ResolveDeviceId(id);
+      RDMAK8S_ASSIGN_OR_RETURN(std::string root, PodSysfsRoot(pod));
+      return DeviceLookup(root).ResolveDeviceId(id);
+    };
+    return CheckPodWasGiven(q, log_, failure_);
+  }
   std::string no_claim;
   RDMAK8S_ASSIGN_OR_RETURN(std::optional<DraChoice> dra, FromDraClaims(&no_claim));
   if (dra) {

@@ -39,6 +39,7 @@ struct DeviceSelector {
   std::string cni_args{};        // CNI_ARGS: K8S_POD_UID names the pod's DRA records
   std::string dra_request{};     // netconf draRequest (cni/dra_device.h)
   std::string pod_devices_dir{}; // the node's DRA records dir (NodeConfig); never the netconf's
+  std::string pod_resources_socket{};  // kubelet's pod-resources API (NodeConfig); never the netconf's
 };
 
 // The device an ADD attaches, read where it shows now, and the ports it uses.
@@ -59,7 +60,8 @@ class DeviceResolver {
   // The node's sysfs.
   const DeviceLookup& host_sysfs() const { return host_sysfs_; }
 
-  // The RDMA device of this attachment: `deviceID`, in the node's sysfs or else the pod's view;
+  // The RDMA device of this attachment: `deviceID`, in the node's sysfs or else the pod's view,
+  // and one the pod was given (cni/pod_grant.h: 100, or 11 when kubelet can't be asked);
   // without one, the device a DRA claim gave the pod (K8S_POD_UID's records in the node's
   // pod_devices_dir, PickDraDevice with draRequest), found as a deviceID is; when the pod has
   // none (and no draRequest asks for one), CNI_IFNAME in the pod followed down its stacked links

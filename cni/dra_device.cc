@@ -32,6 +32,25 @@ void AddOnce(std::vector<DraChoice>* out, DraChoice c) {
   }
 }
 
+// Kubernetes lets a pod use only claims of its own namespace.
+Status CheckNamespaces(const std::vector<PodClaimRecord>& records, const std::string& pod_uid,
+                       const std::string& pod_namespace) {
+  if (!records.empty() && pod_namespace.empty()) {
+    return InvalidArgumentError("pod " + pod_uid + " has DRA claim records, but CNI_ARGS has no " +
+                                "K8S_POD_NAMESPACE to check their namespace against");
+  }
+  for (const auto& r : records) {
+    if (r.claim_namespace != pod_namespace) {
+      return PermissionDeniedError("DRA claim " + Quoted(r.claim_namespace + "/" + r.claim_name) +
+                                   " in the records of pod " + pod_uid + " is of namespace " +
+                                   Quoted(r.claim_namespace) + ", not the pod's namespace " +
+                                   Quoted(pod_namespace) + " (K8S_POD_NAMESPACE): a pod may use only " +
+                                   "claims of its own namespace");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool ValidDraRequest(std::string_view s) {
@@ -53,19 +72,7 @@ bool ValidDraRequest(std::string_view s) {
 StatusOr<DraChoice> PickDraDevice(const std::vector<PodClaimRecord>& records,
                                   const std::string& pod_uid, const std::string& pod_namespace,
                                   const std::string& request) {
-  if (!records.empty() && pod_namespace.empty()) {
-    return InvalidArgumentError("pod " + pod_uid + " has DRA claim records, but CNI_ARGS has no " +
-                                "K8S_POD_NAMESPACE to check their namespace against");
-  }
-  for (const auto& r : records) {
-    if (r.claim_namespace != pod_namespace) {
-      return PermissionDeniedError("DRA claim " + Quoted(r.claim_namespace + "/" + r.claim_name) +
-                                   " in the records of pod " + pod_uid + " is of namespace " +
-                                   Quoted(r.claim_namespace) + ", not the pod's namespace " +
-                                   Quoted(pod_namespace) + " (K8S_POD_NAMESPACE): a pod may use only " +
-                                   "claims of its own namespace");
-    }
-  }
+  RDMAK8S_RETURN_IF_ERROR(CheckNamespaces(records, pod_uid, pod_namespace));
   std::vector<DraChoice> all, matched;
   for (const auto& r : records) {
     for (const auto& d : r.devices) {
@@ -95,6 +102,21 @@ StatusOr<DraChoice> PickDraDevice(const std::vector<PodClaimRecord>& records,
                                 "; name one as \"<claim>/<request>\"");
   }
   return matched.front();
+}
+
+StatusOr<std::optional<DraChoice>> DraClaimHolding(const std::vector<PodClaimRecord>& records,
+                                                   const std::string& pod_uid,
+                                                   const std::string& pod_namespace,
+                                                   const std::string& rdma_dev) {
+  RDMAK8S_RETURN_IF_ERROR(CheckNamespaces(records, pod_uid, pod_namespace));
+  for (const auto& r : records) {
+    for (const auto& d : r.devices) {
+      if (!d.rdma_dev.empty() && d.rdma_dev == rdma_dev) {
+        return std::optional<DraChoice>(DraChoice{d.rdma_dev, d.bus_id, r.claim_namespace + "/" + r.claim_name, d.request});
+      }
+    }
+  }
+  return std::optional<DraChoice>();
 }
 
 }  // namespace rdmak8s::cni

@@ -4,6 +4,7 @@
 // with its trust checks, is ReadPodClaimRecords's (cni/device_resolver.h calls both).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,5 +46,15 @@ bool ValidDraRequest(std::string_view s);
 StatusOr<DraChoice> PickDraDevice(const std::vector<PodClaimRecord>& records,
                                   const std::string& pod_uid, const std::string& pod_namespace,
                                   const std::string& request);
+
+// The claim of `records` (pod `pod_uid`'s) that holds the prepared RDMA device `rdma_dev`: what
+// lets a netconf deviceID name a device on a DRA node. nullopt when none does. The namespace
+// checks of PickDraDevice come first and fail the same way: a record of a claim of another
+// namespace than `pod_namespace` is kPermissionDenied, an empty `pod_namespace` with records
+// kInvalidArgument.
+StatusOr<std::optional<DraChoice>> DraClaimHolding(const std::vector<PodClaimRecord>& records,
+                                                   const std::string& pod_uid,
+                                                   const std::string& pod_namespace,
+                                                   const std::string& rdma_dev);
 
 }  // namespace rdmak8s::cni

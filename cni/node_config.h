@@ -29,6 +29,10 @@ struct NodeConfig {
   // driver's --pod-devices-dir). Only the node configuration sets it: no netconf key does, not
   // even with allow_netconf_overrides, since it chooses which device a root process moves.
   std::string pod_devices_dir = "/run/rdmak8s/dra-pods";
+  // kubelet's pod-resources API (cni/pod_resources_client.h): which device IDs kubelet gave each
+  // pod, what a netconf deviceID must be one of. Only the node configuration sets it, as
+  // pod_devices_dir: the answer decides which device a root process moves.
+  std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
   std::string log_file;                  // empty: stderr only
   LogLevel log_level = LogLevel::kInfo;  // a netconf logLevel overrides it
   // Lets a netconf set sysfsRoot/configfsRoot/stateDir/logFile (tests on fixture trees). Never

@@ -51,7 +51,7 @@ class Invocation {
         // as is.
         resolver_(o,
                   DeviceSelector{conf_.device_id, env_.ifname, conf_.port, conf_.pkey, env_.args,
-                                 conf_.dra_request, paths.pod_devices_dir},
+                                 conf_.dra_request, paths.pod_devices_dir, paths.pod_resources_socket},
                   sysfs_root_,
                   sysfs_as_is ? nullptr : o.pod_sysfs, log, failure_),
         qos_changes_(o, store_, sysfs_root_, paths.configfs_root, conf_.qos, resolver_, log, failure_),

@@ -32,6 +32,9 @@ struct PluginOptions {
   // sysfsRoot other than the node's (allowNetconfOverrides) always reads that tree as is.
   SysfsView* pod_sysfs = nullptr;
   int gid_poll_interval_ms = 10;
+  // The whole call to kubelet's pod-resources API (a netconf deviceID's check): a hung kubelet
+  // fails the ADD (error 11) instead of holding it.
+  int pod_resources_timeout_ms = 10000;
   int stderr_fd = 2;  // logs; -1 to silence
 };
 

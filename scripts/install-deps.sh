@@ -12,6 +12,7 @@ PACKAGES=(
   libibverbs-dev librdmacm-dev rdma-core ibverbs-providers
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   nlohmann-json3-dev
+  libnghttp2-dev  # libnghttp2.a: the CNI's HTTP/2 to kubelet's pod-resources API (cni/pod_resources_client.h)
   libcli11-dev libspdlog-dev prometheus-cpp-dev
   # DRA driver's API client: HTTP(S) and kubeconfig YAML (dra/api/kube_client.h says why);
   # libssl-dev for the TLS of the tests' fake API server

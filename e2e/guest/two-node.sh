@@ -191,7 +191,8 @@ tn_node_up() {  # tn_node_up KIND
       {name: "slot1", mode: "shared", selectors: {rdmaDevices: [$d]},
        allocate: {ncclEnv: true, ucxEnv: true}}]}')"
   t0=$(now_ms)
-  kubelet_start --allocate rdma/slot1:1
+  # The allocation is the pod's (K8S_POD_NAME=$pod below): the CNI's deviceID check asks.
+  kubelet_start --allocate "rdma/slot1:1@default/$pod"
   if kubelet_wait_registered rdma/slot1 90; then
     figure registration-rdma/slot1 $(($(now_ms) - t0)) ms
     result register-rdma/slot1 PASS "registered with node $TN_ROLE's fake kubelet"

@@ -183,6 +183,41 @@ class KubeletOutputTest(unittest.TestCase):
         self.assertEqual(envs.get("X"), "1")
         self.assertEqual(doc["container"]["env_conflicts"], ["X: kept 1, dropped 2"])
 
+    # kubelet's pod-resources API, as the CNI asks it for a NAD's deviceID: each --allocate
+    # ...@NS/NAME and --pod-device is listed for its pod; Get of a pod kubelet does not know is
+    # NOT_FOUND, as kubelet answers.
+    def test_pod_resources_lists_each_pods_devices(self):
+        try:
+            import grpc  # Debian's python3-grpcio; raw bytes, no generated stubs
+        except ImportError:
+            self.skipTest("python3-grpcio is not installed")
+        self.lib("kubelet_start --allocate rdma/slot1:1@default/poda/uid-a "
+                 "--pod-device 'tenant-b/web=rdma/roce=0000:5e:00.3'", check=True)
+        self.start_plugin()
+        end = time.monotonic() + BOUND_S
+        while '"allocations"' not in self.read_out() and time.monotonic() < end:
+            time.sleep(0.05)
+        doc = json.loads(self.lib("kubelet_allocations 5", check=True).stdout)
+        self.assertEqual(doc["errors"], [], self.logs())
+        [alloc] = doc["allocations"]
+        self.assertEqual(alloc["pod"], {"namespace": "default", "name": "poda", "uid": "uid-a",
+                                        "container": "main"})
+        sock = os.path.join(self.tmp, "pod-resources", "kubelet.sock")
+        with grpc.insecure_channel("unix://" + sock) as ch:
+            listed = ch.unary_unary("/v1.PodResourcesLister/List")(b"", timeout=BOUND_S)
+            for want in (b"poda", b"default", b"main", b"rdma/slot1", alloc["ids"][0].encode(),
+                         b"web", b"tenant-b", b"0000:5e:00.3"):
+                self.assertIn(want, listed)
+
+            def get(name, ns):  # GetPodResourcesRequest{pod_name: 1, pod_namespace: 2}
+                req = bytes([0x0a, len(name)]) + name + bytes([0x12, len(ns)]) + ns
+                return ch.unary_unary("/v1.PodResourcesLister/Get")(req, timeout=BOUND_S)
+            self.assertIn(b"0000:5e:00.3", get(b"web", b"tenant-b"))
+            with self.assertRaises(grpc.RpcError) as err:
+                get(b"intruder", b"tenant-b")
+            self.assertEqual(err.exception.code(), grpc.StatusCode.NOT_FOUND)
+            self.assertIn("intruder", err.exception.details())
+
     def test_restarted_kubelet_sees_both_registrations_again(self):
         self.lib("kubelet_start --allocate rdma/slot1:1 --allocate rdma/slot2:1", check=True)
         self.start_plugin()

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <optional>
 #include <cerrno>
 #include <iostream>
 #include <mutex>
@@ -15,11 +18,42 @@
 #include <nlohmann/json.hpp>
 
 #include "support/fake_kubelet.h"
+#include "support/fake_pod_resources.h"
 
 namespace {
 
 using nlohmann::json;
 using rdmak8s::fake::FakeKubelet;
+using rdmak8s::fake::FakePodResources;
+
+// The parts of `s` between `sep`s, empty ones too: "a,,b" -> {a, "", b}.
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  for (size_t pos = 0;;) {
+    const size_t at = s.find(sep, pos);
+    parts.push_back(s.substr(pos, at == std::string::npos ? std::string::npos : at - pos));
+    if (at == std::string::npos) return parts;
+    pos = at + 1;
+  }
+}
+
+// "NS/NAME[/UID[/CONTAINER]]": the pod (and container, "main" by default) an allocation is for.
+bool ParsePod(const std::string& s, FakePodResources::Pod* pod, std::string* container) {
+  const std::vector<std::string> parts = Split(s, '/');
+  if (parts.size() < 2 || parts.size() > 4 || parts[0].empty() || parts[1].empty()) return false;
+  pod->pod_namespace = parts[0];
+  pod->name = parts[1];
+  pod->uid = parts.size() > 2 ? parts[2] : "";
+  *container = parts.size() > 3 && !parts[3].empty() ? parts[3] : "main";
+  return true;
+}
+
+// "A,B,C" -> {A, B, C} (empty parts dropped).
+std::vector<std::string> SplitIds(const std::string& rest) {
+  std::vector<std::string> ids = Split(rest, ',');
+  std::erase(ids, std::string());
+  return ids;
+}
 
 json DevicesJson(const v1beta1::ListAndWatchResponse& r) {
   json out = json::array();
@@ -106,6 +140,9 @@ int main(int argc, char** argv) {
       "--allocate rdma/ib:2 --json\n"
       "  rdmak8s-fake-kubelet --dir D --watch            # one JSON line per ListAndWatch update\n"
       "  rdmak8s-fake-kubelet --dir D --plugin-watcher /var/lib/kubelet/plugins_registry/x.sock\n\n"
+      "With --pod-resources it also serves kubelet's pod-resources API (v1 List, Get, "
+      "GetAllocatableResources) there, answering which device IDs each pod holds from the "
+      "--allocate's pods (RESOURCE:N@NS/NAME) and --pod-device's.\n\n"
       "Output: one line per document (with --json, one JSON object per line), each written whole "
       "by one write(2), so a reader of a growing file sees complete lines."};
   std::string dir;
@@ -126,7 +163,18 @@ int main(int argc, char** argv) {
                  "RESOURCE:N allocates N healthy devices (asking GetPreferredAllocation first when "
                  "the plugin offers it); RESOURCE=ID1,ID2 allocates those IDs (repeatable; implies "
                  "--wait-resource). Each first waits, up to --timeout, for a ListAndWatch update "
-                 "with N healthy devices (or every named ID healthy)");
+                 "with N healthy devices (or every named ID healthy). A suffix "
+                 "@NS/NAME[/UID[/CONTAINER]] says which pod's container (default main) the "
+                 "allocation is for: the pod-resources API lists its IDs for that pod");
+  std::string pod_resources_socket;
+  std::vector<std::string> pod_devices;
+  app.add_option("--pod-resources", pod_resources_socket,
+                 "also serve kubelet's pod-resources API (v1) on this socket (its directory is "
+                 "made), as kubelet does on /var/lib/kubelet/pod-resources/kubelet.sock");
+  app.add_option("--pod-device", pod_devices,
+                 "NS/NAME[/UID[/CONTAINER]]=RESOURCE=ID1,ID2: the pod-resources API lists these "
+                 "IDs for that pod's container (default main) without an Allocate, as kubelet "
+                 "does for a pod admitted before it restarted (its checkpoint) (repeatable)");
   app.add_option("--plugin-watcher", plugin_watcher_sockets,
                  "register through the plugin-watcher API: call GetInfo and "
                  "NotifyRegistrationStatus on this socket (repeatable)");
@@ -165,6 +213,30 @@ int main(int argc, char** argv) {
     std::cerr << "rdmak8s-fake-kubelet: " << st.message() << "\n";
     return 1;
   }
+  // kubelet's pod-resources API, from the recorded allocations.
+  std::unique_ptr<FakePodResources> pod_resources;
+  if (!pod_resources_socket.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(pod_resources_socket).parent_path(), ec);
+    pod_resources = std::make_unique<FakePodResources>(pod_resources_socket);
+    if (st = pod_resources->Start(); !st.ok()) {
+      std::cerr << "rdmak8s-fake-kubelet: " << st.message() << "\n";
+      return 1;
+    }
+  }
+  for (const auto& spec : pod_devices) {
+    const size_t eq = spec.find('='), eq2 = spec.find('=', eq == std::string::npos ? eq : eq + 1);
+    FakePodResources::Pod pod;
+    std::string container;
+    if (!pod_resources || eq == std::string::npos || eq2 == std::string::npos ||
+        !ParsePod(spec.substr(0, eq), &pod, &container) || eq2 == eq + 1) {
+      std::cerr << "rdmak8s-fake-kubelet: --pod-device " << spec
+                << ": want NS/NAME[/UID[/CONTAINER]]=RESOURCE=ID1,ID2, with --pod-resources\n";
+      return 2;
+    }
+    pod_resources->RecordAllocation(pod, container, spec.substr(eq + 1, eq2 - eq - 1),
+                                    SplitIds(spec.substr(eq2 + 1)));
+  }
   const auto timeout = std::chrono::duration_cast<rdmak8s::fake::Clock::duration>(
       std::chrono::duration<double>(timeout_s));
   json out = {{"errors", json::array()}, {"resources", json::object()},
@@ -183,22 +255,28 @@ int main(int argc, char** argv) {
     std::string resource;
     int count = 0;
     std::vector<std::string> ids;
+    std::optional<FakePodResources::Pod> pod;
+    std::string container;
   };
   std::vector<Alloc> allocs;
-  for (const auto& a : allocations) {
+  for (const auto& spec : allocations) {
     Alloc alloc;
+    std::string a = spec;
+    if (const size_t at = a.rfind('@'); at != std::string::npos) {
+      FakePodResources::Pod pod;
+      if (!ParsePod(a.substr(at + 1), &pod, &alloc.container)) {
+        std::cerr << "rdmak8s-fake-kubelet: --allocate " << spec
+                  << ": the pod after @ must be NS/NAME[/UID[/CONTAINER]]\n";
+        return 2;
+      }
+      alloc.pod = pod;
+      a = a.substr(0, at);
+    }
     auto eq = a.find('=');
     auto colon = a.rfind(':');
     if (eq != std::string::npos) {
       alloc.resource = a.substr(0, eq);
-      std::string rest = a.substr(eq + 1);
-      size_t pos = 0;
-      while (pos <= rest.size()) {
-        size_t comma = rest.find(',', pos);
-        if (comma == std::string::npos) comma = rest.size();
-        if (comma > pos) alloc.ids.push_back(rest.substr(pos, comma - pos));
-        pos = comma + 1;
-      }
+      alloc.ids = SplitIds(a.substr(eq + 1));
     } else if (colon != std::string::npos) {
       alloc.resource = a.substr(0, colon);
       try {
@@ -280,8 +358,14 @@ int main(int argc, char** argv) {
       Fail(out, as_json, resp.status().message());
       continue;
     }
-    out["allocations"].push_back(
-        {{"resource", alloc.resource}, {"ids", ids}, {"containers", AllocateJson(*resp)}});
+    json entry = {{"resource", alloc.resource}, {"ids", ids}, {"containers", AllocateJson(*resp)}};
+    if (alloc.pod) {
+      // kubelet's device manager records which container of which pod got the IDs.
+      if (pod_resources) pod_resources->RecordAllocation(*alloc.pod, alloc.container, alloc.resource, ids);
+      entry["pod"] = {{"namespace", alloc.pod->pod_namespace}, {"name", alloc.pod->name},
+                      {"uid", alloc.pod->uid}, {"container", alloc.container}};
+    }
+    out["allocations"].push_back(std::move(entry));
     if (one_container && resp->container_responses_size() == 1) {
       // kubelet's deviceRunContainerOptions: the first value of a key stays.
       for (const auto& [k, v] : resp->container_responses(0).envs()) {
@@ -309,6 +393,7 @@ int main(int argc, char** argv) {
     int sig = 0;
     sigwait(&stop_signals, &sig);
   }
+  if (pod_resources) pod_resources->Stop();
   kubelet.Stop();
   return out["errors"].empty() ? 0 : 1;
 }

@@ -50,9 +50,16 @@ dp_stop() {
 # 'select(...)' FILE` does: jq 1.6, Debian 12's, sets -e's status from the LAST input only, so the
 # check passes only in the moment R's update is the newest line, and a poller that comes a little
 # late on a loaded machine misses it for good.)
+#
+# It serves kubelet's pod-resources API too, where kubelet does: next to the device-plugins dir
+# (/var/lib/kubelet/pod-resources/kubelet.sock, the CNI's podResourcesSocket by default). An
+# --allocate ...@NS/NAME is that pod's, and --pod-device NS/NAME=RESOURCE=IDS lists IDs for a pod
+# without an Allocate (a restarted kubelet's checkpoint): the CNI takes a NAD's deviceID only
+# when kubelet lists it for the pod of CNI_ARGS (docs/cni.md "Which device a pod was given").
 kubelet_start() {
   : > "$KUBELET_OUT"
-  rdmak8s-fake-kubelet --dir "$KUBELET_DIR" --json --watch --timeout 90 "$@" >> "$KUBELET_OUT" 2>"$KUBELET_ERR" &
+  rdmak8s-fake-kubelet --dir "$KUBELET_DIR" --json --watch --timeout 90 \
+    --pod-resources "${KUBELET_DIR%/*}/pod-resources/kubelet.sock" "$@" >> "$KUBELET_OUT" 2>"$KUBELET_ERR" &
   echo $! > "$KUBELET_PID"
 }
 

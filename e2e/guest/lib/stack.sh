@@ -19,7 +19,9 @@ stack_up() {
       {name: "slot1", mode: $m, selectors: {rdmaDevices: [($k + "_slot1")]}},
       {name: "slot2", mode: $m, selectors: {rdmaDevices: [($k + "_slot2")]}}]}')"
   t0=$(now_ms)
-  kubelet_start --allocate rdma/slot1:1 --allocate rdma/slot2:1
+  # Each pod's allocation, as kubelet's device manager records it (the pod-resources API the CNI
+  # asks): podA (CNI_ARGS K8S_POD_NAME=poda, lib/cni.sh) got slot1, podB slot2.
+  kubelet_start --allocate rdma/slot1:1@default/poda --allocate rdma/slot2:1@default/podb
   for s in slot1 slot2; do
     if kubelet_wait_registered "rdma/$s" 90; then
       t1=$(now_ms)

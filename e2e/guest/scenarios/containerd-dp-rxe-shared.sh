@@ -23,7 +23,9 @@ cdp_slots_and_plugin() {
       {"name": "slot1", "mode": "shared", "selectors": {"rdmaDevices": ["rxe_slot1"]}},
       {"name": "slot2", "mode": "shared", "selectors": {"rdmaDevices": ["rxe_slot2"]}}]}' \
     --cdi --cdi-dir /var/run/cdi
-  kubelet_start --allocate rdma/slot1:1 --allocate rdma/slot2:1
+  # podA/podB are "poda"/"podb" in namespace default in their sandbox configs (cri_pod_sandbox):
+  # the pod-resources API lists each one's IDs, as kubelet would for the CNI's deviceID check.
+  kubelet_start --allocate rdma/slot1:1@default/poda --allocate rdma/slot2:1@default/podb
   for s in slot1 slot2; do
     if kubelet_wait_registered "rdma/$s" 90; then
       result "register-rdma/$s" PASS "registered with the fake kubelet"

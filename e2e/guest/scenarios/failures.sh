@@ -51,7 +51,11 @@ if stack_up rxe shared; then
   kubelet_stop
   sleep 1
   t0=$(now_ms)
-  kubelet_start --restart --wait-resource rdma/slot1 --wait-resource rdma/slot2
+  # A restarted kubelet still knows which pod holds which device (its checkpoint): the
+  # pod-resources API lists podA's and podB's IDs again (the GC check below re-ADDs podA).
+  kubelet_start --restart --wait-resource rdma/slot1 --wait-resource rdma/slot2 \
+    --pod-device "default/poda=rdma/slot1=$(jq -r '.allocations[] | select(.resource == "rdma/slot1") | .ids | join(",")' /run/e2e/allocations.json)" \
+    --pod-device "default/podb=rdma/slot2=$(jq -r '.allocations[] | select(.resource == "rdma/slot2") | .ids | join(",")' /run/e2e/allocations.json)"
   if kubelet_wait_registered rdma/slot1 90 && kubelet_wait_registered rdma/slot2 90; then
     figure re-registration-after-kubelet-restart $(($(now_ms) - t0)) ms
     result kubelet-restart PASS "both resources registered again after the kubelet restarted"

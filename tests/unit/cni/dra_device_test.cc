@@ -110,5 +110,31 @@ TEST(PickDraDeviceTest, WithoutThePodsNamespaceNoRecordIsTaken) {
   EXPECT_NE(c.status().message().find("K8S_POD_NAMESPACE"), std::string::npos) << c.status().message();
 }
 
+TEST(DraClaimHoldingTest, NamesTheClaimThatHoldsThePreparedDevice) {
+  auto c = DraClaimHolding({Claim("a", {Dev("rdma", "mlx5_1")}), Claim("b", {Dev("rdma", "mlx5_2")})},
+                           "pod-1", "team", "mlx5_2");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE(c->has_value());
+  EXPECT_EQ(**c, (DraChoice{"mlx5_2", "0000:5e:00.2", "team/b", "rdma"}));
+}
+
+TEST(DraClaimHoldingTest, ADeviceNoClaimOfThePodHoldsIsNone) {
+  // Another tenant's device, and an unprepared device of the pod's own claim.
+  auto c = DraClaimHolding({Claim("a", {Dev("rdma", "mlx5_1"), Dev("late", "")})}, "pod-1", "team", "mlx5_0");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->has_value());
+  c = DraClaimHolding({}, "pod-1", "team", "mlx5_0");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->has_value());
+}
+
+TEST(DraClaimHoldingTest, ARecordOfAnotherNamespaceIsRefusedAsForPick) {
+  PodClaimRecord theirs{"tenant-a", "nic", "uid-nic", {Dev("rdma", "mlx5_0")}};
+  auto c = DraClaimHolding({theirs}, "pod-1", "tenant-b", "mlx5_0");
+  EXPECT_EQ(c.status().code(), StatusCode::kPermissionDenied) << c.status().ToString();
+  c = DraClaimHolding({theirs}, "pod-1", "", "mlx5_0");
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument) << c.status().ToString();
+}
+
 }  // namespace
 }  // namespace rdmak8s::cni

@@ -137,13 +137,65 @@ TEST_F(PluginDraTest, AClaimServedByTwoDriversShowsBothDevicesAndTheRequestPicks
   EXPECT_TRUE(In(pod.key, "mlx5_2"));
 }
 
-TEST_F(PluginDraTest, ADeviceIdWinsOverTheDraRecords) {
+// On a node with both (rdma/roce served by a device plugin next to the DRA driver): a deviceID
+// kubelet gave the pod wins over its claims' device.
+TEST_F(PluginDraTest, ADeviceIdKubeletGaveThePodWinsOverTheDraRecords) {
   Pod pod = NewPod("10.78.0.5");
   AddGid("mlx5_2", pod.ip);
   Prepare("nic", {{"rdma", "mlx5_1"}});
+  Kubelet().RecordAllocation({"team", "trainer-0", kUid}, "main", "rdma/roce", {"0000:5e:00.3"});
   ASSERT_EQ(Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "mlx5_2"}})).exit_code, 0);
   EXPECT_TRUE(In(pod.key, "mlx5_2"));
   EXPECT_TRUE(In(node_key_, "mlx5_1"));
+}
+
+TEST_F(PluginDraTest, ADeviceIdOfThePodsOwnClaimIsTakenWithoutAskingKubelet) {
+  Pod pod = NewPod("10.78.0.13");
+  AddGid("mlx5_2", pod.ip);
+  Prepare("nics", {{"east", "mlx5_1"}, {"west", "mlx5_2"}});
+  fake::FakePodResources& kubelet = Kubelet();
+  // The claim's device by its bus address, as a deviceID may name it.
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod, {{"deviceID", "0000:5e:00.3"}}));
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_TRUE(In(pod.key, "mlx5_2"));
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  EXPECT_EQ(kubelet.calls(), 0u);
+}
+
+// Issue 32 item 1: tenant-b's NAD names the device tenant-a's claim holds for tenant-a's pod.
+TEST_F(PluginDraTest, ADeviceIdOfAnotherTenantsClaimIsRefusedBeforeAnythingMoves) {
+  constexpr char kUidB[] = "bbbbbbbb-0000-4000-8000-00000000000b";
+  PodClaimRecord theirs{"tenant-a", "nic", "uid-a-nic", {{"rdma", "rdma.rdmak8s.io", "node-a", "dev-mlx5_1", "mlx5_1", ""}}};
+  ASSERT_TRUE(WritePodClaimRecord(pods_, kUid, "rdma.rdmak8s.io", theirs).ok());
+  PodClaimRecord mine{"tenant-b", "nic", "uid-b-nic", {{"rdma", "rdma.rdmak8s.io", "node-a", "dev-mlx5_2", "mlx5_2", ""}}};
+  ASSERT_TRUE(WritePodClaimRecord(pods_, kUidB, "rdma.rdmak8s.io", mine).ok());
+  Kubelet();  // kubelet serves pod-resources on every node; it gave no device-plugin device here
+  Pod b = NewPod("10.78.0.14");
+  cni_args_ = std::string("IgnoreUnknown=1;K8S_POD_NAMESPACE=tenant-b;K8S_POD_NAME=web;K8S_POD_UID=") + kUidB;
+  json conf = Conf("1.0.0", &b, {{"deviceID", "mlx5_1"}, {"qos", {{"roceTos", 106}}}});
+  auto out = Run("ADD", "c-b", &b, conf);
+  EXPECT_EQ(Code(out), kErrDeviceNotFound) << out.stdout_data;
+  EXPECT_NE(Msg(out).find("deviceID \"mlx5_1\""), std::string::npos) << Msg(out);
+  EXPECT_NE(Msg(out).find("pod tenant-b/web (uid " + std::string(kUidB) + ")"), std::string::npos) << Msg(out);
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+  EXPECT_FALSE(In(b.key, "mlx5_1"));
+  EXPECT_EQ(ReadFile(configfs_ + "/rdma_cm/mlx5_1/ports/1/default_roce_tos"), "0");
+  EXPECT_EQ(Records(), 0u);
+
+  // A pod of tenant-b with no claim at all is refused the same way.
+  cni_args_ = "K8S_POD_NAMESPACE=tenant-b;K8S_POD_NAME=other;K8S_POD_UID=cccccccc-0000-4000-8000-00000000000c";
+  out = Run("ADD", "c-c", &b, conf);
+  EXPECT_EQ(Code(out), kErrDeviceNotFound) << out.stdout_data;
+  EXPECT_NE(Msg(out).find("pod tenant-b/other"), std::string::npos) << Msg(out);
+  EXPECT_TRUE(In(node_key_, "mlx5_1"));
+
+  // tenant-a's own ADD, by its pod's records, still gets its device.
+  Pod a = NewPod("10.78.0.15");
+  AddGid("mlx5_1", a.ip);
+  cni_args_ = std::string("K8S_POD_NAMESPACE=tenant-a;K8S_POD_NAME=trainer-0;K8S_POD_UID=") + kUid;
+  out = Run("ADD", "c-a", &a, Conf("1.0.0", &a, {{"deviceID", "mlx5_1"}}));
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  EXPECT_TRUE(In(a.key, "mlx5_1"));
 }
 
 TEST_F(PluginDraTest, NoDeviceIdAndNoClaimIsCode100NamingThePod) {

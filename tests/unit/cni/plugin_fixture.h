@@ -25,6 +25,7 @@
 #include "cni_test_util.h"
 #include "fakes/fake_dcb_netlink.h"
 #include "fakes/fake_rdma_netlink.h"
+#include "support/fake_pod_resources.h"
 #include "support/sysfs_builder.h"
 #include "support/throwaway_netns.h"
 
@@ -107,6 +108,8 @@ class PluginTest : public ::testing::Test {
     options_.node.sysfs_root = sysfs_;
     options_.node.configfs_root = configfs_;
     options_.node.state_dir = state_;
+    // kubelet's pod-resources API: nothing serves it until a test asks for Kubelet().
+    options_.node.pod_resources_socket = tmp_.path() + "/pod-resources.sock";
     options_.gid_poll_interval_ms = 5;
     options_.pod_sysfs = &pod_view_;
     options_.new_rdma_netlink = [w = world_]() -> StatusOr<std::unique_ptr<RdmaNetlink>> {
@@ -277,6 +280,17 @@ class PluginTest : public ::testing::Test {
     return out;
   }
 
+  // kubelet's pod-resources API on the node's podResourcesSocket, started on first use: what the
+  // plugin asks which devices a pod was given for a netconf deviceID.
+  fake::FakePodResources& Kubelet() {
+    if (!kubelet_) {
+      kubelet_ = std::make_unique<fake::FakePodResources>(options_.node.pod_resources_socket);
+      Status s = kubelet_->Start();
+      EXPECT_TRUE(s.ok()) << s.ToString();
+    }
+    return *kubelet_;
+  }
+
   static int Code(const PluginOutput& out) {
     json j = json::parse(out.stdout_data, nullptr, false);
     return j.is_object() && j.contains("code") ? j["code"].get<int>() : 0;
@@ -321,6 +335,7 @@ class PluginTest : public ::testing::Test {
   std::string cni_args_;  // CNI_ARGS of every Run; empty: unset
   bool empty_netns_ = false;  // a Run without a pod sets CNI_NETNS="" instead of leaving it unset
   std::mutex gid_table_mu_;
+  std::unique_ptr<fake::FakePodResources> kubelet_;
 };
 
 }  // namespace rdmak8s::cni

@@ -703,6 +703,8 @@ TEST_F(PluginTest, DelAsContainerdSendsItOnRemovePodSandboxSucceedsAfterTheFirst
   AddGid("mlx5_1", pod.ip);
   cni_args_ = "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=poda;"
               "K8S_POD_INFRA_CONTAINER_ID=6c3ec455490c6cad;K8S_POD_UID=11111111-aaaa-4aaa-8aaa-000000000001";
+  Kubelet().RecordAllocation({"default", "poda", "11111111-aaaa-4aaa-8aaa-000000000001"}, "main",
+                             "rdma/roce", {"0000:5e:00.2"});
   json conf = Conf("1.0.0", &pod, {{"deviceID", "mlx5_1"}});
   ASSERT_EQ(Run("ADD", "6c3ec455490c6cad", &pod, conf).exit_code, 0);
   auto first = Run("DEL", "6c3ec455490c6cad", &pod, conf);

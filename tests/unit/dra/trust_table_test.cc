@@ -31,6 +31,7 @@ constexpr char kClass[] = "DeviceClass";
 constexpr char kPool[] = "pool configuration";
 constexpr char kNode[] = "node configuration";
 constexpr char kNad[] = "NetworkAttachmentDefinition";
+constexpr char kKubelet[] = "kubelet pod-resources";
 constexpr char kCheck[] = "node check";  // rdmak8s-inspect check's policy flags (the admin's)
 constexpr char kAgent[] = "agent flags";  // the DaemonSets' flags of both agents (the admin's)
 constexpr char kUser[] = "namespace user";
@@ -123,12 +124,14 @@ class TrustTableTest : public ::testing::Test {
 };
 
 TEST_F(TrustTableTest, EveryRowNamesAKnownPlaceAndOwner) {
-  const std::set<std::string> places = {kClaim, kClass, kPool, kNode, kNad, kCheck, kAgent};
+  const std::set<std::string> places = {kClaim, kClass, kPool, kNode, kNad, kCheck, kAgent, kKubelet};
   for (const auto& r : rows_) {
     EXPECT_TRUE(places.count(r.place)) << "row " << r.key << ": unknown place \"" << r.place << "\"";
     const bool user_place = r.place == kClaim || r.place == kNad;
     if (user_place) {
       EXPECT_TRUE(r.owner == kUser || r.owner == kAdminOnly) << r.place << " " << r.key << ": " << r.owner;
+    } else if (r.place == kKubelet) {
+      EXPECT_EQ(r.owner, "kubelet") << r.place << " " << r.key;  // no setting: a peer's answer
     } else {
       EXPECT_EQ(r.owner, kAdmin) << r.place << " " << r.key;
     }

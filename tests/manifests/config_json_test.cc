@@ -39,8 +39,9 @@ std::set<std::string> Resources(const fs::path& rel) {
 
 TEST(ManifestsConfigJson, EveryConfigInManifestsIsAcceptedByTheDevicePlugin) {
   auto files = ConfigFiles();
-  // base and the four overlays with their own config (cdi, verbs-health reuse roce-shared).
-  EXPECT_EQ(files.size(), 5u);
+  // base and the five overlays with their own config (cdi, verbs-health reuse roce-shared;
+  // dra-split has the PFs' pool).
+  EXPECT_EQ(files.size(), 6u);
   for (const auto& f : files) {
     auto cfg = LoadConfigFile(f.string());
     EXPECT_TRUE(cfg.ok()) << f << ": " << cfg.status().ToString();
@@ -54,6 +55,7 @@ TEST(ManifestsConfigJson, OverlaysAdvertiseTheResourcesTheirNetworksAndExamplesN
             (std::set<std::string>{"rdma/roce_vf", "rdma/roce_sf"}));
   EXPECT_EQ(Resources("overlays/infiniband"), std::set<std::string>{"rdma/ib_shared"});
   EXPECT_EQ(Resources("overlays/iwarp"), std::set<std::string>{"rdma/iwarp"});
+  EXPECT_EQ(Resources("overlays/dra-split"), std::set<std::string>{"rdma/roce_pf"});
 }
 
 TEST(ManifestsConfigJson, ExampleScriptsReadTheEnvironmentAllocateInjects) {

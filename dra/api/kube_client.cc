@@ -27,7 +27,7 @@ size_t WriteBody(char* data, size_t size, size_t n, void* user) {
   const size_t len = size * n;
   if (r->response->body.size() + len > r->max_body) {
     r->refused = "answer larger than the " + std::to_string(r->max_body) +
-                 " bytes a response may have (kMaxResponseBytes): not read";
+                 " bytes this answer may have (kMaxResponseBytes, kMaxObjectBytes): not read";
     return 0;
   }
   try {
@@ -218,7 +218,7 @@ StatusOr<HttpResponse> CurlKubeClient::SendOnce(void* handle, const HttpRequest&
 
   curl_easy_reset(curl);  // keeps the connection cache
   HttpResponse response;
-  Reception reception{&response, max_response_bytes_, ""};
+  Reception reception{&response, std::min(max_response_bytes_, request.max_response_bytes.value_or(max_response_bytes_)), ""};
   char errbuf[CURL_ERROR_SIZE] = {0};
   curl_slist* headers = nullptr;
   headers = curl_slist_append(headers, "Accept: application/json");

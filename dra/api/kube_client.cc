@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rdmak8s/file_util.h"
+#include "rdmak8s/json_reader.h"
 #include "rdmak8s/numbers.h"
 
 namespace rdmak8s::dra {
@@ -138,10 +139,11 @@ std::string PathSegment(std::string_view segment) {
 
 Status ApiError(const KubeApi& api, const HttpRequest& request, const HttpResponse& response) {
   std::string message;
-  try {
-    auto j = nlohmann::json::parse(response.body);
-    if (j.is_object()) message = j.value("message", std::string());
-  } catch (const nlohmann::json::exception&) {
+  // Only the Status's message is built of an answer that may be kMaxResponseBytes.
+  static const json_reader::KeepOnly kMessage({"message"});
+  if (StatusOr<nlohmann::json> j = json_reader::Parse(response.body, "answer", &kMessage); j.ok() && j->is_object()) {
+    StatusOr<std::string> m = json_reader::StringAt(*j, "$", "message");
+    if (m.ok()) message = *m;
   }
   if (message.empty()) message = response.body.substr(0, 200);
   std::string text = request.method + " " + Url(api.server(), request) + ": HTTP " +

@@ -28,13 +28,13 @@ class Builder final : public nlohmann::json_sax<json> {
   json& root() { return root_; }
   const std::string& error() const { return error_; }
 
-  bool null() override { Put(json()); return true; }
-  bool boolean(bool v) override { Put(json(v)); return true; }
-  bool number_integer(number_integer_t v) override { Put(json(v)); return true; }
-  bool number_unsigned(number_unsigned_t v) override { Put(json(v)); return true; }
-  bool number_float(number_float_t v, const string_t&) override { Put(json(v)); return true; }
-  bool string(string_t& v) override { Put(json(std::move(v))); return true; }
-  bool binary(binary_t& v) override { Put(json::binary(std::move(v))); return true; }
+  bool null() override { return Value(nullptr); }
+  bool boolean(bool v) override { return Value(v); }
+  bool number_integer(number_integer_t v) override { return Value(v); }
+  bool number_unsigned(number_unsigned_t v) override { return Value(v); }
+  bool number_float(number_float_t v, const string_t&) override { return Value(v); }
+  bool string(string_t& v) override { return Value(std::move(v)); }
+  bool binary(binary_t& v) override { return Value(json::binary(std::move(v))); }
   bool start_object(std::size_t) override { return Open(json::value_t::object); }
   bool start_array(std::size_t) override { return Open(json::value_t::array); }
   bool end_object() override { return Close(); }
@@ -67,18 +67,26 @@ class Builder final : public nlohmann::json_sax<json> {
 
  private:
   struct OpenValue {
-    json* value;                  // nullptr: a skipped container
+    json* value;
     const KeepOnly::Node* keep;   // its members' filter; nullptr: keep all
   };
 
-  // Where a new value goes: the root, the open list's end, or the member `key` named; nullptr
-  // when it is (inside) a skipped member.
-  json* Put(json&& v) {
-    if (skipping_ > 0) return nullptr;
-    if (skip_next_) {
-      skip_next_ = false;
-      return nullptr;
-    }
+  // True when the value starting now is (inside) a dropped member: it is not built.
+  bool Dropped() {
+    if (skipping_ > 0) return true;
+    if (!skip_next_) return false;
+    skip_next_ = false;
+    return true;
+  }
+
+  template <typename T>
+  bool Value(T&& v) {
+    if (!Dropped()) Place(json(std::forward<T>(v)));
+    return true;
+  }
+
+  // Where a kept value goes: the root, the open list's end, or the member `key` named.
+  json* Place(json&& v) {
     if (open_.empty()) {
       root_ = std::move(v);
       return &root_;
@@ -97,15 +105,14 @@ class Builder final : public nlohmann::json_sax<json> {
       error_ = "nested deeper than " + std::to_string(kMaxDepth) + " levels (json_reader::kMaxDepth)";
       return false;
     }
-    if (skipping_ > 0 || skip_next_) {
-      skip_next_ = false;
+    if (Dropped()) {
       ++skipping_;
       return true;
     }
     const KeepOnly::Node* keep = open_.empty()                  ? root_keep_
                                  : open_.back().value->is_array() ? open_.back().keep
                                                                   : next_keep_;
-    open_.push_back({Put(json(type)), keep});
+    open_.push_back({Place(json(type)), keep});
     return true;
   }
 

@@ -14,6 +14,7 @@
 #include "fakes/fake_api_server.h"
 #include "rdmak8s/json_reader.h"
 
+#include "support/large_claim.h"
 #include "support/temp_dir.h"
 #include "unit/device-plugin/test_devices.h"
 
@@ -424,13 +425,7 @@ TEST_F(ClaimReaderTest, AClaimWithManyLabelsAndManagedFieldsReadsAsTheSameClaim)
   auto plain = reader.GetClaim("ml", "train-nic", Soon());
   ASSERT_TRUE(plain.ok()) << plain.status().ToString();
   json c = Claim();
-  json fields = json::object();
-  for (int i = 0; i < 45000; ++i) {
-    c["metadata"]["labels"]["l" + std::to_string(i)] = "v";
-    fields["f:l" + std::to_string(i)] = json::object();
-  }
-  c["metadata"]["managedFields"] = json::array(
-      {{{"manager", "kubectl"}, {"operation", "Apply"}, {"fieldsV1", {{"f:metadata", {{"f:labels", fields}}}}}}});
+  rdmak8s::testing::Swell(c, 45000);
   server_.AddClaim(c);
   auto big = reader.GetClaim("ml", "train-nic", Soon());
   ASSERT_TRUE(big.ok()) << big.status().ToString();

@@ -22,7 +22,8 @@
 // each request takes a libcurl handle (with its connection) of its own from a small pool, and
 // a 429/5xx backoff holds no lock, so one slow or hung answer delays only its own caller.
 //
-// Answers are bounded: a body past kMaxResponseBytes, Retry-After as large as the server likes
+// Answers are bounded: a body past kMaxResponseBytes (or the request's own max_response_bytes:
+// kMaxObjectBytes for one object), Retry-After as large as the server likes
 // (clamped to RetryPolicy::max_backoff, never overflowing), a header line of any length.
 // No exception leaves Send (an allocation failure in a libcurl callback ends that request).
 #pragma once

@@ -19,7 +19,9 @@ std::optional<LogLevel> ParseLogLevel(std::string_view level) {
 }
 
 std::string PeekCniVersion(std::string_view stdin_data) {
-  json j = json::parse(stdin_data, nullptr, /*allow_exceptions=*/false);
+  StatusOr<json> parsed = json_reader::Parse(stdin_data, "netconf");
+  if (!parsed.ok()) return "";
+  const json& j = *parsed;
   if (j.is_object() && j.contains("cniVersion") && j["cniVersion"].is_string()) {
     return j["cniVersion"].get<std::string>();
   }
@@ -91,11 +93,14 @@ std::optional<uint16_t> ParsePkey(const json& v) {
 }
 
 std::optional<NetConf> Parse(std::string_view data, Command command, CniError* err) {
-  json j = json::parse(data, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    *err = CniError{kErrDecode, "network configuration on stdin is not valid JSON", ""};
+  // The one reader: its error names the syntax error, or nesting past json_reader::kMaxDepth
+  // (libcni refuses past 10,000 before the plugin runs; a runtime that execs us directly may not).
+  StatusOr<json> parsed = json_reader::Parse(data, "network configuration on stdin");
+  if (!parsed.ok()) {
+    *err = CniError{kErrDecode, parsed.status().message(), ""};
     return std::nullopt;
   }
+  json& j = *parsed;
   if (!j.is_object()) {
     *err = CniError{kErrDecode, "network configuration on stdin is not a JSON object", ""};
     return std::nullopt;

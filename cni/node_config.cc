@@ -60,8 +60,7 @@ StatusOr<NodeConfig> ParseFields(const json& j, NodeConfig c) {
 }
 
 StatusOr<NodeConfig> Parse(const std::string& path, const std::string& data, NodeConfig c) {
-  json j = json::parse(data, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return InvalidArgumentError("node configuration " + path + ": not JSON");
+  RDMAK8S_ASSIGN_OR_RETURN(const json j, json_reader::Parse(data, "node configuration " + path));
   auto out = ParseFields(j, std::move(c));
   if (!out.ok()) return out.status().Prepend("node configuration " + path);
   return out;

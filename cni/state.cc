@@ -1,6 +1,7 @@
 #include "cni/state.h"
 
 #include "rdmak8s/file_util.h"
+#include "rdmak8s/json_reader.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -147,11 +148,11 @@ StatusOr<AttachmentRecord> StateStore::ReadRecord(const std::string& path, const
   auto data = ReadFile(path);
   std::string why;
   if (data.ok()) {
-    json j = json::parse(*data, nullptr, false);
-    if (j.is_discarded()) {
-      why = "is not valid JSON";
+    StatusOr<json> j = json_reader::Parse(*data, "$");
+    if (!j.ok()) {
+      why = "is not valid JSON (" + j.status().message() + ")";
     } else {
-      auto rec = AttachmentRecord::FromJson(j);
+      auto rec = AttachmentRecord::FromJson(*j);
       if (!rec.ok()) {
         why = "is not an attachment record (" + rec.status().message() + ")";
       } else if (rec->network != network || rec->container_id + ":" + rec->ifname + ".json" != file) {
@@ -257,9 +258,10 @@ StatusOr<std::map<std::string, QosOriginal>> StateStore::LoadQosOriginals() {
   }
   std::string why;
   if (data.ok()) {
-    json j = json::parse(*data, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      why = "is not a JSON object";
+    StatusOr<json> parsed = json_reader::Parse(*data, "$");
+    json j = parsed.ok() ? std::move(*parsed) : json();
+    if (!j.is_object()) {
+      why = parsed.ok() ? "is not a JSON object" : "is not a JSON object (" + parsed.status().message() + ")";
       j = json::object();
     }
     for (const auto& [k, v] : j.items()) {

@@ -110,8 +110,7 @@ std::string SerializeCheckpoint(const ClaimMap& claims) {
 }
 
 StatusOr<ClaimMap> ParseCheckpoint(std::string_view text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Bad("$", "invalid JSON");
+  RDMAK8S_ASSIGN_OR_RETURN(json j, json_reader::Parse(text, "$"));
   if (!j.is_object()) return Bad("$", "must be an object");
   if (!j.contains("version") || !j["version"].is_number_integer() ||
       j["version"].get<int>() != kVersion) {

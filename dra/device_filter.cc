@@ -11,8 +11,7 @@
 namespace rdmak8s::dra {
 
 StatusOr<DeviceFilter> DeviceFilter::Parse(std::string_view json_text) {
-  nlohmann::json j = nlohmann::json::parse(json_text, nullptr, false);
-  if (j.is_discarded()) return InvalidArgumentError("$: not valid JSON");
+  RDMAK8S_ASSIGN_OR_RETURN(nlohmann::json j, json_reader::Parse(json_text, "$"));
   RDMAK8S_RETURN_IF_ERROR(json_reader::CheckKeys(j, "$", {"selectors"}));
   if (!j.contains("selectors") || j["selectors"].is_null()) {
     return json_reader::Invalid("$.selectors",

@@ -11,6 +11,7 @@
 #include "dra/claim_cdi_spec.h"
 #include "node/allocate.h"
 #include "node/cdi_spec.h"
+#include "rdmak8s/json_reader.h"
 #include "rdmak8s/pod_devices.h"
 #include "rdmak8s/strings.h"
 
@@ -45,9 +46,9 @@ bool ClaimMaySet(std::string_view key) {
 // A FromClaim entry: refused naming the first key a claim may not set. A text that is not a
 // JSON object is left to ParseAllocateOptions, whose error names it.
 Status CheckClaimSettable(const std::string& parameters) {
-  const nlohmann::json j = nlohmann::json::parse(parameters, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return Status::Ok();
-  for (auto it = j.begin(); it != j.end(); ++it) {
+  const StatusOr<nlohmann::json> j = json_reader::Parse(parameters, "parameters");
+  if (!j.ok() || !j->is_object()) return Status::Ok();
+  for (auto it = j->begin(); it != j->end(); ++it) {
     if (!ClaimMaySet(it.key())) {
       return PermissionDeniedError("key " + Quoted(it.key()) +
                                    ": only a DeviceClass (the cluster admin) may set it, not a "

@@ -91,8 +91,7 @@ StatusOr<AllocateOptions> ParseAllocate(const json& j, const std::string& path) 
 }
 
 StatusOr<AllocateOptions> ParseAllocateOptions(std::string_view json_text) {
-  json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/false);
-  if (j.is_discarded()) return InvalidArgumentError("$: invalid JSON");
+  RDMAK8S_ASSIGN_OR_RETURN(const json j, json_reader::Parse(json_text, "$"));
   return ParseAllocate(j, "$");
 }
 

@@ -69,8 +69,8 @@ StatusOr<std::string> StringAt(const json& obj, const char* key, const std::stri
 }
 
 StatusOr<PodClaimRecord> FromJson(std::string_view text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return InvalidArgumentError("$: not a JSON object");
+  RDMAK8S_ASSIGN_OR_RETURN(json j, json_reader::Parse(text, "$"));
+  if (!j.is_object()) return InvalidArgumentError("$: not a JSON object");
   if (!j.contains("version") || j["version"] != kVersion) {
     return InvalidArgumentError("$.version: must be " + std::to_string(kVersion));
   }

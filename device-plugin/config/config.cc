@@ -100,16 +100,8 @@ StatusOr<PoolConfig> ParsePool(const json& j, const std::string& path) {
 }  // namespace
 
 StatusOr<PluginConfig> ParseConfig(std::string_view json_text) {
-  json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/false);
-  if (j.is_discarded()) {
-    // Parse again with exceptions only to get the position of the syntax error.
-    try {
-      json ignored = json::parse(json_text);
-    } catch (const json::parse_error& e) {
-      return InvalidArgumentError(std::string("$: invalid JSON: ") + e.what());
-    }
-    return InvalidArgumentError("$: invalid JSON");
-  }
+  // The reader's error names the syntax error's position, or the nesting bound.
+  RDMAK8S_ASSIGN_OR_RETURN(const json j, json_reader::Parse(json_text, "$"));
   RDMAK8S_RETURN_IF_ERROR(CheckKeys(j, "$", {"resourcePrefix", "pools"}));
   PluginConfig cfg;
   if (j.contains("resourcePrefix")) {

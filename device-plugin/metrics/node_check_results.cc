@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rdmak8s/file_util.h"
+#include "rdmak8s/json_reader.h"
 
 namespace rdmak8s::dp {
 
@@ -24,12 +25,11 @@ StatusOr<NodeCheckResults> ReadNodeCheckResults(const std::string& path) {
   if (!text.ok()) return text.status().Prepend("read node check results " + path);
   NodeCheckResults out;
   out.written_unix_seconds = mtime;
-  // nlohmann::json throws on malformed input and on a wrong type: stopped here.
-  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   auto bad = [&](const std::string& why) {
     return InvalidArgumentError("node check results " + path + ": " + why);
   };
-  if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
+  RDMAK8S_ASSIGN_OR_RETURN(const nlohmann::json j, json_reader::Parse(*text, "node check results " + path));
+  if (!j.is_object()) return bad("not a JSON object");
   auto passed = j.find("passed");
   auto checks = j.find("checks");
   if (passed == j.end() || !passed->is_boolean()) return bad("no boolean \"passed\"");

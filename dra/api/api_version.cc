@@ -23,14 +23,32 @@ Status ReadVersions(const nlohmann::json& group, bool* v1, bool* v1beta1) {
 }  // namespace
 
 StatusOr<ResourceApiVersion> ApiVersionSource::Get(std::optional<std::chrono::steady_clock::time_point> deadline) {
-  std::unique_lock<std::timed_mutex> lock(mu_, std::defer_lock);
-  if (!deadline) {
-    lock.lock();
-  } else if (!lock.try_lock_until(*deadline)) {
-    return DeadlineExceededError("discover resource.k8s.io versions: another discovery of " + api_->server() +
-                                 " is still waiting for its answer past the caller's deadline");
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!version_ && discovering_) {
+    if (!deadline) {
+      discovered_.wait(lock);
+    } else if (discovered_.wait_until(lock, *deadline) == std::cv_status::timeout && !version_ && discovering_) {
+      return DeadlineExceededError("discover resource.k8s.io versions: another discovery of " + api_->server() +
+                                   " is still waiting for its answer past the caller's deadline");
+    }
   }
   if (version_) return *version_;
+  discovering_ = true;
+  lock.unlock();
+  StatusOr<ResourceApiVersion> found = Discover(deadline);
+  lock.lock();
+  discovering_ = false;
+  discovered_.notify_all();
+  if (!found.ok()) return found;
+  version_ = *found;
+  if (version_ != last_logged_) {
+    SPDLOG_INFO("API server {}: resource.k8s.io/{}", api_->server(), ResourceApiVersionName(*version_));
+    last_logged_ = version_;
+  }
+  return *version_;
+}
+
+StatusOr<ResourceApiVersion> ApiVersionSource::Discover(std::optional<std::chrono::steady_clock::time_point> deadline) {
   HttpRequest req{"GET", "/apis/resource.k8s.io", ""};
   req.deadline = deadline;
   StatusOr<HttpResponse> sent = api_->Send(req);
@@ -47,23 +65,35 @@ StatusOr<ResourceApiVersion> ApiVersionSource::Get(std::optional<std::chrono::st
   if (Status s = ReadVersions(*group, &v1, &v1beta1); !s.ok()) {
     return s.Prepend("discover resource.k8s.io versions: " + what);
   }
-  if (v1) version_ = ResourceApiVersion::kV1;
-  else if (v1beta1) version_ = ResourceApiVersion::kV1beta1;
-  else return UnimplementedError("API server " + api_->server() + ": resource.k8s.io serves neither v1 nor v1beta1");
-  if (version_ != last_logged_) {
-    SPDLOG_INFO("API server {}: resource.k8s.io/{}", api_->server(), ResourceApiVersionName(*version_));
-    last_logged_ = version_;
-  }
-  return *version_;
+  if (v1) return ResourceApiVersion::kV1;
+  if (v1beta1) return ResourceApiVersion::kV1beta1;
+  return UnimplementedError("API server " + api_->server() + ": resource.k8s.io serves neither v1 nor v1beta1");
 }
 
 bool ApiVersionSource::Forget(ResourceApiVersion seen) {
-  std::lock_guard<std::timed_mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (version_ != seen) return false;
   SPDLOG_WARN("API server {}: resource.k8s.io/{} answered 404: asking which versions it serves again",
               api_->server(), ResourceApiVersionName(seen));
   version_.reset();
   return true;
+}
+
+}  // namespace rdmak8s::dra
+
+namespace rdmak8s::dra {
+
+bool IsVersionNotFound(const HttpResponse& response, std::string_view name) {
+  using namespace json_reader;
+  static const KeepOnly kDetails({"kind", "details.name"});
+  StatusOr<nlohmann::json> status = Parse(response.body, "404 answer", &kDetails);
+  if (!status.ok() || !status->is_object()) return true;
+  StatusOr<std::string> kind = StringAt(*status, "$", "kind");
+  if (!kind.ok() || *kind != "Status") return true;
+  StatusOr<const nlohmann::json*> details = ObjectAt(*status, "$", "details");
+  if (!details.ok() || *details == nullptr) return true;
+  StatusOr<std::string> named = StringAt(**details, "$.details", "name");
+  return !named.ok() || *named != name;
 }
 
 }  // namespace rdmak8s::dra

@@ -2,41 +2,61 @@
 
 #include <nlohmann/json.hpp>
 
+#include "rdmak8s/json_reader.h"
+
 namespace rdmak8s::dra {
 namespace {
 
 using nlohmann::json;
 
+// The members of a ResourceClaim answer the driver reads (claim_reader.h); the rest (spec,
+// labels, annotations, managedFields, nodeSelector, ...) is skipped while parsing, never built.
+const json_reader::KeepOnly& ClaimFields() {
+  static const json_reader::KeepOnly kKeep({
+      "kind", "apiVersion", "metadata.namespace", "metadata.name", "metadata.uid",
+      "status.allocation.devices.results.request", "status.allocation.devices.results.driver",
+      "status.allocation.devices.results.pool", "status.allocation.devices.results.device",
+      "status.allocation.devices.config.source", "status.allocation.devices.config.requests",
+      "status.allocation.devices.config.opaque.driver", "status.allocation.devices.config.opaque.parameters",
+      "status.reservedFor.apiGroup", "status.reservedFor.resource", "status.reservedFor.name",
+      "status.reservedFor.uid"});
+  return kKeep;
+}
+
 std::string Path(const std::string& where, const char* key) {
   return where.empty() ? std::string(key) : where + "." + key;
+}
+
+// obj[key], nullptr when absent or null.
+const json* Member(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it == obj.end() || it->is_null() ? nullptr : &*it;
 }
 
 // A field of `obj` at path `where`: a string (required or "" when absent).
 StatusOr<std::string> StringField(const json& obj, const std::string& where, const char* key,
                                   bool required) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) {
+  const json* v = Member(obj, key);
+  if (v == nullptr) {
     if (required) return InvalidArgumentError(Path(where, key) + ": missing");
     return std::string();
   }
-  if (!it->is_string()) return InvalidArgumentError(Path(where, key) + ": not a string");
-  return it->get<std::string>();
+  if (!v->is_string()) return InvalidArgumentError(Path(where, key) + ": not a string");
+  return v->get<std::string>();
 }
 
-// obj[key] as an array ([] when absent or null).
-StatusOr<json> ArrayField(const json& obj, const std::string& where, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return json::array();
-  if (!it->is_array()) return InvalidArgumentError(Path(where, key) + ": not a list");
-  return *it;
+// obj[key] as a list (nullptr when absent or null): the claim's own, never a copy.
+StatusOr<const json*> ArrayField(const json& obj, const std::string& where, const char* key) {
+  const json* v = Member(obj, key);
+  if (v != nullptr && !v->is_array()) return InvalidArgumentError(Path(where, key) + ": not a list");
+  return v;
 }
 
-// obj[key] as an object (null when absent or null).
-StatusOr<json> ObjectField(const json& obj, const std::string& where, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || it->is_null()) return json();
-  if (!it->is_object()) return InvalidArgumentError(Path(where, key) + ": not an object");
-  return *it;
+// obj[key] as an object (nullptr when absent or null).
+StatusOr<const json*> ObjectField(const json& obj, const std::string& where, const char* key) {
+  const json* v = Member(obj, key);
+  if (v != nullptr && !v->is_object()) return InvalidArgumentError(Path(where, key) + ": not an object");
+  return v;
 }
 
 std::string At(const std::string& where, size_t i) { return where + "[" + std::to_string(i) + "]"; }
@@ -45,11 +65,12 @@ std::string At(const std::string& where, size_t i) { return where + "[" + std::t
 // required to be an object; the first error ends the walk.
 template <typename Fn>
 Status EachObject(const json& parent, const std::string& where, const char* key, Fn fn) {
-  RDMAK8S_ASSIGN_OR_RETURN(json list, ArrayField(parent, where, key));
-  for (size_t i = 0; i < list.size(); ++i) {
+  RDMAK8S_ASSIGN_OR_RETURN(const json* list, ArrayField(parent, where, key));
+  if (list == nullptr) return Status::Ok();
+  for (size_t i = 0; i < list->size(); ++i) {
     const std::string at = At(Path(where, key), i);
-    if (!list[i].is_object()) return InvalidArgumentError(at + ": not an object");
-    RDMAK8S_RETURN_IF_ERROR(fn(list[i], at));
+    if (!(*list)[i].is_object()) return InvalidArgumentError(at + ": not an object");
+    RDMAK8S_RETURN_IF_ERROR(fn((*list)[i], at));
   }
   return Status::Ok();
 }
@@ -69,18 +90,19 @@ Status ParseResults(const json& devices, ResourceClaim& claim) {
 
 Status ParseConfig(const json& devices, ResourceClaim& claim) {
   auto parse = [&](const json& c, const std::string& at) -> Status {
-    RDMAK8S_ASSIGN_OR_RETURN(json opaque, ObjectField(c, at, "opaque"));
-    if (opaque.is_null()) return Status::Ok();  // a configuration kind of a newer API: not ours
+    RDMAK8S_ASSIGN_OR_RETURN(const json* opaque, ObjectField(c, at, "opaque"));
+    if (opaque == nullptr) return Status::Ok();  // a configuration kind of a newer API: not ours
     OpaqueConfig o;
     RDMAK8S_ASSIGN_OR_RETURN(o.source, StringField(c, at, "source", true));
-    RDMAK8S_ASSIGN_OR_RETURN(json requests, ArrayField(c, at, "requests"));
-    for (size_t k = 0; k < requests.size(); ++k) {
-      if (!requests[k].is_string()) return InvalidArgumentError(At(at + ".requests", k) + ": not a string");
-      o.requests.push_back(requests[k].get<std::string>());
+    RDMAK8S_ASSIGN_OR_RETURN(const json* requests, ArrayField(c, at, "requests"));
+    for (size_t k = 0; requests != nullptr && k < requests->size(); ++k) {
+      if (!(*requests)[k].is_string()) return InvalidArgumentError(At(at + ".requests", k) + ": not a string");
+      o.requests.push_back((*requests)[k].get<std::string>());
     }
-    RDMAK8S_ASSIGN_OR_RETURN(o.driver, StringField(opaque, at + ".opaque", "driver", true));
-    auto params = opaque.find("parameters");
-    o.parameters = (params == opaque.end() || params->is_null()) ? "{}" : params->dump();
+    RDMAK8S_ASSIGN_OR_RETURN(o.driver, StringField(*opaque, at + ".opaque", "driver", true));
+    // The parameters' nesting is bounded by the parse (json_reader::kMaxDepth): dump recurses.
+    const json* params = Member(*opaque, "parameters");
+    o.parameters = params == nullptr ? "{}" : params->dump();
     claim.config.push_back(std::move(o));
     return Status::Ok();
   };
@@ -110,35 +132,30 @@ StatusOr<ResourceClaim> Decode(const json& obj) {
     return InvalidArgumentError("apiVersion " + api_version + " is not one we read");
   }
   ResourceClaim claim;
-  RDMAK8S_ASSIGN_OR_RETURN(json meta, ObjectField(obj, "", "metadata"));
-  if (meta.is_null()) return InvalidArgumentError("metadata: missing");
-  RDMAK8S_ASSIGN_OR_RETURN(claim.namespace_name, StringField(meta, "metadata", "namespace", false));
-  RDMAK8S_ASSIGN_OR_RETURN(claim.name, StringField(meta, "metadata", "name", true));
-  RDMAK8S_ASSIGN_OR_RETURN(claim.uid, StringField(meta, "metadata", "uid", true));
-  RDMAK8S_ASSIGN_OR_RETURN(json status, ObjectField(obj, "", "status"));
-  if (status.is_null()) return claim;
-  RDMAK8S_ASSIGN_OR_RETURN(json allocation, ObjectField(status, "status", "allocation"));
-  if (!allocation.is_null()) {
+  RDMAK8S_ASSIGN_OR_RETURN(const json* meta, ObjectField(obj, "", "metadata"));
+  if (meta == nullptr) return InvalidArgumentError("metadata: missing");
+  RDMAK8S_ASSIGN_OR_RETURN(claim.namespace_name, StringField(*meta, "metadata", "namespace", false));
+  RDMAK8S_ASSIGN_OR_RETURN(claim.name, StringField(*meta, "metadata", "name", true));
+  RDMAK8S_ASSIGN_OR_RETURN(claim.uid, StringField(*meta, "metadata", "uid", true));
+  RDMAK8S_ASSIGN_OR_RETURN(const json* status, ObjectField(obj, "", "status"));
+  if (status == nullptr) return claim;
+  RDMAK8S_ASSIGN_OR_RETURN(const json* allocation, ObjectField(*status, "status", "allocation"));
+  if (allocation != nullptr) {
     claim.allocated = true;
-    RDMAK8S_ASSIGN_OR_RETURN(json devices, ObjectField(allocation, "status.allocation", "devices"));
-    if (!devices.is_null()) {
-      RDMAK8S_RETURN_IF_ERROR(ParseResults(devices, claim));
-      RDMAK8S_RETURN_IF_ERROR(ParseConfig(devices, claim));
+    RDMAK8S_ASSIGN_OR_RETURN(const json* devices, ObjectField(*allocation, "status.allocation", "devices"));
+    if (devices != nullptr) {
+      RDMAK8S_RETURN_IF_ERROR(ParseResults(*devices, claim));
+      RDMAK8S_RETURN_IF_ERROR(ParseConfig(*devices, claim));
     }
   }
-  RDMAK8S_RETURN_IF_ERROR(ParseReservedFor(status, claim));
+  RDMAK8S_RETURN_IF_ERROR(ParseReservedFor(*status, claim));
   return claim;
 }
 
 }  // namespace
 
 StatusOr<ResourceClaim> ParseResourceClaim(std::string_view json_text) {
-  json obj;
-  try {
-    obj = json::parse(json_text);
-  } catch (const json::exception& e) {
-    return InvalidArgumentError(std::string("decode ResourceClaim: not JSON: ") + e.what());
-  }
+  RDMAK8S_ASSIGN_OR_RETURN(const json obj, json_reader::Parse(json_text, "decode ResourceClaim", &ClaimFields()));
   StatusOr<ResourceClaim> claim = Decode(obj);
   if (!claim.ok()) return claim.status().Prepend("decode ResourceClaim");
   return claim;
@@ -149,6 +166,15 @@ StatusOr<ResourceClaim> ApiClaimReader::GetClaim(const std::string& ns, const st
   // Kubelet's names go into the path: only valid names, and those percent-encoded as well.
   RDMAK8S_RETURN_IF_ERROR_CTX(CheckClaimName(ns, name), "get ResourceClaim");
   const std::string what = "get ResourceClaim " + ns + "/" + name;
+  // At most kMaxConcurrentReads answers in memory at once (each up to kMaxObjectBytes).
+  if (!slots_.try_acquire_until(deadline)) {
+    return DeadlineExceededError(what + ": " + std::to_string(kMaxConcurrentReads) +
+                                 " other claim reads still had no answer by the caller's deadline");
+  }
+  struct Release {
+    std::counting_semaphore<kMaxConcurrentReads>* slots;
+    ~Release() { slots->release(); }
+  } release{&slots_};
   ResourceApiVersion version = version_;
   if (versions_) {
     StatusOr<ResourceApiVersion> v = versions_->Get(deadline);
@@ -159,6 +185,7 @@ StatusOr<ResourceClaim> ApiClaimReader::GetClaim(const std::string& ns, const st
   req.path = "/apis/resource.k8s.io/" + std::string(ResourceApiVersionName(version)) +
              "/namespaces/" + PathSegment(ns) + "/resourceclaims/" + PathSegment(name);
   req.deadline = deadline;
+  req.max_response_bytes = kMaxObjectBytes;
   StatusOr<HttpResponse> resp = api_->Send(req);
   // Whatever kept the answer from coming (even a token file read's ENOENT) is not the claim's
   // absence: kubelet retries, and so does the preparer.
@@ -166,9 +193,9 @@ StatusOr<ResourceClaim> ApiClaimReader::GetClaim(const std::string& ns, const st
     if (resp.status().code() == StatusCode::kDeadlineExceeded) return resp.status().Prepend(what);
     return UnavailableError(what + ": " + resp.status().message());
   }
-  // A 404 is the claim's absence or the version's (the server was upgraded): the next read
-  // asks which version is served (one discovery; the same version stays when it is served).
-  if (resp->status == kHttpNotFound && versions_) versions_->Forget(version);
+  // A 404 is the claim's absence or the version's (the server was upgraded): only the
+  // version's makes the next read ask which version is served. A missing claim keeps it.
+  if (resp->status == kHttpNotFound && versions_ && IsVersionNotFound(*resp, name)) versions_->Forget(version);
   if (resp->status != 200) return ApiError(*api_, req, *resp).Prepend(what);
   StatusOr<ResourceClaim> claim = ParseResourceClaim(resp->body);
   if (!claim.ok()) return claim.status().Prepend(what);

@@ -13,10 +13,15 @@
 //                                          (entries without `opaque` are not ours to read)
 //   status.reservedFor[]                = {apiGroup, resource, name, uid}
 //
+// Memory: an answer past kMaxObjectBytes is refused unread, only the fields above are built
+// from it (labels, annotations, managedFields and spec are skipped while parsing), and at most
+// kMaxConcurrentReads reads are in flight: a tenant's large claims cost a bounded amount.
+//
 // Thread safety: GetClaim may be called from several threads if the KubeApi allows it (ours
-// does).
+// does); past kMaxConcurrentReads the others wait for a slot, each until its deadline.
 #pragma once
 
+#include <semaphore>
 #include <string>
 #include <string_view>
 
@@ -30,6 +35,9 @@ namespace rdmak8s::dra {
 
 class ApiClaimReader final : public ClaimReader {
  public:
+  // Claim reads whose answers may be in memory at once.
+  static constexpr std::ptrdiff_t kMaxConcurrentReads = 4;
+
   // `api` is not owned and must outlive the reader; `version` is the one discovery chose.
   ApiClaimReader(KubeApi* api, ResourceApiVersion version) : api_(api), version_(version) {}
   // The version asked of `versions` (not owned) at each read until it is known: while the
@@ -39,7 +47,10 @@ class ApiClaimReader final : public ClaimReader {
   // kNotFound when the server has no such claim; kUnavailable naming the claim when no answer
   // came (connection, TLS, token file, retries of 429/5xx ran out); kPermissionDenied for
   // 401/403; kInvalidArgument naming the claim and the field when the answer is not a
-  // ResourceClaim. The UID and the allocation are not checked here (the preparer does).
+  // ResourceClaim (or larger than kMaxObjectBytes, or nested past json_reader::kMaxDepth);
+  // kDeadlineExceeded when no read slot freed by `deadline`. The UID and the allocation are not
+  // checked here (the preparer does). A 404 of the claim leaves the API version cached; a 404
+  // of the version's path (IsVersionNotFound) makes the next read discover it again.
   // kInvalidArgument, before any request, for a namespace or name CheckClaimName refuses;
   // both are percent-encoded into the path. The read (retries included) ends by `deadline`.
   StatusOr<ResourceClaim> GetClaim(const std::string& namespace_name, const std::string& name,
@@ -49,6 +60,7 @@ class ApiClaimReader final : public ClaimReader {
   KubeApi* api_;
   const ResourceApiVersion version_ = ResourceApiVersion::kV1;
   ApiVersionSource* const versions_ = nullptr;
+  std::counting_semaphore<kMaxConcurrentReads> slots_{kMaxConcurrentReads};
 };
 
 // The pure part of GetClaim: a ResourceClaim object's JSON text as the claim model.

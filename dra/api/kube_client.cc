@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rdmak8s/file_util.h"
+#include "rdmak8s/json_reader.h"
 #include "rdmak8s/numbers.h"
 
 namespace rdmak8s::dra {
@@ -27,7 +28,7 @@ size_t WriteBody(char* data, size_t size, size_t n, void* user) {
   const size_t len = size * n;
   if (r->response->body.size() + len > r->max_body) {
     r->refused = "answer larger than the " + std::to_string(r->max_body) +
-                 " bytes a response may have (kMaxResponseBytes): not read";
+                 " bytes this answer may have (kMaxResponseBytes, kMaxObjectBytes): not read";
     return 0;
   }
   try {
@@ -134,10 +135,11 @@ std::string PathSegment(std::string_view segment) {
 
 Status ApiError(const KubeApi& api, const HttpRequest& request, const HttpResponse& response) {
   std::string message;
-  try {
-    auto j = nlohmann::json::parse(response.body);
-    if (j.is_object()) message = j.value("message", std::string());
-  } catch (const nlohmann::json::exception&) {
+  // Only the Status's message is built of an answer that may be kMaxResponseBytes.
+  static const json_reader::KeepOnly kMessage({"message"});
+  if (StatusOr<nlohmann::json> j = json_reader::Parse(response.body, "answer", &kMessage); j.ok() && j->is_object()) {
+    StatusOr<std::string> m = json_reader::StringAt(*j, "$", "message");
+    if (m.ok()) message = *m;
   }
   if (message.empty()) message = response.body.substr(0, 200);
   std::string text = request.method + " " + Url(api.server(), request) + ": HTTP " +
@@ -214,7 +216,7 @@ StatusOr<HttpResponse> CurlKubeClient::SendOnce(void* handle, const HttpRequest&
 
   curl_easy_reset(curl);  // keeps the connection cache
   HttpResponse response;
-  Reception reception{&response, max_response_bytes_, ""};
+  Reception reception{&response, std::min(max_response_bytes_, request.max_response_bytes.value_or(max_response_bytes_)), ""};
   char errbuf[CURL_ERROR_SIZE] = {0};
   curl_slist* headers = nullptr;
   headers = curl_slist_append(headers, "Accept: application/json");

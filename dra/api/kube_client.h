@@ -22,7 +22,8 @@
 // each request takes a libcurl handle (with its connection) of its own from a small pool, and
 // a 429/5xx backoff holds no lock, so one slow or hung answer delays only its own caller.
 //
-// Answers are bounded: a body past kMaxResponseBytes, Retry-After as large as the server likes
+// Answers are bounded: a body past kMaxResponseBytes (or the request's own max_response_bytes:
+// kMaxObjectBytes for one object), Retry-After as large as the server likes
 // (clamped to RetryPolicy::max_backoff, never overflowing), a header line of any length.
 // No exception leaves Send (an allocation failure in a libcurl callback ends that request).
 #pragma once
@@ -55,6 +56,9 @@ struct HttpRequest {
   // and a backoff that would end past it is not waited (the answer is returned as an error
   // saying so). Unset: each attempt has kRequestTimeout.
   std::optional<std::chrono::steady_clock::time_point> deadline{};
+  // When set, a body past this many bytes is refused as kMaxResponseBytes is (the client's own
+  // cap still holds when it is smaller): kMaxObjectBytes for a read of one object.
+  std::optional<size_t> max_response_bytes{};
 };
 
 // One path segment (a namespace, an object name) percent-encoded (RFC 3986: everything but
@@ -68,8 +72,13 @@ std::string QueryValue(std::string_view value);
 // The largest answer body read. The largest real ones are a page of our node's ResourceSlice
 // list (at most 100 slices: one pool, about 1 MiB for 1,024 devices) and a ResourceClaim (an
 // object the API server keeps under etcd's 1.5 MiB); past this cap the answer is an error
-// naming it, and nothing more is read.
+// naming it, and nothing more is read. It bounds list answers (a page of up to 100 objects);
+// a read of one object asks for kMaxObjectBytes.
 inline constexpr size_t kMaxResponseBytes = size_t{64} << 20;
+// The largest answer to a read of one object (a ResourceClaim): the API server refuses to
+// store an object past etcd's request limit (1.5 MiB by default, --max-request-bytes), and
+// the JSON it serves of one is larger by its managedFields and escaping only: twice that.
+inline constexpr size_t kMaxObjectBytes = size_t{3} << 20;
 
 struct HttpResponse {
   long status = 0;

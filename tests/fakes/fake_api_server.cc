@@ -48,6 +48,17 @@ std::string StatusBody(int code, const std::string& reason, const std::string& m
       .dump();
 }
 
+// A named object's absence, as apierrors.NewNotFound says it: the details name the object (an
+// unserved path's 404 has none: that is how a client tells a missing object from a missing
+// API version).
+std::string NotFoundBody(const std::string& group, const std::string& resource, const std::string& name) {
+  json body = json::parse(StatusBody(404, "NotFound", resource + (group.empty() ? "" : "." + group) + " \"" + name +
+                                                          "\" not found"));
+  body["details"] = {{"name", name}, {"kind", resource}};
+  if (!group.empty()) body["details"]["group"] = group;
+  return body.dump();
+}
+
 std::string UrlDecode(std::string_view s) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -633,7 +644,7 @@ FakeApiServer::Response FakeApiServer::Handle(const std::string& method, const s
   }
   if (parts.size() == 5 && parts[1] == "api" && parts[2] == "v1" && parts[3] == "nodes" && method == "GET") {
     auto it = nodes_.find(parts[4]);
-    if (it == nodes_.end()) return {404, StatusBody(404, "NotFound", "nodes \"" + parts[4] + "\" not found"), ""};
+    if (it == nodes_.end()) return {404, NotFoundBody("", "nodes", parts[4]), ""};
     return {200, json{{"kind", "Node"}, {"apiVersion", "v1"}, {"metadata", {{"name", it->first}, {"uid", it->second}}}}.dump(), ""};
   }
   if (parts.size() >= 5 && parts[1] == "apis" && parts[2] == "resource.k8s.io") {
@@ -646,7 +657,7 @@ FakeApiServer::Response FakeApiServer::Handle(const std::string& method, const s
     if (parts.size() == 8 && parts[4] == "namespaces" && parts[6] == "resourceclaims" && method == "GET") {
       auto it = claims_.find(parts[5] + "/" + parts[7]);
       if (it == claims_.end()) {
-        return {404, StatusBody(404, "NotFound", "resourceclaims.resource.k8s.io \"" + parts[7] + "\" not found"), ""};
+        return {404, NotFoundBody("resource.k8s.io", "resourceclaims", parts[7]), ""};
       }
       json c = it->second;
       c["apiVersion"] = "resource.k8s.io/" + version;
@@ -661,7 +672,7 @@ FakeApiServer::Response FakeApiServer::HandleSlices(const std::string& method, c
                                                     const std::map<std::string, std::string>& query,
                                                     const std::string& body) {
   auto not_found = [&] {
-    return Response{404, StatusBody(404, "NotFound", "resourceslices.resource.k8s.io \"" + name + "\" not found"), ""};
+    return Response{404, NotFoundBody("resource.k8s.io", "resourceslices", name), ""};
   };
   std::string node, driver;
   if (auto it = query.find("fieldSelector"); it != query.end() && name.empty()) {

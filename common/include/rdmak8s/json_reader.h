@@ -1,6 +1,10 @@
 // The one strict JSON reader of the project: checked reads of untrusted JSON (an API server's
-// answers: ResourceSlice objects and lists, watch events, the Node, APIGroup discovery; records
-// and files on the node). A field of the wrong type is an InvalidArgument error naming its path
+// answers: ResourceClaim and ResourceSlice objects and lists, watch events, the Node, APIGroup
+// discovery; the CNI's netconf; configs, records and files on the node). Every document the
+// project parses goes through Parse, which refuses nesting deeper than kMaxDepth: nlohmann's
+// copy, dump and comparison recurse once per level, so a deep enough document (a claim's
+// opaque config, a netconf) would end the process with SIGSEGV, and its parse state grows
+// with the depth. A field of the wrong type is an InvalidArgument error naming its path
 // from the document's root ("$.metadata.continue: not a string (number)"), never a nlohmann
 // exception (which, escaping a thread of a daemon, would be std::terminate).
 //
@@ -18,8 +22,11 @@
 // Pure code. Thread safety: free functions over values.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,8 +58,40 @@ Status CheckKeys(const nlohmann::json& obj, std::string_view path,
 // "<path>[2]: not a string (number)".
 StatusOr<std::vector<std::string>> StringList(const nlohmann::json& v, std::string_view path);
 
-// `text` parsed; `what` names the answer ("GET https://h/api/v1/nodes/n") in the error.
-StatusOr<nlohmann::json> Parse(std::string_view text, std::string_view what);
+// The deepest nesting Parse accepts: the root object or list is level 1. The deepest documents
+// we read legitimately are a ResourceClaim (its opaque parameters sit at level 8, and our
+// driver's options nest 2 more) and a ResourceSlice (attributes at level 6); 128 leaves a
+// tenant's or another driver's config room, and keeps every recursion of nlohmann's far from
+// any stack's end. Go's encoding/json, which the API server uses, stops at 10,000.
+inline constexpr size_t kMaxDepth = 128;
+
+// Which members of a document Parse keeps: the rest are skipped while parsing (checked for
+// syntax and depth, never built), so a large answer costs the memory of what is read of it.
+// Each path names members from the root, dotted ("metadata.uid", "status.reservedFor.uid");
+// a list is transparent (its items are filtered like the list's own member), and a path's last
+// name keeps that member whole. Only members are filtered: the root is kept whatever its type.
+class KeepOnly {
+ public:
+  KeepOnly(std::initializer_list<std::string_view> paths);
+
+  // The members one object keeps. `whole`: every member, and all below them.
+  struct Node {
+    bool whole = false;
+    std::map<std::string, Node, std::less<>> members;
+  };
+  const Node& root() const { return root_; }
+
+ private:
+  Node root_;
+};
+
+// `text` parsed; `what` names the document ("GET https://h/api/v1/nodes/n", "netconf") in the
+// error: kInvalidArgument "<what>: not JSON: <nlohmann's syntax error,
+// its line and column>" or "<what>:
+// nested deeper than 128 levels (json_reader::kMaxDepth)": the parse stops there. With `keep`, only its members
+// are kept (the others' types are then not checked: nobody reads them).
+StatusOr<nlohmann::json> Parse(std::string_view text, std::string_view what,
+                               const KeepOnly* keep = nullptr);
 
 // OK when `v` (at `path`) is an object.
 Status RequireObject(const nlohmann::json& v, std::string_view path);

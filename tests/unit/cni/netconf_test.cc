@@ -19,6 +19,19 @@ TEST(NetConfTest, MalformedJsonIsCode6) {
   EXPECT_EQ(err.code, kErrDecode);
 }
 
+// Issue 32 item 4: a netconf nested 200,000 levels deep crashed the plugin (libcni refuses
+// past 10,000 before we run, but a runtime may exec us directly); past json_reader::kMaxDepth
+// it is a decode error naming the bound.
+TEST(NetConfTest, NestingPastTheReadersBoundIsCode6NamingIt) {
+  for (size_t depth : {size_t{200}, size_t{200000}}) {
+    CniError err;
+    const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+    EXPECT_FALSE(Parse(R"({"cniVersion":"1.0.0","name":"n","type":"rdmak8s","args":)" + deep + "}", &err));
+    EXPECT_EQ(err.code, kErrDecode);
+    EXPECT_NE(err.msg.find("nested deeper than 128 levels"), std::string::npos) << err.msg;
+  }
+}
+
 TEST(NetConfTest, MissingOrUnsupportedVersionIsCode1) {
   CniError err;
   EXPECT_FALSE(Parse(R"({"name":"n","type":"rdmak8s"})", &err));

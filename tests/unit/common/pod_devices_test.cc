@@ -82,6 +82,19 @@ TEST(PodDevices, RecordsOthersCouldHaveWrittenAreRefused) {
   EXPECT_EQ(ReadPodClaimRecords(dir, "pod-1").status().code(), StatusCode::kFailedPrecondition);
 }
 
+// Issue 32 item 4: a record's nesting is bounded by the one reader, as every input's is.
+TEST(PodDevices, ARecordNestedPastTheReadersBoundIsRefusedNamingIt) {
+  testing::TempDir tmp;
+  std::string dir = tmp.path() + "/pods";
+  ASSERT_TRUE(WritePodClaimRecord(dir, "pod-1", "rdma.rdmak8s.io", Record("uid-a", "mlx5_0")).ok());
+  std::ofstream(dir + "/pod-1/uid-a.rdma.rdmak8s.io.json", std::ios::trunc)
+      << R"({"version": 1, "devices": )" << std::string(200, '[') << std::string(200, ']') << "}";
+  auto read = ReadPodClaimRecords(dir, "pod-1");
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("nested deeper than 128 levels"), std::string::npos)
+      << read.status().message();
+}
+
 // The CNI reads these records during ADD: a FIFO at a record's name must not block it, and a
 // file larger than any record is refused unread.
 TEST(PodDevices, AFifoOrAnOversizedFileAtARecordIsRefusedWithoutBlocking) {

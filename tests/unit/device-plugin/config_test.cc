@@ -173,8 +173,16 @@ TEST(ConfigTest, SyntaxErrorNamesPosition) {
   auto cfg = ParseConfig("{\"pools\": [");
   ASSERT_FALSE(cfg.ok());
   EXPECT_EQ(cfg.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(cfg.status().message().find("$: invalid JSON: "), std::string::npos);
+  EXPECT_NE(cfg.status().message().find("$: not JSON: "), std::string::npos);
   EXPECT_NE(cfg.status().message().find("line 1"), std::string::npos) << cfg.status().message();
+}
+
+// Issue 32 item 4: every input goes through the one reader's nesting bound.
+TEST(ConfigTest, NestingPastTheReadersBoundIsRefusedNamingIt) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  auto cfg = ParseConfig(R"({"pools": )" + deep + "}");
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_EQ(cfg.status().message(), "$: nested deeper than 128 levels (json_reader::kMaxDepth)");
 }
 
 TEST(ConfigTest, CdiNeedsPoolNamesAndPrefixThatAreValidCdiKinds) {

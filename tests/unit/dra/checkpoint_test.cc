@@ -64,6 +64,15 @@ TEST(Checkpoint, CorruptFileIsAnErrorNotAnEmptyCheckpoint) {
       << loaded.status().message();
 }
 
+// Issue 32 item 4: the record's nesting is bounded by the one reader, as every input's is.
+TEST(Checkpoint, NestingPastTheReadersBoundIsRefusedNamingIt) {
+  const std::string deep = std::string(200, '[') + std::string(200, ']');
+  auto parsed = ParseCheckpoint(R"({"version": 1, "claims": )" + deep + "}");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.status().message().find("nested deeper than 128 levels"), std::string::npos)
+      << parsed.status().message();
+}
+
 // The record is read by the one strict reader: each wrong field is named by its $.path and type.
 TEST(Checkpoint, WrongFieldsAreNamedByPathAndType) {
   const std::pair<const char*, const char*> cases[] = {

@@ -63,7 +63,9 @@ TEST(DeviceFilterTest, BadFilesAreRefusedNamingWhatIsWrong) {
     const char* text;
     const char* names;
   } cases[] = {
-      {"{", "not valid JSON"},
+      {"{", "$: not JSON: "},
+      {"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
+       "$: nested deeper than 128 levels"},
       {"[]", "$: not an object (array)"},
       {R"({"selector": {}})", "$.selector: unknown field (allowed: selectors)"},
       {R"({})", "$.selectors: missing"},

@@ -1,8 +1,10 @@
 #include "dra/api/claim_reader.h"
 
+#include <condition_variable>
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <mutex>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -10,6 +12,9 @@
 #include "dra/claim_cdi_spec.h"
 #include "dra/preparer.h"
 #include "fakes/fake_api_server.h"
+#include "rdmak8s/json_reader.h"
+
+#include "support/large_claim.h"
 #include "support/temp_dir.h"
 #include "unit/device-plugin/test_devices.h"
 
@@ -371,6 +376,124 @@ TEST_F(ClaimReaderTest, AHostileNamespaceOrNameSendsNoRequest) {
   EXPECT_EQ(watch.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(watch.status().message().find("claim name \"x?watch=true"), std::string::npos) << watch.status().message();
   EXPECT_EQ(server_.Requests().size(), before);
+}
+
+// Issue 32 item 4: a claim answer nested 300,000 levels deep ended the driver with SIGSEGV;
+// 5,000 levels fit a tenant's 10 KiB of opaque config. Both are refused naming the bound.
+TEST_F(ClaimReaderTest, AClaimNestedPastTheBoundIsRefusedNamingTheDepth) {
+  ApiClaimReader reader(client_.get(), ResourceApiVersion::kV1);
+  const std::string path = "GET /apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/train-nic";
+  for (size_t depth : {size_t{5000}, size_t{300000}}) {
+    std::string body = Claim().dump();
+    const std::string params = R"({"ucxEnv":true})";
+    body.replace(body.find(params), params.size(), std::string(depth, '[') + std::string(depth, ']'));
+    server_.AnswerNext(path, 200, body);
+    auto r = reader.GetClaim("ml", "train-nic", Soon());
+    ASSERT_FALSE(r.ok()) << depth;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("nested deeper than 128 levels"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("ml/train-nic"), std::string::npos) << r.status().message();
+  }
+  // Nesting within the bound is read, and handed on as it was written.
+  json c = Claim();
+  json deep = json::array();
+  for (size_t i = 0; i < json_reader::kMaxDepth - 9; ++i) deep = json::array({deep});
+  c["status"]["allocation"]["devices"]["config"][0]["opaque"]["parameters"] = deep;
+  server_.AddClaim(c);
+  auto ok = reader.GetClaim("ml", "train-nic", Soon());
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(json::parse(ok->config[0].parameters), deep);
+}
+
+// Issue 32 item 3: one answer may not be larger than the largest object the API server stores
+// (etcd's 1.5 MiB, JSON-escaped): a 4 MiB one is refused unread, naming the limit.
+TEST_F(ClaimReaderTest, AnAnswerLargerThanAnObjectCanBeIsRefused) {
+  json c = Claim();
+  c["metadata"]["annotations"]["big"] = std::string(4 << 20, 'x');
+  server_.AddClaim(c);
+  ApiClaimReader reader(client_.get(), ResourceApiVersion::kV1);
+  auto r = reader.GetClaim("ml", "train-nic", Soon());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(std::to_string(kMaxObjectBytes) + " bytes"), std::string::npos)
+      << r.status().message();
+}
+
+// The issue's large claims: 45,000 labels and the managedFields the API server adds, read as
+// the same claim (only the fields the driver uses are built).
+TEST_F(ClaimReaderTest, AClaimWithManyLabelsAndManagedFieldsReadsAsTheSameClaim) {
+  ApiClaimReader reader(client_.get(), ResourceApiVersion::kV1);
+  auto plain = reader.GetClaim("ml", "train-nic", Soon());
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  json c = Claim();
+  rdmak8s::testing::Swell(c, 45000);
+  server_.AddClaim(c);
+  auto big = reader.GetClaim("ml", "train-nic", Soon());
+  ASSERT_TRUE(big.ok()) << big.status().ToString();
+  EXPECT_EQ(*big, *plain);
+}
+
+// A KubeApi holding the first `held` claim reads until released; later ones answer at once.
+class HoldingApi : public KubeApi {
+ public:
+  explicit HoldingApi(int held) : to_hold_(held) {}
+  StatusOr<HttpResponse> Send(const HttpRequest&) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (to_hold_ > 0) {
+      --to_hold_;
+      ++holding_;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return releases_ > 0; });
+      --releases_;
+      --holding_;
+    }
+    return HttpResponse{200, Claim().dump(), ""};
+  }
+  const std::string& server() const override { return server_; }
+  void WaitHolding(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return holding_ >= n; });
+  }
+  void Release(int n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    releases_ += n;
+    cv_.notify_all();
+  }
+
+ private:
+  const std::string server_ = "https://holding";
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int to_hold_, holding_ = 0, releases_ = 0;
+};
+
+// Issue 32 item 3: four 1.4 MB claims prepared at once took the driver past its memory limit.
+// At most kMaxConcurrentReads reads are in flight: the next waits for a slot, here until its
+// deadline while every slot is held, and gets one as soon as a read ends.
+TEST(ApiClaimReaderBoundTest, ReadsPastTheBoundWaitForASlot) {
+  constexpr int kBound = ApiClaimReader::kMaxConcurrentReads;
+  HoldingApi api(kBound);
+  ApiClaimReader reader(&api, ResourceApiVersion::kV1);
+  struct ReleaseAll {  // whatever fails, no read stays held when the test ends
+    HoldingApi* api;
+    ~ReleaseAll() { api->Release(1000); }
+  };
+  std::vector<std::future<StatusOr<ResourceClaim>>> held;
+  ReleaseAll release{&api};  // destroyed before `held`: the futures' threads end
+  for (int i = 0; i < kBound; ++i) {
+    held.push_back(std::async(std::launch::async, [&] { return reader.GetClaim("ml", "train-nic", Soon()); }));
+  }
+  api.WaitHolding(kBound);
+  // Every slot is held: this read's deadline passes waiting for one (it would be answered at once).
+  auto waited = reader.GetClaim("ml", "train-nic", std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
+  ASSERT_FALSE(waited.ok()) << "a read past the bound was sent";
+  EXPECT_EQ(waited.status().code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(waited.status().message().find(std::to_string(kBound) + " other claim reads"), std::string::npos)
+      << waited.status().message();
+  auto next = std::async(std::launch::async, [&] { return reader.GetClaim("ml", "train-nic", Soon()); });
+  api.Release(1);  // one read ends: its slot goes to `next`
+  EXPECT_TRUE(next.get().ok());
+  api.Release(kBound - 1);
+  for (auto& f : held) EXPECT_TRUE(f.get().ok());
 }
 
 TEST(ParseResourceClaimTest, GarbageIsInvalidArgument) {

@@ -301,7 +301,10 @@ TEST_F(SlicePublisherTest, MalformedListAnswersAreErrorsNamingThePath) {
        "$.items[0].spec.pool.generation: not an int64 (string)"},
       {R"({"items":[{"metadata":{"name":"s"},"spec":{"driver":"d","pool":{"name":"p"},"devices":[{"name":3}]}}]})",
        "$.items[0].spec.devices[0].name: not a string (number)"},
-      {"not json", "answer is not JSON"},
+      {"not json", ": not JSON: "},
+      // Issue 32 item 4: every answer goes through the one reader's nesting bound.
+      {R"({"items":)" + std::string(200000, '[') + std::string(200000, ']') + "}",
+       ": nested deeper than 128 levels (json_reader::kMaxDepth)"},
   };
   for (const auto& [body, want] : cases) {
     server_->AnswerNext("GET /apis/resource.k8s.io/v1/resourceslices", 200, body);

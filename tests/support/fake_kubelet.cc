@@ -81,7 +81,15 @@ class FakeKubelet::RegistrationService final : public v1beta1::Registration::Ser
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "unsupported device plugin API version " + req->version());
     }
-    Status s = k_->ConnectPlugin(req->resource_name(), k_->dir_ + "/" + req->endpoint());
+    Clock::duration before_dial_back, before_reply;
+    {
+      std::lock_guard<std::mutex> lock(k_->mu_);
+      before_dial_back = k_->delay_dial_back_;
+      before_reply = k_->delay_reply_;
+    }
+    Status s = k_->Pause(before_dial_back)
+                   ? k_->ConnectPlugin(req->resource_name(), k_->dir_ + "/" + req->endpoint())
+                   : UnavailableError("kubelet stopping");
     if (!s.ok()) {
       k_->AddEvent("register " + req->resource_name() + " failed: " + s.message());
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, s.message());
@@ -91,6 +99,8 @@ class FakeKubelet::RegistrationService final : public v1beta1::Registration::Ser
       k_->accepted_[req->resource_name()]++;
     }
     k_->AddEvent("register " + req->resource_name() + " ok");
+    // Registered whether or not this reply reaches the plugin in time.
+    if (!k_->Pause(before_reply)) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "kubelet stopping");
     return grpc::Status::OK;
   }
 
@@ -104,6 +114,10 @@ FakeKubelet::~FakeKubelet() { Stop(); }
 
 Status FakeKubelet::Start() {
   if (server_) return Status::Ok();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = false;
+  }
   // kubelet's device manager removes every socket in its directory when it starts (its own
   // kubelet.sock left by the previous kubelet included), then listens. As kubelet does
   // (CleanupPluginDirectory: Readdirnames, then a stat and a remove per name), the names are
@@ -132,6 +146,11 @@ Status FakeKubelet::Start() {
 }
 
 void FakeKubelet::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
   if (server_) {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     server_->Wait();
@@ -143,6 +162,24 @@ void FakeKubelet::Stop() {
 Status FakeKubelet::Restart() {
   Stop();
   return Start();
+}
+
+bool FakeKubelet::Pause(Clock::duration d) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (d <= Clock::duration::zero()) return !stopping_;
+  return !cv_.wait_for(lock, d, [&] { return stopping_; });
+}
+
+void FakeKubelet::SetRegisterDelays(Clock::duration before_dial_back, Clock::duration before_reply) {
+  std::lock_guard<std::mutex> lock(mu_);
+  delay_dial_back_ = before_dial_back;
+  delay_reply_ = before_reply;
+}
+
+size_t FakeKubelet::DoubleRegistrations(const std::string& resource) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = doubles_.find(resource);
+  return it == doubles_.end() ? 0 : it->second;
 }
 
 void FakeKubelet::AddEvent(std::string event) {
@@ -189,7 +226,13 @@ Status FakeKubelet::ConnectPlugin(const std::string& resource, const std::string
   auto plugin = std::make_shared<Plugin>();
   plugin->resource = resource;
   plugin->endpoint_path = endpoint_path;
-  plugin->channel = grpc::CreateChannel("unix://" + endpoint_path, grpc::InsecureChannelCredentials());
+  // A connection of this Register's own, as kubelet's grpc.DialContext per Register makes: gRPC
+  // C++ channels to one target otherwise share the process's subchannel, whose connection may
+  // still lead to a server the plugin has since replaced at that path.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  plugin->channel = grpc::CreateCustomChannel("unix://" + endpoint_path,
+                                              grpc::InsecureChannelCredentials(), args);
   plugin->stub = v1beta1::DevicePlugin::NewStub(plugin->channel);
   {
     grpc::ClientContext ctx;
@@ -203,7 +246,11 @@ Status FakeKubelet::ConnectPlugin(const std::string& resource, const std::string
     std::lock_guard<std::mutex> lock(mu_);
     // kubelet's registerClient: the new client takes the name; the old one is not stopped.
     auto it = plugins_.find(resource);
-    if (it != plugins_.end()) retired_.push_back(it->second);
+    if (it != plugins_.end()) {
+      retired_.push_back(it->second);
+      doubles_[resource]++;
+      events_.push_back("double register " + resource);
+    }
     plugins_[resource] = plugin;
     latest_.erase(resource);
   }

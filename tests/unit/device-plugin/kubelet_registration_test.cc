@@ -106,6 +106,19 @@ class PoolRegistrationsTest : public ::testing::Test {
 
   const PoolRegistrations::PoolRegistration& P() const { return *registrations_->pool("p"); }
 
+  // The fake kubelet started, and pool "p" registered with it and streaming.
+  PoolServer& StartRegistered() {
+    kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
+    EXPECT_TRUE(kubelet_->Start().ok());
+    NewLink();
+    PoolServer& server = AddPool();
+    registrations_->RegisterAll();
+    EXPECT_TRUE(HandleResultAt(Clock::now()));
+    EXPECT_TRUE(P().registered);
+    EXPECT_TRUE(server.WaitForOpenStreams(1, kWait));
+    return server;
+  }
+
   std::string root_;
   std::string kubelet_dir_;
   std::chrono::milliseconds register_timeout_ = 3000ms;
@@ -342,14 +355,8 @@ TEST_F(PoolRegistrationsTest, EveryRegisterClosesItsConnectionWhenSupersededOrCa
 // before the "kubelet.sock created" event is read. A second Register with that kubelet would make
 // it end the first stream, close the second connection and keep the resource at 0.
 TEST_F(PoolRegistrationsTest, APoolRegisteredWithTheNewKubeletBeforeItsSocketEventIsNotRegisteredTwice) {
-  kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
-  ASSERT_TRUE(kubelet_->Start().ok());
-  NewLink();
-  PoolServer& server = AddPool();
-  registrations_->RegisterAll();
-  ASSERT_TRUE(HandleResultAt(Clock::now()));
-  ASSERT_TRUE(P().registered);
-  ASSERT_TRUE(server.WaitForOpenStreams(1, kWait));
+  PoolServer& server = StartRegistered();
+  ASSERT_FALSE(HasFailure());
 
   ASSERT_TRUE(kubelet_->Restart().ok());  // its sweep (kubelet.sock and ours), a new kubelet.sock
   const auto t0 = Clock::now();
@@ -463,14 +470,8 @@ TEST_F(PoolRegistrationsTest, ARegisterKubeletNeverDialsBackForIsSentAgainAfterT
 // out: no Register (it would wait on a dead socket, then reach the next kubelet and may be
 // answered too late there). The next kubelet's kubelet.sock registers the pool, once.
 TEST_F(PoolRegistrationsTest, AStreamWaitRunningOutWhileKubeletIsDownWaitsForTheNextKubelet) {
-  kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
-  ASSERT_TRUE(kubelet_->Start().ok());
-  NewLink();
-  PoolServer& server = AddPool();
-  registrations_->RegisterAll();
-  ASSERT_TRUE(HandleResultAt(Clock::now()));
-  ASSERT_TRUE(P().registered);
-  ASSERT_TRUE(server.WaitForOpenStreams(1, kWait));
+  PoolServer& server = StartRegistered();
+  ASSERT_FALSE(HasFailure());
 
   kubelet_->Stop();
   ASSERT_TRUE(fs::exists(kubelet_->socket_path()));

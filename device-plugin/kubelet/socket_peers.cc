@@ -13,26 +13,31 @@ namespace {
 constexpr unsigned long kAcceptCon = 0x10000;  // __SO_ACCEPTCON: a listener
 constexpr unsigned kConnected = 3;             // SS_CONNECTED
 
+// `path` with every run of '/' made one: gRPC binds "unix:///x" as "///x", and that is the
+// address the kernel keeps.
+std::string CollapseSlashes(std::string_view path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '/' && !out.empty() && out.back() == '/') continue;
+    out.push_back(c);
+  }
+  return out;
+}
+
 }  // namespace
 
 int CountAcceptedConnections(std::string_view proc_net_unix, std::string_view bound_path) {
+  const std::string want = CollapseSlashes(bound_path);
   int count = 0;
-  size_t pos = 0;
-  while (pos < proc_net_unix.size()) {
-    size_t end = proc_net_unix.find('\n', pos);
-    if (end == std::string_view::npos) end = proc_net_unix.size();
-    std::string_view line = proc_net_unix.substr(pos, end - pos);
-    pos = end + 1;
-    // The path is the last field and may not contain a space we could split on reliably: match
-    // it as the line's tail, then parse the fields before it.
-    if (line.size() <= bound_path.size() || !line.ends_with(bound_path) ||
-        line[line.size() - bound_path.size() - 1] != ' ') {
-      continue;
-    }
-    std::istringstream fields(std::string(line.substr(0, line.size() - bound_path.size())));
+  std::istringstream lines{std::string(proc_net_unix)};
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
     std::string num;
     unsigned long refcount = 0, protocol = 0, flags = 0, type = 0, st = 0, inode = 0;
     if (!(fields >> num >> std::hex >> refcount >> protocol >> flags >> type >> st >> std::dec >> inode)) continue;
+    std::string path;
+    std::getline(fields >> std::ws, path);  // the rest: a path may hold spaces
+    if (path.empty() || CollapseSlashes(path) != want) continue;
     if ((flags & kAcceptCon) == 0 && st == kConnected) count++;
   }
   return count;

@@ -13,7 +13,8 @@ namespace rdmak8s::dp {
 // unix_seq_show: "Num RefCount Protocol Flags Type St Inode Path") whose address is `bound_path`:
 // the connections accepted on the listener bound there (an accepted unix socket carries its
 // listener's address; the listener itself, flagged __SO_ACCEPTCON 00010000, is not counted). A
-// path is compared whole; a line that does not parse is skipped.
+// path is compared whole, runs of '/' as one (gRPC binds "unix:///x" as "///x"); a line that does
+// not parse is skipped.
 int CountAcceptedConnections(std::string_view proc_net_unix, std::string_view bound_path);
 
 // CountAcceptedConnections over `proc_root`/net/unix (at most 64 MiB). Errors name the file.

@@ -58,7 +58,9 @@ struct FakeKubelet::Plugin {
   std::string resource;
   std::string endpoint_path;
   std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<v1beta1::DevicePlugin::Stub> stub;
+  // Shared with the RPCs in flight on it; dropped (with `channel`) when the client is disconnected,
+  // which closes the connection as kubelet's Disconnect does.
+  std::shared_ptr<v1beta1::DevicePlugin::Stub> stub;
   v1beta1::DevicePluginOptions options;
   grpc::ClientContext stream_ctx;
   std::thread stream_thread;
@@ -170,10 +172,12 @@ bool FakeKubelet::Pause(Clock::duration d) {
   return !cv_.wait_for(lock, d, [&] { return stopping_; });
 }
 
-void FakeKubelet::SetRegisterDelays(Clock::duration before_dial_back, Clock::duration before_reply) {
+void FakeKubelet::SetRegisterDelays(Clock::duration before_dial_back, Clock::duration before_reply,
+                                    Clock::duration before_stream) {
   std::lock_guard<std::mutex> lock(mu_);
   delay_dial_back_ = before_dial_back;
   delay_reply_ = before_reply;
+  delay_stream_ = before_stream;
 }
 
 size_t FakeKubelet::DoubleRegistrations(const std::string& resource) const {
@@ -259,6 +263,17 @@ Status FakeKubelet::ConnectPlugin(const std::string& resource, const std::string
 }
 
 void FakeKubelet::StreamLoop(std::shared_ptr<Plugin> plugin) {
+  Clock::duration before_stream;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    before_stream = delay_stream_;
+  }
+  if (!Pause(before_stream)) {  // stopped first: no stream opens
+    std::lock_guard<std::mutex> lock(mu_);
+    plugin->ended = true;
+    cv_.notify_all();
+    return;
+  }
   v1beta1::Empty empty;
   auto reader = plugin->stub->ListAndWatch(&plugin->stream_ctx, empty);
   AddEvent("stream " + plugin->resource + " open");
@@ -285,7 +300,9 @@ void FakeKubelet::StreamLoop(std::shared_ptr<Plugin> plugin) {
     cv_.notify_all();
   }
   reader->Finish().IgnoreError();
+  reader.reset();
   bool disconnected = false;
+  std::shared_ptr<v1beta1::DevicePlugin::Stub> dropped_stub;
   {
     // kubelet's runClient: "ListAndWatch ended unexpectedly", then it disconnects the client
     // that holds the resource name now (getClient(name)) — not necessarily this one — and every
@@ -307,8 +324,15 @@ void FakeKubelet::StreamLoop(std::shared_ptr<Plugin> plugin) {
       if (victim == plugin) retired_.push_back(plugin);
     }
     plugin->ended = true;
+    // kubelet's Disconnect closes the client's connection (it no longer holds the resource:
+    // replaced, disconnected, or the kubelet stopping).
+    if (!current()) {
+      dropped_stub = std::move(plugin->stub);
+      plugin->channel.reset();
+    }
     cv_.notify_all();
   }
+  dropped_stub.reset();  // outside the lock: the connection closes here
   AddEvent("stream " + plugin->resource + " closed");
   if (disconnected) AddEvent("disconnect " + plugin->resource);
 }
@@ -418,16 +442,16 @@ void FakeKubelet::SetUpdateCallback(
   on_update_ = std::move(cb);
 }
 
-std::shared_ptr<FakeKubelet::Plugin> FakeKubelet::FindPlugin(const std::string& resource) const {
+std::shared_ptr<v1beta1::DevicePlugin::Stub> FakeKubelet::FindStub(const std::string& resource) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = plugins_.find(resource);
-  return it == plugins_.end() ? nullptr : it->second;
+  return it == plugins_.end() ? nullptr : it->second->stub;
 }
 
 StatusOr<v1beta1::AllocateResponse> FakeKubelet::Allocate(
     const std::string& resource, const std::vector<std::vector<std::string>>& ids_per_container) {
-  auto plugin = FindPlugin(resource);
-  if (!plugin) return NotFoundError("allocate " + resource + ": no plugin registered");
+  auto stub = FindStub(resource);
+  if (!stub) return NotFoundError("allocate " + resource + ": no plugin registered");
   v1beta1::AllocateRequest req;
   for (const auto& ids : ids_per_container) {
     auto* c = req.add_container_requests();
@@ -436,7 +460,7 @@ StatusOr<v1beta1::AllocateResponse> FakeKubelet::Allocate(
   v1beta1::AllocateResponse resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::Status s = plugin->stub->Allocate(&ctx, req, &resp);
+  grpc::Status s = stub->Allocate(&ctx, req, &resp);
   if (!s.ok()) return FromGrpc(s, "allocate " + resource);
   return resp;
 }
@@ -444,8 +468,8 @@ StatusOr<v1beta1::AllocateResponse> FakeKubelet::Allocate(
 StatusOr<v1beta1::PreferredAllocationResponse> FakeKubelet::GetPreferredAllocation(
     const std::string& resource, const std::vector<std::string>& available,
     const std::vector<std::string>& must_include, int size) {
-  auto plugin = FindPlugin(resource);
-  if (!plugin) return NotFoundError("preferred allocation " + resource + ": no plugin registered");
+  auto stub = FindStub(resource);
+  if (!stub) return NotFoundError("preferred allocation " + resource + ": no plugin registered");
   v1beta1::PreferredAllocationRequest req;
   auto* c = req.add_container_requests();
   for (const auto& id : available) c->add_available_deviceids(id);
@@ -454,21 +478,21 @@ StatusOr<v1beta1::PreferredAllocationResponse> FakeKubelet::GetPreferredAllocati
   v1beta1::PreferredAllocationResponse resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::Status s = plugin->stub->GetPreferredAllocation(&ctx, req, &resp);
+  grpc::Status s = stub->GetPreferredAllocation(&ctx, req, &resp);
   if (!s.ok()) return FromGrpc(s, "preferred allocation " + resource);
   return resp;
 }
 
 StatusOr<v1beta1::PreStartContainerResponse> FakeKubelet::PreStartContainer(
     const std::string& resource, const std::vector<std::string>& ids) {
-  auto plugin = FindPlugin(resource);
-  if (!plugin) return NotFoundError("pre-start " + resource + ": no plugin registered");
+  auto stub = FindStub(resource);
+  if (!stub) return NotFoundError("pre-start " + resource + ": no plugin registered");
   v1beta1::PreStartContainerRequest req;
   for (const auto& id : ids) req.add_devices_ids(id);
   v1beta1::PreStartContainerResponse resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::Status s = plugin->stub->PreStartContainer(&ctx, req, &resp);
+  grpc::Status s = stub->PreStartContainer(&ctx, req, &resp);
   if (!s.ok()) return FromGrpc(s, "pre-start " + resource);
   return resp;
 }

@@ -88,9 +88,11 @@ class FakeKubelet {
   // Register for one pool: kubelet v1.36 then drops the pool to 0 when the first stream ends).
   size_t DoubleRegistrations(const std::string& resource) const;
   // A loaded kubelet: each Register waits `before_dial_back` before it dials the plugin, and
-  // `before_reply` after GetDevicePluginOptions before it answers. Zero (the default): at once.
-  // Stop() cuts a pause short (the Register then fails).
-  void SetRegisterDelays(Clock::duration before_dial_back, Clock::duration before_reply);
+  // `before_reply` after GetDevicePluginOptions before it answers; its ListAndWatch (kubelet's
+  // goroutine, started as Register answers) waits `before_stream`, holding the connection. Zero
+  // (the default): at once. Stop() cuts a pause short (the Register fails; no stream opens).
+  void SetRegisterDelays(Clock::duration before_dial_back, Clock::duration before_reply,
+                         Clock::duration before_stream = {});
   // True once at least `count` accepted registrations of `resource` were seen before `timeout`.
   bool WaitForRegistrations(const std::string& resource, size_t count,
                             Clock::duration timeout) const;
@@ -158,7 +160,8 @@ class FakeKubelet {
   void CloseAllPlugins();
   // Joins the stream threads of retired plugins that ended. Caller holds connect_mu_.
   void ReapRetired();
-  std::shared_ptr<Plugin> FindPlugin(const std::string& resource) const;
+  // The stub of the plugin registered for `resource` now; null when none.
+  std::shared_ptr<v1beta1::DevicePlugin::Stub> FindStub(const std::string& resource) const;
 
   const std::string dir_;
   std::unique_ptr<RegistrationService> service_;
@@ -176,6 +179,7 @@ class FakeKubelet {
   std::map<std::string, size_t> doubles_;
   Clock::duration delay_dial_back_{};  // SetRegisterDelays
   Clock::duration delay_reply_{};
+  Clock::duration delay_stream_{};
   bool stopping_ = false;  // Stop() in progress: pauses end
   std::map<std::string, std::shared_ptr<Plugin>> plugins_;
   // Replaced or disconnected plugins whose stream threads are still to be joined (guarded by

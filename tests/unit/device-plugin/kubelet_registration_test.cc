@@ -466,6 +466,30 @@ TEST_F(PoolRegistrationsTest, ARegisterKubeletNeverDialsBackForIsSentAgainAfterT
   EXPECT_NE(P().register_seq, 0u) << "due: registering again";
 }
 
+// kubelet accepted the Register (it dialled back) but its ListAndWatch goroutine is late, as on a
+// loaded node: while kubelet holds the connection it dialled back on, the stream wait running out
+// is no reason for a second Register (that one would make kubelet drop the pool). The late stream
+// comes and the pool streams.
+TEST_F(PoolRegistrationsTest, ALateFirstStreamOnAConnectionKubeletHoldsIsWaitedForNotRegisteredAgain) {
+  kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
+  ASSERT_TRUE(kubelet_->Start().ok());
+  kubelet_->SetRegisterDelays(/*before_dial_back=*/0s, /*before_reply=*/0s, /*before_stream=*/2s);
+  NewLink();
+  PoolServer& server = AddPool();
+  registrations_->RegisterAll();
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(HandleResultAt(t0));
+  ASSERT_TRUE(P().registered);
+  ASSERT_EQ(server.open_streams(), 0) << "the stream is to come 2 s later";
+  registrations_->OnTimer(t0 + kStreamWait);
+  EXPECT_EQ(P().register_seq, 0u) << "a second Register while kubelet holds the first";
+  EXPECT_TRUE(P().registered);
+  ASSERT_TRUE(server.WaitForOpenStreams(1, kWait));
+  registrations_->HandleRegistrations(Clock::now());
+  EXPECT_TRUE(P().streaming);
+  EXPECT_EQ(kubelet_->Registrations().size(), 1u);
+}
+
 // kubelet down (stopped: its kubelet.sock left, connects refused) when a lost stream's wait runs
 // out: no Register (it would wait on a dead socket, then reach the next kubelet and may be
 // answered too late there). The next kubelet's kubelet.sock registers the pool, once.

@@ -16,13 +16,14 @@
 namespace rdmak8s::dp {
 namespace {
 
-// As Linux prints it: a listener (flags 00010000, state 01), two accepted sockets (state 03), one
+// As Linux prints it: a listener (flags 00010000, state 01), two accepted sockets (state 03: one
+// bound by gRPC as "///k/..."), one
 // of another listener whose path our path is a prefix of, and an unnamed socket.
 constexpr char kProcNetUnix[] =
     "Num       RefCount Protocol Flags    Type St Inode Path\n"
     "000000009c8980c3: 00000002 00000000 00010000 0001 01 159254 /k/.rdmak8s.7.1.sock\n"
     "0000000010e55e01: 00000003 00000000 00000000 0001 03 159256 /k/.rdmak8s.7.1.sock\n"
-    "0000000010e55e02: 00000002 00000000 00000000 0001 03 159257 /k/.rdmak8s.7.1.sock\n"
+    "0000000010e55e02: 00000002 00000000 00000000 0001 03 159257 ///k/.rdmak8s.7.1.sock\n"
     "0000000010e55e03: 00000003 00000000 00000000 0001 03 159258 /k/.rdmak8s.7.12.sock\n"
     "0000000010e55e04: 00000003 00000000 00000000 0001 03 159259\n"
     "garbage /k/.rdmak8s.7.1.sock\n";
@@ -32,6 +33,7 @@ TEST(SocketPeersTest, CountsTheAcceptedConnectionsOfOneListenerOnly) {
   EXPECT_EQ(CountAcceptedConnections(kProcNetUnix, "/k/.rdmak8s.7.12.sock"), 1);
   EXPECT_EQ(CountAcceptedConnections(kProcNetUnix, "/k/.rdmak8s.7.2.sock"), 0);
   EXPECT_EQ(CountAcceptedConnections("", "/k/x.sock"), 0);
+  EXPECT_EQ(CountAcceptedConnections(kProcNetUnix, "/k//.rdmak8s.7.1.sock"), 2);
 }
 
 TEST(SocketPeersTest, FollowsARealConnectionFromAcceptToClose) {

@@ -62,7 +62,9 @@ struct FakeKubelet::Plugin {
   // which closes the connection as kubelet's Disconnect does.
   std::shared_ptr<v1beta1::DevicePlugin::Stub> stub;
   v1beta1::DevicePluginOptions options;
-  grpc::ClientContext stream_ctx;
+  // The ListAndWatch call's context (it holds the channel too): cancelled under mu_, dropped with
+  // the stub.
+  std::unique_ptr<grpc::ClientContext> stream_ctx = std::make_unique<grpc::ClientContext>();
   std::thread stream_thread;
   bool closed_by_us = false;  // guarded by mu_: Stop, or a disconnect; its end changes nothing
   bool ended = false;         // guarded by mu_: the stream thread is about to return
@@ -201,10 +203,12 @@ void FakeKubelet::CloseAllPlugins() {
     plugins_.clear();
     for (auto& p : retired_) plugins.push_back(p);
     retired_.clear();
-    for (auto& p : plugins) p->closed_by_us = true;
+    for (auto& p : plugins) {
+      p->closed_by_us = true;
+      if (p->stream_ctx) p->stream_ctx->TryCancel();
+    }
   }
   for (auto& p : plugins) {
-    p->stream_ctx.TryCancel();
     if (p->stream_thread.joinable()) p->stream_thread.join();
   }
 }
@@ -275,7 +279,7 @@ void FakeKubelet::StreamLoop(std::shared_ptr<Plugin> plugin) {
     return;
   }
   v1beta1::Empty empty;
-  auto reader = plugin->stub->ListAndWatch(&plugin->stream_ctx, empty);
+  auto reader = plugin->stub->ListAndWatch(plugin->stream_ctx.get(), empty);
   AddEvent("stream " + plugin->resource + " open");
   v1beta1::ListAndWatchResponse resp;
   // A stream replaced by a newer registration no longer speaks for the resource.
@@ -302,7 +306,9 @@ void FakeKubelet::StreamLoop(std::shared_ptr<Plugin> plugin) {
   reader->Finish().IgnoreError();
   reader.reset();
   bool disconnected = false;
+  std::unique_ptr<grpc::ClientContext> dropped_ctx;
   std::shared_ptr<v1beta1::DevicePlugin::Stub> dropped_stub;
+  std::shared_ptr<grpc::Channel> dropped_channel;
   {
     // kubelet's runClient: "ListAndWatch ended unexpectedly", then it disconnects the client
     // that holds the resource name now (getClient(name)) — not necessarily this one — and every
@@ -314,7 +320,7 @@ void FakeKubelet::StreamLoop(std::shared_ptr<Plugin> plugin) {
       std::shared_ptr<Plugin> victim = it->second;
       plugins_.erase(it);
       victim->closed_by_us = true;
-      victim->stream_ctx.TryCancel();
+      if (victim->stream_ctx) victim->stream_ctx->TryCancel();
       if (victim != plugin) retired_.push_back(victim);
       auto latest = latest_.find(plugin->resource);
       if (latest != latest_.end()) {
@@ -327,12 +333,16 @@ void FakeKubelet::StreamLoop(std::shared_ptr<Plugin> plugin) {
     // kubelet's Disconnect closes the client's connection (it no longer holds the resource:
     // replaced, disconnected, or the kubelet stopping).
     if (!current()) {
+      dropped_ctx = std::move(plugin->stream_ctx);
       dropped_stub = std::move(plugin->stub);
-      plugin->channel.reset();
+      dropped_channel = std::move(plugin->channel);
     }
     cv_.notify_all();
   }
-  dropped_stub.reset();  // outside the lock: the connection closes here
+  // Outside the lock: with the last of these the connection closes.
+  dropped_ctx.reset();
+  dropped_stub.reset();
+  dropped_channel.reset();
   AddEvent("stream " + plugin->resource + " closed");
   if (disconnected) AddEvent("disconnect " + plugin->resource);
 }

@@ -213,10 +213,13 @@ TEST_F(DaemonTest, EachKubeletRestartRegistersEveryPoolOnce) {
   for (const auto& e : kubelet_->Events()) EXPECT_EQ(e.find("disconnect"), std::string::npos) << e;
 }
 
-// Registers kubelet accepted for `resource`, by the fake kubelet's log.
-size_t Accepted(const FakeKubelet& kubelet, const std::string& resource) {
-  auto events = kubelet.Events();
-  return static_cast<size_t>(std::count(events.begin(), events.end(), "register " + resource + " ok"));
+// Register calls kubelet received for `resource`, accepted or not, once it accepted `accepted`.
+size_t RegistersOnceAccepted(const FakeKubelet& kubelet, const std::string& resource, size_t accepted) {
+  if (!kubelet.WaitForRegistrations(resource, accepted, kWait)) return 0;
+  auto all = kubelet.Registrations();
+  return static_cast<size_t>(std::count_if(all.begin(), all.end(), [&](const v1beta1::RegisterRequest& r) {
+    return r.resource_name() == resource;
+  }));
 }
 
 // kubelet v1.36.2 under CPU burners: its call back to the plugin (inside Register) came after the
@@ -234,7 +237,7 @@ TEST_F(DaemonTest, ASlowKubeletWhoseDialBackOutlastsTheRegisterDeadlineGetsOneRe
   }
   ASSERT_TRUE(WaitUntilReady()) << metrics_->Unready();
   for (const char* res : {"rdma/vfs", "rdma/pf"}) {
-    EXPECT_EQ(Accepted(*kubelet_, res), 1u) << res;
+    EXPECT_EQ(RegistersOnceAccepted(*kubelet_, res, 1), 1u) << res;
     EXPECT_EQ(kubelet_->DoubleRegistrations(res), 0u) << res;
   }
   for (const auto& e : kubelet_->Events()) EXPECT_EQ(e.find("disconnect"), std::string::npos) << e;
@@ -250,7 +253,7 @@ TEST_F(DaemonTest, ASlowKubeletWhoseReplyOutlastsTheRegisterDeadlineGetsOneRegis
   ASSERT_TRUE(WaitUntilReady()) << metrics_->Unready();
   for (const char* res : {"rdma/vfs", "rdma/pf"}) {
     EXPECT_TRUE(kubelet_->WaitForHealthy(res, 2, {}, kWait)) << res;
-    EXPECT_EQ(Accepted(*kubelet_, res), 1u) << res;
+    EXPECT_EQ(RegistersOnceAccepted(*kubelet_, res, 1), 1u) << res;
     EXPECT_EQ(kubelet_->DoubleRegistrations(res), 0u) << res;
   }
 }
@@ -278,7 +281,7 @@ TEST_F(DaemonTest, AKubeletDownPastTheStreamWaitThenSlowToStartGetsOneRegisterPe
   ASSERT_TRUE(kubelet_->Start().ok());
   ASSERT_TRUE(kubelet_->WaitForHealthy("rdma/p", 1, {"rxe0"}, kWait));
   ASSERT_TRUE(WaitUntilReady()) << metrics_->Unready() << log.Text();
-  EXPECT_EQ(Accepted(*kubelet_, "rdma/p"), 2u) << "one per kubelet start\n" << log.Text();
+  EXPECT_EQ(RegistersOnceAccepted(*kubelet_, "rdma/p", 2), 2u) << "one per kubelet start\n" << log.Text();
   EXPECT_EQ(kubelet_->DoubleRegistrations("rdma/p"), 0u) << log.Text();
 }
 

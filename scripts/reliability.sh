@@ -7,7 +7,9 @@ build=${1:-build/default}
 src=$(cd "$(dirname "$0")/.." && pwd)
 log=$build/reliability.log  # kept: the failing test's output is in it
 rc=0
-ctest --test-dir "$build" -L reliability -V -j 2 >"$log" 2>&1 || rc=1
+# Two CPU burner threads beside the slow-kubelet soak (bounded by the test itself), as kubelet
+# v1.36.2 was measured beside CPU burners; make test runs the soak without them.
+RDMAK8S_SOAK_CPU_BURNERS=2 ctest --test-dir "$build" -L reliability -V -j 2 >"$log" 2>&1 || rc=1
 ctest --test-dir "$build" -R '^fuzz_corpus_' -j 2 >>"$log" 2>&1 || rc=1
 
 printf '\n%-74s %s\n' "figure" "value"

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "device-plugin/kubelet/socket_peers.h"
 #include "device-plugin/pools/allocate.h"
 #include "device-plugin/preferred_allocation/preferred_allocation.h"
 #include "node/program_main.h"
@@ -57,6 +58,9 @@ class PoolServer::DevicePluginService final : public v1beta1::DevicePlugin::Serv
                                       v1beta1::DevicePluginOptions* out) override {
     out->set_pre_start_required(false);
     out->set_get_preferred_allocation_available(true);
+    std::unique_lock<std::mutex> lock(s_->mu_);
+    s_->calls_.dial_backs++;
+    s_->KubeletCalled(lock);
     return grpc::Status::OK;
   }
 
@@ -64,7 +68,8 @@ class PoolServer::DevicePluginService final : public v1beta1::DevicePlugin::Serv
                             grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) override {
     std::unique_lock<std::mutex> lock(s_->mu_);
     s_->open_streams_++;
-    s_->StreamsChanged(lock);
+    s_->calls_.streams++;
+    s_->KubeletCalled(lock);
     // kubelet keeps one stream per plugin: a new one supersedes the streams before it, which
     // end now rather than when the wait below first notices their kubelet went away (up to 5 s
     // each, holding a gRPC thread and a connection: a kubelet restarting quickly in
@@ -92,7 +97,7 @@ class PoolServer::DevicePluginService final : public v1beta1::DevicePlugin::Serv
       if (!ok) break;
     }
     s_->open_streams_--;
-    s_->StreamsChanged(lock);
+    s_->KubeletCalled(lock);
     return result;
   }
 
@@ -220,6 +225,9 @@ Status PoolServer::Start() {
     if (chmod(staging.c_str(), node::kSocketMode) == 0 &&
         rename(staging.c_str(), options_.socket_path.c_str()) == 0) {
       socket_id_ = id;
+      bound_path_ = staging;
+      std::lock_guard<std::mutex> lock(mu_);
+      calls_ = KubeletCalls{calls_.serving + 1, 0, 0};
       return Status::Ok();
     }
     int err = errno;
@@ -245,6 +253,7 @@ void PoolServer::Stop() {
     unlink(options_.socket_path.c_str());
   }
   socket_id_ = {};
+  bound_path_.clear();
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -285,6 +294,16 @@ std::shared_ptr<const PoolState> PoolServer::state() const {
   return state_;
 }
 
+PoolServer::KubeletCalls PoolServer::kubelet_calls() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return calls_;
+}
+
+StatusOr<int> PoolServer::OpenConnections() const {
+  if (bound_path_.empty()) return 0;
+  return AcceptedConnections(bound_path_);
+}
+
 int PoolServer::open_streams() const {
   std::lock_guard<std::mutex> lock(mu_);
   return open_streams_;
@@ -295,11 +314,11 @@ bool PoolServer::WaitForOpenStreams(int count, std::chrono::milliseconds timeout
   return cv_.wait_for(lock, timeout, [&] { return open_streams_ == count; });
 }
 
-void PoolServer::StreamsChanged(std::unique_lock<std::mutex>& lock) {
+void PoolServer::KubeletCalled(std::unique_lock<std::mutex>& lock) {
   cv_.notify_all();
-  if (!options_.hooks.on_streams_changed) return;
+  if (!options_.hooks.on_kubelet_call) return;
   lock.unlock();
-  options_.hooks.on_streams_changed();
+  options_.hooks.on_kubelet_call();
   lock.lock();
 }
 

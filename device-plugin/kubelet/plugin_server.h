@@ -40,9 +40,10 @@ struct ServerHooks {
   // Plugin-watcher NotifyRegistrationStatus.
   std::function<void(const std::string& resource, bool registered, const std::string& error)>
       on_watcher_status;
-  // A ListAndWatch stream opened or ended (open_streams() already says so). From gRPC's threads:
-  // it must only hand the news over (the kubelet link wakes its event loop).
-  std::function<void()> on_streams_changed;
+  // kubelet called: a ListAndWatch stream opened or ended (open_streams() already says so), or
+  // kubelet dialled back (GetDevicePluginOptions; kubelet_calls() already counts either). From gRPC's
+  // threads: it must only hand the news over (the kubelet link wakes its event loop).
+  std::function<void()> on_kubelet_call;
   // Between gRPC's bind of the private name and its rename to the socket path: the window in
   // which a starting kubelet's sweep of its directory can remove it. For tests.
   std::function<void(const std::string& staging_path)> before_rename;
@@ -78,6 +79,22 @@ class PoolServer {
   void Publish(std::shared_ptr<const PoolState> state, bool notify = true);
   std::shared_ptr<const PoolState> state() const;
   const std::string& socket_path() const { return options_.socket_path; }
+  // Which serving this is (every Start() that serves makes a new one: kubelet's connections to
+  // an earlier one are gone), and what kubelet called on it: GetDevicePluginOptions and
+  // ListAndWatch streams opened. kubelet calls GetDevicePluginOptions inside Register, on the
+  // connection it dialled back on, before it stores the plugin and answers (kubelet devicemanager:
+  // Register -> connectClient -> client.Connect -> PluginConnected), then opens ListAndWatch; so a
+  // count that grew since a Register was sent is kubelet having reached this serving for it.
+  struct KubeletCalls {
+    uint64_t serving = 0;  // 0: never served
+    uint64_t dial_backs = 0;
+    uint64_t streams = 0;
+    friend bool operator==(const KubeletCalls&, const KubeletCalls&) = default;
+  };
+  KubeletCalls kubelet_calls() const;
+  // Connections open to this serving (kubelet's dial-backs it has not closed), from
+  // /proc/net/unix (kubelet/socket_peers.h). An error when that cannot be read; 0 when not serving.
+  StatusOr<int> OpenConnections() const;
   // Number of ListAndWatch streams currently open. A stream whose kubelet went away (closed the
   // connection) counts until its handler notices, within a second.
   int open_streams() const;
@@ -93,13 +110,14 @@ class PoolServer {
   std::unique_ptr<WatcherService> watcher_;
   std::unique_ptr<grpc::Server> server_;
   std::pair<dev_t, ino_t> socket_id_{0, 0};  // (st_dev, st_ino) of the socket we bound
+  std::string bound_path_;  // the private name gRPC bound (the address of every accepted socket)
 
   // The preferred-allocation topology of `state` (PoolTopology), built once per published
   // state: a request pays only for its own IDs.
   std::shared_ptr<const AllocationTopology> TopologyOf(const std::shared_ptr<const PoolState>& state);
-  // After open_streams_ changed (`lock` holds mu_): wakes WaitForOpenStreams, runs the hook
-  // without the lock.
-  void StreamsChanged(std::unique_lock<std::mutex>& lock);
+  // After open_streams_ or calls_ changed (`lock` holds mu_): wakes WaitForOpenStreams,
+  // runs the hook without the lock.
+  void KubeletCalled(std::unique_lock<std::mutex>& lock);
 
   std::mutex topology_mu_;
   std::shared_ptr<const PoolState> topology_state_;
@@ -111,6 +129,7 @@ class PoolServer {
   uint64_t publish_count_ = 0;
   bool stopping_ = false;
   int open_streams_ = 0;
+  KubeletCalls calls_;
   uint64_t stream_generation_ = 0;  // of the newest ListAndWatch stream: it supersedes the others
 };
 

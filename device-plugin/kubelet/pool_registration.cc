@@ -47,7 +47,7 @@ PoolServer::Options PoolRegistrations::ServerOptions(const std::string& resource
   };
   // A stream opened or ended: HandleRegistrations looks (the server stops before this link goes).
   const KubeletRegistrar* registrar = &registrar_;
-  so.hooks.on_streams_changed = [registrar] { registrar->Wake(); };
+  so.hooks.on_kubelet_call = [registrar] { registrar->Wake(); };
   return so;
 }
 
@@ -98,6 +98,13 @@ void PoolRegistrations::Register(PoolRegistration& pool) {
     registrar_.Supersede(pool.resource, KubeletInstanceOf(kubelet_sock));
     return;
   }
+  if (pool.unsettled.known() && pool.unsettled == KubeletInstanceOf(kubelet_sock)) {
+    // That kubelet may still accept the last Register: another would be a second (CheckStream
+    // decides when it settles).
+    SPDLOG_DEBUG("{}: the Register kubelet may still accept is awaited", pool.resource);
+    return;
+  }
+  pool.unsettled = {};
   if (!Exists(kubelet_sock)) {
     SetRegistered(pool, false);
     pool.retry_at = {};  // waits for kubelet.sock to appear (inotify)
@@ -110,6 +117,7 @@ void PoolRegistrations::Register(PoolRegistration& pool) {
   pool.register_seq = ++register_seq_;
   pool.recheck = false;
   pool.retry_at = {};
+  pool.calls_at_register = pool.server->kubelet_calls();
   registrar_.Submit({pool.register_seq, kubelet_sock, SocketFileName(pool.resource), pool.resource,
                      options_.register_timeout});
 }
@@ -123,10 +131,25 @@ void PoolRegistrations::HandleRegistrations(Clock::time_point now) {
     PoolRegistration& pool = it->second;
     pool.register_seq = 0;
     const Status& s = r.status;
-    if (std::exchange(pool.recheck, false)) {
+    const bool recheck = std::exchange(pool.recheck, false);
+    const KubeletInstance current = KubeletInstanceOf(KubeletSocket());
+    if (!s.ok() && s.code() == StatusCode::kDeadlineExceeded && r.instance.known() &&
+        r.instance == current) {
+      // The call reached the kubelet there now and its answer did not come in time: kubelet may
+      // still accept it (it is in its dial-back). Another Register now would be a second.
+      if (options_.metrics) options_.metrics->CountRegistration(pool.resource, false);
+      SetRegistered(pool, false);
+      pool.register_failures = 0;
+      pool.unsettled = current;
+      pool.unsettled_until = now + options_.dial_back_wait;
+      SPDLOG_INFO("{}: the Register's answer did not come in time ({}); kubelet may still accept "
+                  "it: waiting for its dial-back", pool.resource, s.message());
+      Unsettled(pool, pool.server->open_streams() > 0, now);
+      continue;
+    }
+    if (recheck) {
       // Asked again while this one was in flight (kubelet restarted, our socket was served
       // again): it stands only if the kubelet there now accepted it.
-      const KubeletInstance current = KubeletInstanceOf(KubeletSocket());
       if (!(s.ok() && r.instance.known() && r.instance == current)) {
         if (s.ok() && options_.metrics) options_.metrics->CountRegistration(pool.resource, true);
         SPDLOG_INFO("{}: the Register in flight {}; registering again with the kubelet there now",
@@ -155,6 +178,42 @@ void PoolRegistrations::HandleRegistrations(Clock::time_point now) {
   for (auto& [name, pool] : pools_) CheckStream(pool, now);
 }
 
+// Served again since the Register was sent: whatever the new serving got came after it.
+bool PoolRegistrations::DialledBackSince(const PoolRegistration& pool) {
+  const PoolServer::KubeletCalls now = pool.server->kubelet_calls();
+  const PoolServer::KubeletCalls& then = pool.calls_at_register;
+  return now.serving == then.serving ? now.dial_backs > then.dial_backs : now.dial_backs > 0;
+}
+
+bool PoolRegistrations::StreamedSince(const PoolRegistration& pool) {
+  const PoolServer::KubeletCalls now = pool.server->kubelet_calls();
+  const PoolServer::KubeletCalls& then = pool.calls_at_register;
+  return now.serving == then.serving ? now.streams > then.streams : now.streams > 0;
+}
+
+bool PoolRegistrations::Unsettled(PoolRegistration& pool, bool streaming, Clock::time_point now) {
+  if (!pool.unsettled.known()) return false;
+  if (streaming || DialledBackSince(pool)) {
+    // kubelet reached our socket for it: it stores the plugin, then opens ListAndWatch.
+    if (options_.metrics) options_.metrics->CountRegistration(pool.resource, true);
+    SetRegistered(pool, true);
+    pool.instance = std::exchange(pool.unsettled, {});
+    SPDLOG_INFO("registered {} with kubelet (it dialled back after our Register's deadline)",
+                pool.resource);
+    return false;
+  }
+  if (!(KubeletInstanceOf(KubeletSocket()) == pool.unsettled)) {
+    pool.unsettled = {};  // a new kubelet: its kubelet.sock event registers with it
+    return false;
+  }
+  if (now < pool.unsettled_until) return true;
+  SPDLOG_WARN("kubelet did not dial {} back within {} ms of a Register whose answer did not come: "
+              "registering again", pool.resource, options_.dial_back_wait.count());
+  pool.unsettled = {};
+  Register(pool);
+  return true;
+}
+
 void PoolRegistrations::CheckStream(PoolRegistration& pool, Clock::time_point now) {
   const bool streaming = pool.server->open_streams() > 0;
   if (streaming != pool.streaming) {
@@ -168,18 +227,52 @@ void PoolRegistrations::CheckStream(PoolRegistration& pool, Clock::time_point no
   }
   // kubelet's plugin watcher dials us again on its own; in device-plugin mode only a Register
   // brings a stream back.
-  if (options_.mode != RegistrationMode::kDevicePlugin || streaming || !pool.registered) {
+  if (options_.mode != RegistrationMode::kDevicePlugin) return;
+  const PoolServer::KubeletCalls calls = pool.server->kubelet_calls();
+  if (!(calls == pool.calls_seen)) {
+    pool.calls_seen = calls;
+    pool.stream_deadline = {};
+  }
+  if (Unsettled(pool, streaming, now) || streaming || !pool.registered) {
     pool.stream_deadline = {};
     return;
   }
+  const std::chrono::milliseconds wait = StreamWait(options_.stream_wait, pool.stream_losses);
   if (pool.stream_deadline == Clock::time_point{}) {
-    pool.stream_deadline = now + StreamWait(options_.stream_wait, pool.stream_losses);
+    pool.stream_deadline = now + wait;
+    pool.stream_wait_since = now;
     return;
   }
   if (now < pool.stream_deadline) return;
-  SPDLOG_WARN("kubelet holds no ListAndWatch stream of {} (it ended it, or never opened one) and "
-              "opened none within {} ms: registering again", pool.resource,
-              StreamWait(options_.stream_wait, pool.stream_losses).count());
+  // A first stream after kubelet dialled back for the Register comes from a goroutine kubelet
+  // starts as it answers: late on a loaded kubelet, not lost, while kubelet holds the connection
+  // it dialled back on (it closes it when it drops the plugin). Waited for, up to
+  // first_stream_wait. (A stream that ended, or a Register kubelet dialled an earlier serving of
+  // ours for: kubelet has dropped the plugin.)
+  const bool streamed = StreamedSince(pool);
+  if (!streamed && DialledBackSince(pool) && now - pool.stream_wait_since < options_.first_stream_wait) {
+    StatusOr<int> held = pool.server->OpenConnections();
+    if (!held.ok() || *held > 0) {
+      if (!held.ok()) SPDLOG_DEBUG("{}: {}", pool.resource, held.status().message());
+      pool.stream_deadline = std::min(now + wait, pool.stream_wait_since + options_.first_stream_wait);
+      return;
+    }
+  }
+  const std::string kubelet_sock = KubeletSocket();
+  if (!KubeletListens(kubelet_sock) ||
+      (pool.instance.known() && !(KubeletInstanceOf(kubelet_sock) == pool.instance))) {
+    // The kubelet it registered with is down (a stopped kubelet leaves kubelet.sock) or gone:
+    // the next kubelet's kubelet.sock appearing registers it, once.
+    SPDLOG_INFO("kubelet holds no ListAndWatch stream of {} and no kubelet listens on {}: "
+                "registering when a kubelet starts", pool.resource, kubelet_sock);
+    SetRegistered(pool, false);
+    pool.retry_at = {};
+    return;
+  }
+  SPDLOG_WARN("kubelet holds no ListAndWatch stream of {} ({}) and opened none within {} ms: "
+              "registering again", pool.resource,
+              streamed ? "it ended it" : "it never opened one",
+              std::chrono::duration_cast<std::chrono::milliseconds>(now - pool.stream_wait_since).count());
   pool.stream_losses++;
   SetRegistered(pool, false);
   pool.register_failures = 0;
@@ -215,7 +308,7 @@ void PoolRegistrations::OnDirEvent(uint32_t mask, const std::string& name, Clock
         if (!pool.server->SocketPresent()) ServeAgain(pool, now);
         // Our socket served again (kubelet's sweep removed it) may have registered with this
         // kubelet already, before this event was read: once per kubelet.
-        if (pool.registered && current.known() && pool.instance == current) {
+        if (current.known() && ((pool.registered && pool.instance == current) || pool.unsettled == current)) {
           SPDLOG_DEBUG("{} is registered with this kubelet already", pool.resource);
           continue;
         }
@@ -230,6 +323,7 @@ void PoolRegistrations::OnDirEvent(uint32_t mask, const std::string& name, Clock
                   "registering when its new socket appears");
       for (auto& [pname, pool] : pools_) {
         SetRegistered(pool, false);
+        pool.unsettled = {};  // the kubelet that might have accepted it is going
         // A Register in flight goes on: its result decides (it may reach the new kubelet).
         if (pool.register_seq != 0) pool.recheck = true;
       }
@@ -267,6 +361,7 @@ Clock::time_point PoolRegistrations::NextWakeup(Clock::time_point bound) const {
     }
     if (pool.serve_retry_at != Clock::time_point{}) wake_at = std::min(wake_at, pool.serve_retry_at);
     if (pool.stream_deadline != Clock::time_point{}) wake_at = std::min(wake_at, pool.stream_deadline);
+    if (pool.unsettled.known()) wake_at = std::min(wake_at, pool.unsettled_until);
   }
   return wake_at;
 }

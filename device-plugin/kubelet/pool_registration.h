@@ -33,12 +33,22 @@ namespace rdmak8s::dp {
 //     kubelet.sock now (KubeletInstance) is not registered again, and a Register in flight that
 //     kubelet may already have is never cancelled to be sent again: its result decides (accepted
 //     by the kubelet behind kubelet.sock now: registered; else: register again at once);
+//   - a Register whose answer did not come in time, in its call on the kubelet there now, may
+//     still succeed on kubelet's side: kubelet's Register handler dials our socket back, calls
+//     GetDevicePluginOptions, stores the plugin, answers, and opens ListAndWatch (devicemanager
+//     server.go / handler.go / client.go), and a loaded kubelet does that after our deadline.
+//     Such a Register is "unsettled" and no other is sent to that kubelet until a signal decides:
+//     kubelet dialled this socket back since it was sent (PoolServer::dial_backs) or opened a
+//     stream -> registered; a new kubelet.sock -> register with that one; nothing within
+//     dial_back_wait (kubelet gives its dial-back 10 s) -> register again;
 //   - HandleRegistrations() takes the Register results: accepted -> registered; failed -> tried
 //     again after RegisterBackoff; a superseded result (a newer Register, a removed pool) is
-//     dropped. It also follows the pools' ListAndWatch streams (the servers wake fd()): a pool
-//     registered whose stream kubelet ended, or that kubelet never opened, with no new stream
-//     within StreamWait(), registers again (whatever ended it, kubelet keeps the resource at 0
-//     until then);
+//     dropped. It also follows the pools' ListAndWatch streams and kubelet's dial-backs (the
+//     servers wake fd()): a pool registered whose stream kubelet ended with no new stream within
+//     StreamWait(), or whose first stream kubelet has not opened within first_stream_wait after
+//     dialling back for it, registers again (whatever ended it, kubelet keeps the resource at 0
+//     until then) — but only when a kubelet listens on the kubelet.sock it registered with; a
+//     kubelet that is down gets nothing until its successor's kubelet.sock appears;
 //   - OnDirEvent() follows the socket directory: kubelet.sock created (a kubelet started) ->
 //     serve again what kubelet removed and register every pool not yet registered with it;
 //     kubelet.sock removed -> every pool unregistered until the new one appears; our socket
@@ -63,6 +73,16 @@ class PoolRegistrations {
     // How long a registered pool may go without a ListAndWatch stream before it registers again
     // (the first time; StreamWait() doubles it for repeated losses).
     std::chrono::milliseconds stream_wait{5000};
+    // How long an accepted Register that kubelet dialled back for may go before kubelet opens
+    // its first stream, while kubelet keeps that connection open: kubelet opens ListAndWatch
+    // from a goroutine after Register returns, which on a loaded node took over 5 s, and a
+    // Register sent in that gap is a second one. (A kubelet that closed the connection has
+    // dropped the plugin: the stream wait applies.)
+    std::chrono::milliseconds first_stream_wait{30000};
+    // How long an unsettled Register (its answer did not come in time) waits for kubelet's
+    // dial-back before registering again: kubelet's dial-back gives up after 10 s (client.go),
+    // plus room for a loaded kubelet to get to it.
+    std::chrono::milliseconds dial_back_wait{15000};
   };
 
   // What the link knows of one pool.
@@ -78,11 +98,22 @@ class PoolRegistrations {
     // Something asked for a Register while one was in flight: its result decides whether to
     // register again.
     bool recheck = false;
+    // What kubelet had called on our socket when the last Register was sent: kubelet dialled
+    // back (or streamed) for it when that grew (PoolServer::KubeletCalls).
+    PoolServer::KubeletCalls calls_at_register;
+    // ... and as last seen on the loop: a call since (a stream that opened and ended between two
+    // looks included) starts the stream wait afresh.
+    PoolServer::KubeletCalls calls_seen;
+    // The kubelet that may still accept a Register whose answer did not come in time (unknown:
+    // none unsettled), and when to stop waiting for its dial-back.
+    KubeletInstance unsettled;
+    Clock::time_point unsettled_until{};
     // kubelet holds a ListAndWatch stream of the pool (as last seen on the loop).
     bool streaming = false;
     Clock::time_point streaming_since{};
-    // Registered without a stream: when to register again (zero: not waiting).
+    // Registered without a stream: when to look again (zero: not waiting), and since when.
     Clock::time_point stream_deadline{};
+    Clock::time_point stream_wait_since{};
     int stream_losses = 0;  // re-registrations for a lost stream in a row
     // Serving again failed: when to try again; zero while serving.
     Clock::time_point serve_retry_at{};
@@ -140,6 +171,12 @@ class PoolRegistrations {
   // Follows the pool's ListAndWatch streams (PoolServer::open_streams) at `now`; registers again
   // when the stream wait has run out.
   void CheckStream(PoolRegistration& pool, Clock::time_point now);
+  // An unsettled Register decided by what kubelet did since (see the class comment): true when
+  // it is still waiting.
+  bool Unsettled(PoolRegistration& pool, bool streaming, Clock::time_point now);
+  // kubelet dialled our socket back / opened a stream since the pool's last Register was sent.
+  static bool DialledBackSince(const PoolRegistration& pool);
+  static bool StreamedSince(const PoolRegistration& pool);
   std::string KubeletSocket() const { return options_.kubelet_dir + "/" + kKubeletSocket; }
 
   Options options_;

@@ -150,6 +150,20 @@ int ConnectUnix(const std::string& path, int* err) {
   return fd;
 }
 
+}  // namespace
+
+bool KubeletListens(const std::string& kubelet_socket) {
+  int err = 0;
+  int fd = ConnectUnix(kubelet_socket, &err);
+  if (fd >= 0) {
+    close(fd);
+    return true;
+  }
+  return err == EAGAIN;  // a full backlog: listening, busy
+}
+
+namespace {
+
 // The Register call on `fd`, a connection kubelet has spoken on; the channel owns `fd` and closes
 // it when it goes, at the end of this call.
 Status CallRegister(int fd, const std::string& endpoint, const std::string& resource,

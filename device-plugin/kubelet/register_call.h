@@ -51,6 +51,11 @@ struct KubeletInstance {
 // The instance behind `kubelet_socket` now (lstat); unknown when there is no file.
 KubeletInstance KubeletInstanceOf(const std::string& kubelet_socket);
 
+// True when a kubelet listens on `kubelet_socket`: a connect is accepted (or waits in a full
+// backlog). False when the file is missing or the connect is refused: no kubelet runs there (a
+// kubelet stopped with SIGTERM leaves its socket file; the next one replaces it).
+bool KubeletListens(const std::string& kubelet_socket);
+
 // Lets another thread cancel a RegisterWithKubelet at any step: connecting, waiting for
 // kubelet's first frame, or in the call. Cancel() is sticky and may come before the call starts.
 //

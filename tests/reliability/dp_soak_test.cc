@@ -4,16 +4,22 @@
 // through the in-process daemon with fake link events. Each case waits on what
 // kubelet observes (a registration, a ListAndWatch update) or on the plugin's log line, never a
 // sleep, and prints the plugin's RSS and fd count at start and end; the fd count must not grow
-// with the iterations (one leaked per restart fails).
+// with the iterations (one leaked per restart fails). And 40 restarts of a kubelet slower than the
+// plugin's Register deadline, with CPU burners beside them under make reliability: no double
+// registration, no pool left at 0.
 #include <dirent.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -294,6 +300,120 @@ TEST_F(DpPortFlapSoakTest, ThousandPortFlapsEachReachListAndWatchAndNoneIsLost) 
   std::lock_guard<std::mutex> lock(seen->mu);
   EXPECT_EQ(seen->downs, kFlaps) << "every flap's Unhealthy reached ListAndWatch";
   EXPECT_EQ(seen->ups, kFlaps) << "every flap's Healthy reached ListAndWatch";
+}
+
+// CPU burners beside a soak (make reliability sets RDMAK8S_SOAK_CPU_BURNERS; make test does not):
+// that many threads spinning until the soak ends them, or 10 minutes at most. Bounded: at most 8.
+class CpuBurners {
+ public:
+  CpuBurners() {
+    const char* env = std::getenv("RDMAK8S_SOAK_CPU_BURNERS");
+    const int n = env == nullptr ? 0 : std::clamp(std::atoi(env), 0, 8);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+    for (int i = 0; i < n; ++i) {
+      threads_.emplace_back([this, until] {
+        volatile uint64_t x = 0;
+        while (!stop_.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < until) {
+          for (int j = 0; j < 100000; ++j) x = x + static_cast<uint64_t>(j);
+        }
+      });
+    }
+  }
+  ~CpuBurners() {
+    stop_ = true;
+    for (auto& t : threads_) t.join();
+  }
+  int count() const { return static_cast<int>(threads_.size()); }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+// kubelet v1.36.2 under CPU burners took up to 16 s from its start to every pool full, and its
+// dial-back inside Register outlasted the plugin's deadline: twice a Register was sent again one
+// deadline away from a double registration. Here the kubelet is restarted again and again, slower
+// than the plugin's Register deadline on three restarts in four (in its dial-back, its reply, or
+// both), sometimes down past the plugin's stream wait first; with CPU burners beside it under
+// make reliability. No Register may reach a kubelet twice for one pool, and no pool may be left
+// at 0.
+class DpSlowKubeletSoakTest : public daemon_test::DaemonTest {
+ protected:
+  // Register results the daemon's loop took as accepted for `resource` (its metrics).
+  uint64_t AcceptedByLoop(const std::string& resource) {
+    const std::string key = "rdmak8s_registrations_total{resource=\"" + resource + "\",result=\"ok\"} ";
+    const std::string text = metrics_->Scrape();
+    const size_t at = text.find(key);
+    return at == std::string::npos ? 0 : std::strtoull(text.c_str() + at + key.size(), nullptr, 10);
+  }
+  // True once the loop took one more Register of `resource` as accepted than `before`. Polled:
+  // the metrics have no wait.
+  bool WaitAcceptedByLoop(const std::string& resource, uint64_t before) {
+    for (auto until = std::chrono::steady_clock::now() + daemon_test::kStreamLost;
+         std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(5ms)) {
+      if (AcceptedByLoop(resource) > before) return true;
+    }
+    return false;
+  }
+};
+
+TEST_F(DpSlowKubeletSoakTest, SlowKubeletRestartsBesideCpuBurnersRegisterEachPoolOnceAndLeaveNoneAtZero) {
+  constexpr int kRestarts = 40;
+  constexpr int kDownEvery = 10;  // down past the stream wait before this restart
+  const std::vector<std::string> pools = {"rdma/vfs", "rdma/pf"};
+  CpuBurners burners;
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(daemon_test::kSriovConfig);
+  register_timeout_ = 400ms;
+  ASSERT_TRUE(StartDaemon().ok());
+  for (const auto& res : pools) ASSERT_TRUE(kubelet_->WaitForHealthy(res, 2, {}, daemon_test::kWait)) << res;
+  int at_zero = 0;
+  std::vector<int64_t> full_ms;
+  for (int i = 1; i <= kRestarts; ++i) {
+    static constexpr std::pair<int, int> kDelaysMs[] = {{0, 0}, {700, 0}, {0, 700}, {300, 300}};
+    const auto [dial_back, reply] = kDelaysMs[i % 4];
+    if (i % kDownEvery == 0) {
+      kubelet_->Stop();
+      // The plugin gives the dead kubelet up: by the stream wait running out while no kubelet
+      // listens (or, when it was still taking in the last restart, by a Register refused).
+      bool given_up = false;
+      for (auto until = std::chrono::steady_clock::now() + daemon_test::kStreamLost;
+           !given_up && std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(20ms)) {
+        given_up = metrics_->Unready().find("not registered with kubelet: rdma/pf, rdma/vfs") != std::string::npos;
+      }
+      EXPECT_TRUE(given_up) << "restart " << i << ": " << metrics_->Unready();
+    }
+    kubelet_->SetRegisterDelays(std::chrono::milliseconds(dial_back), std::chrono::milliseconds(reply));
+    std::map<std::string, size_t> accepted;
+    for (const auto& e : kubelet_->Events()) accepted[e]++;
+    std::map<std::string, uint64_t> loop_accepted;
+    for (const auto& res : pools) loop_accepted[res] = AcceptedByLoop(res);
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(kubelet_->Restart().ok());
+    for (const auto& res : pools) {
+      // This kubelet's registration, then its stream full (the last kubelet's update is gone then).
+      if (!kubelet_->WaitForRegistrations(res, accepted["register " + res + " ok"] + 1, daemon_test::kStreamLost) ||
+          !kubelet_->WaitForHealthy(res, 2, {}, daemon_test::kStreamLost)) {
+        ++at_zero;
+        ADD_FAILURE() << res << " at 0 after restart " << i;
+      }
+    }
+    full_ms.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+    // The plugin's side settled too (a Register sent again would have reached kubelet by then).
+    for (const auto& res : pools) {
+      EXPECT_TRUE(WaitAcceptedByLoop(res, loop_accepted[res])) << res << " restart " << i << ": " << metrics_->Unready();
+    }
+  }
+  size_t doubles = 0;
+  for (const auto& res : pools) doubles += kubelet_->DoubleRegistrations(res);
+  std::sort(full_ms.begin(), full_ms.end());
+  std::printf("FIGURE dp soak slow kubelet restarts beside %d CPU burners: %d restarts, double registrations "
+              "%zu, pools at 0 %d, kubelet start -> all pools full median %lld ms, max %lld ms\n",
+              burners.count(), kRestarts, doubles, at_zero, static_cast<long long>(full_ms[full_ms.size() / 2]),
+              static_cast<long long>(full_ms.back()));
+  EXPECT_EQ(doubles, 0u);
+  EXPECT_EQ(at_zero, 0);
+  for (const auto& e : kubelet_->Events()) EXPECT_EQ(e.find("disconnect"), std::string::npos) << e;
 }
 
 }  // namespace

@@ -58,9 +58,13 @@ struct FakeKubelet::Plugin {
   std::string resource;
   std::string endpoint_path;
   std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<v1beta1::DevicePlugin::Stub> stub;
+  // Shared with the RPCs in flight on it; dropped (with `channel`) when the client is disconnected,
+  // which closes the connection as kubelet's Disconnect does.
+  std::shared_ptr<v1beta1::DevicePlugin::Stub> stub;
   v1beta1::DevicePluginOptions options;
-  grpc::ClientContext stream_ctx;
+  // The ListAndWatch call's context (it holds the channel too): cancelled under mu_, dropped with
+  // the stub.
+  std::unique_ptr<grpc::ClientContext> stream_ctx = std::make_unique<grpc::ClientContext>();
   std::thread stream_thread;
   bool closed_by_us = false;  // guarded by mu_: Stop, or a disconnect; its end changes nothing
   bool ended = false;         // guarded by mu_: the stream thread is about to return
@@ -81,7 +85,15 @@ class FakeKubelet::RegistrationService final : public v1beta1::Registration::Ser
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           "unsupported device plugin API version " + req->version());
     }
-    Status s = k_->ConnectPlugin(req->resource_name(), k_->dir_ + "/" + req->endpoint());
+    Clock::duration before_dial_back, before_reply;
+    {
+      std::lock_guard<std::mutex> lock(k_->mu_);
+      before_dial_back = k_->delay_dial_back_;
+      before_reply = k_->delay_reply_;
+    }
+    Status s = k_->Pause(before_dial_back)
+                   ? k_->ConnectPlugin(req->resource_name(), k_->dir_ + "/" + req->endpoint())
+                   : UnavailableError("kubelet stopping");
     if (!s.ok()) {
       k_->AddEvent("register " + req->resource_name() + " failed: " + s.message());
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, s.message());
@@ -91,6 +103,8 @@ class FakeKubelet::RegistrationService final : public v1beta1::Registration::Ser
       k_->accepted_[req->resource_name()]++;
     }
     k_->AddEvent("register " + req->resource_name() + " ok");
+    // Registered whether or not this reply reaches the plugin in time.
+    if (!k_->Pause(before_reply)) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "kubelet stopping");
     return grpc::Status::OK;
   }
 
@@ -104,6 +118,10 @@ FakeKubelet::~FakeKubelet() { Stop(); }
 
 Status FakeKubelet::Start() {
   if (server_) return Status::Ok();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = false;
+  }
   // kubelet's device manager removes every socket in its directory when it starts (its own
   // kubelet.sock left by the previous kubelet included), then listens. As kubelet does
   // (CleanupPluginDirectory: Readdirnames, then a stat and a remove per name), the names are
@@ -132,6 +150,11 @@ Status FakeKubelet::Start() {
 }
 
 void FakeKubelet::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
   if (server_) {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     server_->Wait();
@@ -143,6 +166,26 @@ void FakeKubelet::Stop() {
 Status FakeKubelet::Restart() {
   Stop();
   return Start();
+}
+
+bool FakeKubelet::Pause(Clock::duration d) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (d <= Clock::duration::zero()) return !stopping_;
+  return !cv_.wait_for(lock, d, [&] { return stopping_; });
+}
+
+void FakeKubelet::SetRegisterDelays(Clock::duration before_dial_back, Clock::duration before_reply,
+                                    Clock::duration before_stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  delay_dial_back_ = before_dial_back;
+  delay_reply_ = before_reply;
+  delay_stream_ = before_stream;
+}
+
+size_t FakeKubelet::DoubleRegistrations(const std::string& resource) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = doubles_.find(resource);
+  return it == doubles_.end() ? 0 : it->second;
 }
 
 void FakeKubelet::AddEvent(std::string event) {
@@ -160,10 +203,12 @@ void FakeKubelet::CloseAllPlugins() {
     plugins_.clear();
     for (auto& p : retired_) plugins.push_back(p);
     retired_.clear();
-    for (auto& p : plugins) p->closed_by_us = true;
+    for (auto& p : plugins) {
+      p->closed_by_us = true;
+      if (p->stream_ctx) p->stream_ctx->TryCancel();
+    }
   }
   for (auto& p : plugins) {
-    p->stream_ctx.TryCancel();
     if (p->stream_thread.joinable()) p->stream_thread.join();
   }
 }
@@ -189,7 +234,13 @@ Status FakeKubelet::ConnectPlugin(const std::string& resource, const std::string
   auto plugin = std::make_shared<Plugin>();
   plugin->resource = resource;
   plugin->endpoint_path = endpoint_path;
-  plugin->channel = grpc::CreateChannel("unix://" + endpoint_path, grpc::InsecureChannelCredentials());
+  // A connection of this Register's own, as kubelet's grpc.DialContext per Register makes: gRPC
+  // C++ channels to one target otherwise share the process's subchannel, whose connection may
+  // still lead to a server the plugin has since replaced at that path.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  plugin->channel = grpc::CreateCustomChannel("unix://" + endpoint_path,
+                                              grpc::InsecureChannelCredentials(), args);
   plugin->stub = v1beta1::DevicePlugin::NewStub(plugin->channel);
   {
     grpc::ClientContext ctx;
@@ -203,7 +254,11 @@ Status FakeKubelet::ConnectPlugin(const std::string& resource, const std::string
     std::lock_guard<std::mutex> lock(mu_);
     // kubelet's registerClient: the new client takes the name; the old one is not stopped.
     auto it = plugins_.find(resource);
-    if (it != plugins_.end()) retired_.push_back(it->second);
+    if (it != plugins_.end()) {
+      retired_.push_back(it->second);
+      doubles_[resource]++;
+      events_.push_back("double register " + resource);
+    }
     plugins_[resource] = plugin;
     latest_.erase(resource);
   }
@@ -212,8 +267,19 @@ Status FakeKubelet::ConnectPlugin(const std::string& resource, const std::string
 }
 
 void FakeKubelet::StreamLoop(std::shared_ptr<Plugin> plugin) {
+  Clock::duration before_stream;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    before_stream = delay_stream_;
+  }
+  if (!Pause(before_stream)) {  // stopped first: no stream opens
+    std::lock_guard<std::mutex> lock(mu_);
+    plugin->ended = true;
+    cv_.notify_all();
+    return;
+  }
   v1beta1::Empty empty;
-  auto reader = plugin->stub->ListAndWatch(&plugin->stream_ctx, empty);
+  auto reader = plugin->stub->ListAndWatch(plugin->stream_ctx.get(), empty);
   AddEvent("stream " + plugin->resource + " open");
   v1beta1::ListAndWatchResponse resp;
   // A stream replaced by a newer registration no longer speaks for the resource.
@@ -238,7 +304,11 @@ void FakeKubelet::StreamLoop(std::shared_ptr<Plugin> plugin) {
     cv_.notify_all();
   }
   reader->Finish().IgnoreError();
+  reader.reset();
   bool disconnected = false;
+  std::unique_ptr<grpc::ClientContext> dropped_ctx;
+  std::shared_ptr<v1beta1::DevicePlugin::Stub> dropped_stub;
+  std::shared_ptr<grpc::Channel> dropped_channel;
   {
     // kubelet's runClient: "ListAndWatch ended unexpectedly", then it disconnects the client
     // that holds the resource name now (getClient(name)) — not necessarily this one — and every
@@ -250,7 +320,7 @@ void FakeKubelet::StreamLoop(std::shared_ptr<Plugin> plugin) {
       std::shared_ptr<Plugin> victim = it->second;
       plugins_.erase(it);
       victim->closed_by_us = true;
-      victim->stream_ctx.TryCancel();
+      if (victim->stream_ctx) victim->stream_ctx->TryCancel();
       if (victim != plugin) retired_.push_back(victim);
       auto latest = latest_.find(plugin->resource);
       if (latest != latest_.end()) {
@@ -260,8 +330,19 @@ void FakeKubelet::StreamLoop(std::shared_ptr<Plugin> plugin) {
       if (victim == plugin) retired_.push_back(plugin);
     }
     plugin->ended = true;
+    // kubelet's Disconnect closes the client's connection (it no longer holds the resource:
+    // replaced, disconnected, or the kubelet stopping).
+    if (!current()) {
+      dropped_ctx = std::move(plugin->stream_ctx);
+      dropped_stub = std::move(plugin->stub);
+      dropped_channel = std::move(plugin->channel);
+    }
     cv_.notify_all();
   }
+  // Outside the lock: with the last of these the connection closes.
+  dropped_ctx.reset();
+  dropped_stub.reset();
+  dropped_channel.reset();
   AddEvent("stream " + plugin->resource + " closed");
   if (disconnected) AddEvent("disconnect " + plugin->resource);
 }
@@ -371,16 +452,16 @@ void FakeKubelet::SetUpdateCallback(
   on_update_ = std::move(cb);
 }
 
-std::shared_ptr<FakeKubelet::Plugin> FakeKubelet::FindPlugin(const std::string& resource) const {
+std::shared_ptr<v1beta1::DevicePlugin::Stub> FakeKubelet::FindStub(const std::string& resource) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = plugins_.find(resource);
-  return it == plugins_.end() ? nullptr : it->second;
+  return it == plugins_.end() ? nullptr : it->second->stub;
 }
 
 StatusOr<v1beta1::AllocateResponse> FakeKubelet::Allocate(
     const std::string& resource, const std::vector<std::vector<std::string>>& ids_per_container) {
-  auto plugin = FindPlugin(resource);
-  if (!plugin) return NotFoundError("allocate " + resource + ": no plugin registered");
+  auto stub = FindStub(resource);
+  if (!stub) return NotFoundError("allocate " + resource + ": no plugin registered");
   v1beta1::AllocateRequest req;
   for (const auto& ids : ids_per_container) {
     auto* c = req.add_container_requests();
@@ -389,7 +470,7 @@ StatusOr<v1beta1::AllocateResponse> FakeKubelet::Allocate(
   v1beta1::AllocateResponse resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::Status s = plugin->stub->Allocate(&ctx, req, &resp);
+  grpc::Status s = stub->Allocate(&ctx, req, &resp);
   if (!s.ok()) return FromGrpc(s, "allocate " + resource);
   return resp;
 }
@@ -397,8 +478,8 @@ StatusOr<v1beta1::AllocateResponse> FakeKubelet::Allocate(
 StatusOr<v1beta1::PreferredAllocationResponse> FakeKubelet::GetPreferredAllocation(
     const std::string& resource, const std::vector<std::string>& available,
     const std::vector<std::string>& must_include, int size) {
-  auto plugin = FindPlugin(resource);
-  if (!plugin) return NotFoundError("preferred allocation " + resource + ": no plugin registered");
+  auto stub = FindStub(resource);
+  if (!stub) return NotFoundError("preferred allocation " + resource + ": no plugin registered");
   v1beta1::PreferredAllocationRequest req;
   auto* c = req.add_container_requests();
   for (const auto& id : available) c->add_available_deviceids(id);
@@ -407,21 +488,21 @@ StatusOr<v1beta1::PreferredAllocationResponse> FakeKubelet::GetPreferredAllocati
   v1beta1::PreferredAllocationResponse resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::Status s = plugin->stub->GetPreferredAllocation(&ctx, req, &resp);
+  grpc::Status s = stub->GetPreferredAllocation(&ctx, req, &resp);
   if (!s.ok()) return FromGrpc(s, "preferred allocation " + resource);
   return resp;
 }
 
 StatusOr<v1beta1::PreStartContainerResponse> FakeKubelet::PreStartContainer(
     const std::string& resource, const std::vector<std::string>& ids) {
-  auto plugin = FindPlugin(resource);
-  if (!plugin) return NotFoundError("pre-start " + resource + ": no plugin registered");
+  auto stub = FindStub(resource);
+  if (!stub) return NotFoundError("pre-start " + resource + ": no plugin registered");
   v1beta1::PreStartContainerRequest req;
   for (const auto& id : ids) req.add_devices_ids(id);
   v1beta1::PreStartContainerResponse resp;
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  grpc::Status s = plugin->stub->PreStartContainer(&ctx, req, &resp);
+  grpc::Status s = stub->PreStartContainer(&ctx, req, &resp);
   if (!s.ok()) return FromGrpc(s, "pre-start " + resource);
   return resp;
 }

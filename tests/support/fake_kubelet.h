@@ -2,19 +2,30 @@
 //
 // Behaves like kubelet's device manager where a plugin can notice the difference:
 //   - serves v1beta1 Registration on <dir>/kubelet.sock;
-//   - on Register, checks the version, then dials the plugin's endpoint (<dir>/<endpoint>) at
-//     once and fails the Register if nothing is serving there (kubelet does the same, which is
-//     why a plugin must serve before it registers);
-//   - calls GetDevicePluginOptions, then keeps a ListAndWatch stream open per resource and
-//     records every update;
+//   - on Register, checks the version, then dials the plugin's endpoint (<dir>/<endpoint>) on a
+//     connection of its own (kubelet's Go client makes a new grpc.ClientConn per Register: a
+//     dial after the plugin served its socket again reaches the new server, never a connection
+//     to the old one) and fails the Register if nothing is serving there (kubelet does the same,
+//     which is why a plugin must serve before it registers);
+//   - calls GetDevicePluginOptions inside Register, then answers the Register and keeps a
+//     ListAndWatch stream open per resource, recording every update;
+//   - can answer as slowly as a loaded kubelet (SetRegisterDelays): a pause before its dial-back
+//     and one before its Register reply. The registration completes whatever the plugin's
+//     Register deadline (kubelet before v1.26 dials back and asks the options under no deadline of
+//     the caller; v1.36 under the caller's, so it too completes when its dial-back ends just
+//     before that deadline and its reply arrives after): a plugin that gave up on a Register
+//     must expect kubelet to hold it;
 //   - tracks a plugin by resource name, as kubelet v1.36's device manager does (server.go's
 //     registerClient / runClient): a second Register for a resource replaces the client without
 //     stopping the first; whenever a client's ListAndWatch ends (the plugin ended it, or its
 //     connection went), kubelet disconnects the client that holds the resource name *now*: so
 //     after a second Register, the first stream ending (a plugin ends an older stream when a
-//     newer one opens) closes the second connection too. A disconnect turns every device of the
+//     newer one opens) closes the second connection too (a client the resource no longer has
+//     gets its connection closed, as kubelet's Disconnect does). A disconnect turns every device of the
 //     resource Unhealthy in LatestDevices() ("ListAndWatch ended unexpectedly"), and the
-//     resource has no plugin (Allocate: kNotFound) until the plugin registers again;
+//     resource has no plugin (Allocate: kNotFound) until the plugin registers again. Each
+//     Register accepted while a client of the resource is still held is counted
+//     (DoubleRegistrations(): the defect that leaves a pool at 0);
 //   - merges the env of the Allocate answers of one container as kubelet does
 //     (AllocateContainer): a key set twice with different values keeps the first value and logs
 //     the conflict ("Environment variable has conflicting setting"); the container is not
@@ -69,10 +80,20 @@ class FakeKubelet {
   // Every Register request received (accepted or not), in order.
   std::vector<v1beta1::RegisterRequest> Registrations() const;
   // A log of what happened, in order: "register <resource> ok", "register <resource> failed:
-  // <why>", "stream <resource> open", "stream <resource> closed", "disconnect <resource>" (the
+  // <why>", "double register <resource>" (see DoubleRegistrations), "stream <resource> open",
+  // "stream <resource> closed", "disconnect <resource>" (the
   // resource's devices all Unhealthy until it registers again), "env conflict <key>: kept
   // <value>, dropped <value>".
   std::vector<std::string> Events() const;
+  // Registers accepted for `resource` while this kubelet still held a client of it (a second
+  // Register for one pool: kubelet v1.36 then drops the pool to 0 when the first stream ends).
+  size_t DoubleRegistrations(const std::string& resource) const;
+  // A loaded kubelet: each Register waits `before_dial_back` before it dials the plugin, and
+  // `before_reply` after GetDevicePluginOptions before it answers; its ListAndWatch (kubelet's
+  // goroutine, started as Register answers) waits `before_stream`, holding the connection. Zero
+  // (the default): at once. Stop() cuts a pause short (the Register fails; no stream opens).
+  void SetRegisterDelays(Clock::duration before_dial_back, Clock::duration before_reply,
+                         Clock::duration before_stream = {});
   // True once at least `count` accepted registrations of `resource` were seen before `timeout`.
   bool WaitForRegistrations(const std::string& resource, size_t count,
                             Clock::duration timeout) const;
@@ -135,10 +156,13 @@ class FakeKubelet {
   Status ConnectPlugin(const std::string& resource, const std::string& endpoint_path);
   void StreamLoop(std::shared_ptr<Plugin> plugin);
   void AddEvent(std::string event);
+  // Waits `d`, as a loaded kubelet would; false when Stop() came first.
+  bool Pause(Clock::duration d);
   void CloseAllPlugins();
   // Joins the stream threads of retired plugins that ended. Caller holds connect_mu_.
   void ReapRetired();
-  std::shared_ptr<Plugin> FindPlugin(const std::string& resource) const;
+  // The stub of the plugin registered for `resource` now; null when none.
+  std::shared_ptr<v1beta1::DevicePlugin::Stub> FindStub(const std::string& resource) const;
 
   const std::string dir_;
   std::unique_ptr<RegistrationService> service_;
@@ -153,6 +177,11 @@ class FakeKubelet {
   std::vector<v1beta1::RegisterRequest> registrations_;
   std::vector<std::string> events_;
   std::map<std::string, size_t> accepted_;
+  std::map<std::string, size_t> doubles_;
+  Clock::duration delay_dial_back_{};  // SetRegisterDelays
+  Clock::duration delay_reply_{};
+  Clock::duration delay_stream_{};
+  bool stopping_ = false;  // Stop() in progress: pauses end
   std::map<std::string, std::shared_ptr<Plugin>> plugins_;
   // Replaced or disconnected plugins whose stream threads are still to be joined (guarded by
   // mu_; joined under connect_mu_).

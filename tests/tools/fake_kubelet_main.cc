@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <cerrno>
+#include <chrono>
 #include <iostream>
 #include <mutex>
 #include <string>
@@ -154,6 +155,9 @@ int main(int argc, char** argv) {
   bool watch = false;
   bool restart = false;
   bool one_container = false;
+  int dial_back_delay_ms = 0;
+  int reply_delay_ms = 0;
+  int stream_delay_ms = 0;
   app.add_option("--dir", dir, "kubelet device-plugins directory (kubelet.sock is created here)")
       ->required();
   app.add_option("--wait-resource", wait_resources,
@@ -184,6 +188,16 @@ int main(int argc, char** argv) {
   app.add_flag("--one-container", one_container,
                "the --allocate answers are one container's: print its env merged as kubelet does "
                "(a key set twice keeps the first value; each conflict listed and logged)");
+  app.add_option("--dial-back-delay-ms", dial_back_delay_ms,
+                 "answer as a loaded kubelet: wait this long in each Register before dialling the "
+                 "plugin back")
+      ->check(CLI::Range(0, 600000));
+  app.add_option("--reply-delay-ms", reply_delay_ms,
+                 "wait this long after the dial-back before answering each Register")
+      ->check(CLI::Range(0, 600000));
+  app.add_option("--stream-delay-ms", stream_delay_ms,
+                 "wait this long before opening each ListAndWatch stream")
+      ->check(CLI::Range(0, 600000));
   app.add_flag("--json", as_json, "print one JSON document (one line) with registrations, "
                                   "devices and allocations");
   app.add_flag("--watch", watch, "keep running until SIGINT/SIGTERM, printing each ListAndWatch "
@@ -202,6 +216,8 @@ int main(int argc, char** argv) {
 
   LineWriter out_lines;
   FakeKubelet kubelet(dir);
+  kubelet.SetRegisterDelays(std::chrono::milliseconds(dial_back_delay_ms), std::chrono::milliseconds(reply_delay_ms),
+                            std::chrono::milliseconds(stream_delay_ms));
   if (watch) {
     kubelet.SetUpdateCallback(
         [&out_lines](const std::string& res, const v1beta1::ListAndWatchResponse& r) {

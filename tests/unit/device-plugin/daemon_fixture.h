@@ -186,6 +186,16 @@ class DaemonTest : public ::testing::Test {
     return text;
   }
 
+  // True once the daemon reports every pool registered and streaming (Metrics::Unready() empty)
+  // before kWait: its loop has handled every Register result by then.
+  bool WaitUntilReady() {
+    for (auto until = std::chrono::steady_clock::now() + kWait; std::chrono::steady_clock::now() < until;
+         std::this_thread::sleep_for(5ms)) {
+      if (metrics_->Unready().empty()) return true;
+    }
+    return false;
+  }
+
   std::string root_;
   std::string kubelet_dir_;
   std::chrono::milliseconds register_timeout_ = 3000ms;

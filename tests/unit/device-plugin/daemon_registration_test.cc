@@ -213,6 +213,78 @@ TEST_F(DaemonTest, EachKubeletRestartRegistersEveryPoolOnce) {
   for (const auto& e : kubelet_->Events()) EXPECT_EQ(e.find("disconnect"), std::string::npos) << e;
 }
 
+// Register calls kubelet received for `resource`, accepted or not, once it accepted `accepted`.
+size_t RegistersOnceAccepted(const FakeKubelet& kubelet, const std::string& resource, size_t accepted) {
+  if (!kubelet.WaitForRegistrations(resource, accepted, kWait)) return 0;
+  auto all = kubelet.Registrations();
+  return static_cast<size_t>(std::count_if(all.begin(), all.end(), [&](const v1beta1::RegisterRequest& r) {
+    return r.resource_name() == resource;
+  }));
+}
+
+// kubelet v1.36.2 under CPU burners: its call back to the plugin (inside Register) came after the
+// plugin's Register deadline, and it accepted the Register all the same. Sending another then
+// gives kubelet two registrations for one pool (it drops the pool to 0). Each pool is registered
+// once, and full.
+TEST_F(DaemonTest, ASlowKubeletWhoseDialBackOutlastsTheRegisterDeadlineGetsOneRegisterPerPool) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(kSriovConfig);
+  register_timeout_ = 300ms;
+  kubelet_->SetRegisterDelays(/*before_dial_back=*/1000ms, /*before_reply=*/0ms);
+  ASSERT_TRUE(StartDaemon().ok());
+  for (const char* res : {"rdma/vfs", "rdma/pf"}) {
+    EXPECT_TRUE(kubelet_->WaitForHealthy(res, 2, {}, kWait)) << res;
+  }
+  ASSERT_TRUE(WaitUntilReady()) << metrics_->Unready();
+  for (const char* res : {"rdma/vfs", "rdma/pf"}) {
+    EXPECT_EQ(RegistersOnceAccepted(*kubelet_, res, 1), 1u) << res;
+    EXPECT_EQ(kubelet_->DoubleRegistrations(res), 0u) << res;
+  }
+  for (const auto& e : kubelet_->Events()) EXPECT_EQ(e.find("disconnect"), std::string::npos) << e;
+}
+
+// The same when the answer is what is slow: kubelet dialled back at once, its reply came late.
+TEST_F(DaemonTest, ASlowKubeletWhoseReplyOutlastsTheRegisterDeadlineGetsOneRegisterPerPool) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(kSriovConfig);
+  register_timeout_ = 300ms;
+  kubelet_->SetRegisterDelays(/*before_dial_back=*/0ms, /*before_reply=*/1000ms);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitUntilReady()) << metrics_->Unready();
+  for (const char* res : {"rdma/vfs", "rdma/pf"}) {
+    EXPECT_TRUE(kubelet_->WaitForHealthy(res, 2, {}, kWait)) << res;
+    EXPECT_EQ(RegistersOnceAccepted(*kubelet_, res, 1), 1u) << res;
+    EXPECT_EQ(kubelet_->DoubleRegistrations(res), 0u) << res;
+  }
+}
+
+// What kubelet v1.36.2 showed twice in 144 restarts: kubelet down (its kubelet.sock left, refusing)
+// longer than the stream wait, then a slow one starting. The stream wait must not send a Register
+// while no kubelet listens (it would reach the next kubelet with a deadline the slow one
+// outlasts, and be sent again): the next kubelet gets one Register per pool.
+TEST_F(DaemonTest, AKubeletDownPastTheStreamWaitThenSlowToStartGetsOneRegisterPerPool) {
+  UseFixture("rxe_veth");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  register_timeout_ = 300ms;
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(kubelet_->WaitForHealthy("rdma/p", 1, {"rxe0"}, kWait));
+  LogCapture log;
+  kubelet_->Stop();
+  // The stream wait ran out while kubelet was down.
+  bool waited = false;
+  for (auto until = std::chrono::steady_clock::now() + kStreamLost;
+       !waited && std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(20ms)) {
+    waited = log.Text().find("holds no ListAndWatch stream of rdma/p") != std::string::npos;
+  }
+  ASSERT_TRUE(waited) << log.Text();
+  kubelet_->SetRegisterDelays(/*before_dial_back=*/1000ms, /*before_reply=*/0ms);
+  ASSERT_TRUE(kubelet_->Start().ok());
+  ASSERT_TRUE(kubelet_->WaitForHealthy("rdma/p", 1, {"rxe0"}, kWait));
+  ASSERT_TRUE(WaitUntilReady()) << metrics_->Unready() << log.Text();
+  EXPECT_EQ(RegistersOnceAccepted(*kubelet_, "rdma/p", 2), 2u) << "one per kubelet start\n" << log.Text();
+  EXPECT_EQ(kubelet_->DoubleRegistrations("rdma/p"), 0u) << log.Text();
+}
+
 TEST_F(DaemonTest, ConfigInTheKubeletDirDoesNotHideKubeletRestarts) {
   UseFixture("rxe_veth");
   // One directory watched twice (the sockets' watch and the config's): neither hides the

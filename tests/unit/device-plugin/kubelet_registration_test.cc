@@ -31,6 +31,7 @@ using Clock = PoolRegistrations::Clock;
 
 constexpr auto kWait = 10s;
 constexpr std::chrono::milliseconds kStreamWait = 5s;
+constexpr std::chrono::milliseconds kDialBackWait = 15s;
 
 TEST(PoolRegistrationRulesTest, RegisterBackoffDoublesFromOneSecondUpToThirty) {
   std::vector<int64_t> got;
@@ -69,8 +70,10 @@ class PoolRegistrationsTest : public ::testing::Test {
 
   PoolRegistrations& NewLink(RegistrationMode mode = RegistrationMode::kDevicePlugin,
                        Metrics* metrics = nullptr) {
-    registrations_ = std::make_unique<PoolRegistrations>(PoolRegistrations::Options{
-        mode, kubelet_dir_, root_ + "/registry", register_timeout_, metrics, kStreamWait});
+    PoolRegistrations::Options options{mode, kubelet_dir_, root_ + "/registry", register_timeout_, metrics,
+                                       kStreamWait};
+    options.dial_back_wait = kDialBackWait;
+    registrations_ = std::make_unique<PoolRegistrations>(std::move(options));
     EXPECT_TRUE(registrations_->Start().ok());
     return *registrations_;
   }
@@ -102,6 +105,19 @@ class PoolRegistrationsTest : public ::testing::Test {
   }
 
   const PoolRegistrations::PoolRegistration& P() const { return *registrations_->pool("p"); }
+
+  // The fake kubelet started, and pool "p" registered with it and streaming.
+  PoolServer& StartRegistered() {
+    kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
+    EXPECT_TRUE(kubelet_->Start().ok());
+    NewLink();
+    PoolServer& server = AddPool();
+    registrations_->RegisterAll();
+    EXPECT_TRUE(HandleResultAt(Clock::now()));
+    EXPECT_TRUE(P().registered);
+    EXPECT_TRUE(server.WaitForOpenStreams(1, kWait));
+    return server;
+  }
 
   std::string root_;
   std::string kubelet_dir_;
@@ -339,14 +355,8 @@ TEST_F(PoolRegistrationsTest, EveryRegisterClosesItsConnectionWhenSupersededOrCa
 // before the "kubelet.sock created" event is read. A second Register with that kubelet would make
 // it end the first stream, close the second connection and keep the resource at 0.
 TEST_F(PoolRegistrationsTest, APoolRegisteredWithTheNewKubeletBeforeItsSocketEventIsNotRegisteredTwice) {
-  kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
-  ASSERT_TRUE(kubelet_->Start().ok());
-  NewLink();
-  PoolServer& server = AddPool();
-  registrations_->RegisterAll();
-  ASSERT_TRUE(HandleResultAt(Clock::now()));
-  ASSERT_TRUE(P().registered);
-  ASSERT_TRUE(server.WaitForOpenStreams(1, kWait));
+  PoolServer& server = StartRegistered();
+  ASSERT_FALSE(HasFailure());
 
   ASSERT_TRUE(kubelet_->Restart().ok());  // its sweep (kubelet.sock and ours), a new kubelet.sock
   const auto t0 = Clock::now();
@@ -407,6 +417,103 @@ TEST_F(PoolRegistrationsTest, APoolWhoseStreamKubeletEndedRegistersAgainAfterThe
   // A second loss in a row waits longer.
   EXPECT_EQ(P().stream_losses, 1);
   EXPECT_EQ(StreamWait(kStreamWait, 1), 10s);
+}
+
+// A loaded kubelet dials back (and accepts) after the plugin's Register deadline. Until it does,
+// it may still accept the Register: no other is sent to it, neither on the retry timer nor when
+// something asks for one; its dial-back makes the pool registered.
+TEST_F(PoolRegistrationsTest, ARegisterAnsweredTooLateIsNotSentAgainAndKubeletsDialBackRegistersIt) {
+  kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
+  ASSERT_TRUE(kubelet_->Start().ok());
+  kubelet_->SetRegisterDelays(/*before_dial_back=*/1s, /*before_reply=*/0s);
+  register_timeout_ = 200ms;
+  NewLink();
+  PoolServer& server = AddPool();
+  registrations_->RegisterAll();
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(HandleResultAt(t0));  // Deadline Exceeded, in its call on this kubelet
+  EXPECT_FALSE(P().registered);
+  EXPECT_EQ(registrations_->NextWakeup(t0 + 1h), t0 + kDialBackWait) << "no retry before";
+  registrations_->RegisterAll();
+  EXPECT_EQ(P().register_seq, 0u) << "a second Register while kubelet may accept the first";
+  registrations_->OnTimer(t0 + 1s);
+  EXPECT_EQ(P().register_seq, 0u) << "a second Register while kubelet may accept the first";
+
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));  // accepted, late
+  ASSERT_TRUE(HandleResultAt(Clock::now()));                        // its dial-back woke the link
+  EXPECT_TRUE(P().registered);
+  EXPECT_EQ(P().instance, KubeletInstanceOf(kubelet_->socket_path()));
+  ASSERT_TRUE(server.WaitForOpenStreams(1, kWait));
+  EXPECT_EQ(kubelet_->Registrations().size(), 1u);
+  EXPECT_EQ(kubelet_->DoubleRegistrations("rdma/p"), 0u);
+}
+
+// The recovery for a kubelet that never dials back for a Register whose answer did not come:
+// after the dial-back wait (kubelet's own dial-back has given up by then), register again.
+TEST_F(PoolRegistrationsTest, ARegisterKubeletNeverDialsBackForIsSentAgainAfterTheDialBackWait) {
+  kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
+  ASSERT_TRUE(kubelet_->Start().ok());
+  kubelet_->SetRegisterDelays(/*before_dial_back=*/1h, /*before_reply=*/0s);  // (Stop cuts it short)
+  register_timeout_ = 200ms;
+  NewLink();
+  AddPool();
+  registrations_->RegisterAll();
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(HandleResultAt(t0));
+  registrations_->OnTimer(t0 + kDialBackWait - 1ms);
+  EXPECT_EQ(P().register_seq, 0u) << "not due yet";
+  registrations_->OnTimer(t0 + kDialBackWait);
+  EXPECT_NE(P().register_seq, 0u) << "due: registering again";
+}
+
+// kubelet accepted the Register (it dialled back) but its ListAndWatch goroutine is late, as on a
+// loaded node: while kubelet holds the connection it dialled back on, the stream wait running out
+// is no reason for a second Register (that one would make kubelet drop the pool). The late stream
+// comes and the pool streams.
+TEST_F(PoolRegistrationsTest, ALateFirstStreamOnAConnectionKubeletHoldsIsWaitedForNotRegisteredAgain) {
+  kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
+  ASSERT_TRUE(kubelet_->Start().ok());
+  kubelet_->SetRegisterDelays(/*before_dial_back=*/0s, /*before_reply=*/0s, /*before_stream=*/2s);
+  NewLink();
+  PoolServer& server = AddPool();
+  registrations_->RegisterAll();
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(HandleResultAt(t0));
+  ASSERT_TRUE(P().registered);
+  ASSERT_EQ(server.open_streams(), 0) << "the stream is to come 2 s later";
+  registrations_->OnTimer(t0 + kStreamWait);
+  EXPECT_EQ(P().register_seq, 0u) << "a second Register while kubelet holds the first";
+  EXPECT_TRUE(P().registered);
+  ASSERT_TRUE(server.WaitForOpenStreams(1, kWait));
+  registrations_->HandleRegistrations(Clock::now());
+  EXPECT_TRUE(P().streaming);
+  EXPECT_EQ(kubelet_->Registrations().size(), 1u);
+}
+
+// kubelet down (stopped: its kubelet.sock left, connects refused) when a lost stream's wait runs
+// out: no Register (it would wait on a dead socket, then reach the next kubelet and may be
+// answered too late there). The next kubelet's kubelet.sock registers the pool, once.
+TEST_F(PoolRegistrationsTest, AStreamWaitRunningOutWhileKubeletIsDownWaitsForTheNextKubelet) {
+  PoolServer& server = StartRegistered();
+  ASSERT_FALSE(HasFailure());
+
+  kubelet_->Stop();
+  ASSERT_TRUE(fs::exists(kubelet_->socket_path()));
+  ASSERT_TRUE(server.WaitForOpenStreams(0, kWait));
+  const auto t0 = Clock::now();
+  registrations_->HandleRegistrations(t0);
+  registrations_->OnTimer(t0 + kStreamWait);
+  EXPECT_EQ(P().register_seq, 0u) << "no kubelet listens: nothing to register with";
+  EXPECT_FALSE(P().registered);
+  EXPECT_EQ(registrations_->NextWakeup(t0 + 1h), t0 + 1h) << "the next kubelet.sock is the event";
+
+  ASSERT_TRUE(kubelet_->Start().ok());  // its sweep, a new kubelet.sock
+  registrations_->OnDirEvent(IN_CREATE, kKubeletSocket, Clock::now());
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 2, kWait));
+  ASSERT_TRUE(HandleResultAt(Clock::now()));
+  EXPECT_TRUE(P().registered);
+  ASSERT_TRUE(server.WaitForOpenStreams(1, kWait));
+  EXPECT_EQ(kubelet_->DoubleRegistrations("rdma/p"), 0u);
 }
 
 TEST(PoolRegistrationRulesTest, StreamWaitDoublesFromTheFirstUpToThirtySeconds) {

@@ -145,6 +145,43 @@ TEST_F(PluginServerTest, StopRemovesSocketAndNoticesReplacement) {
   EXPECT_TRUE(server.SocketPresent());
 }
 
+// kubelet calls GetDevicePluginOptions inside each Register, on the connection it dialled back
+// on: the count per serving is what tells the kubelet link that kubelet reached this serving.
+TEST_F(PluginServerTest, KubeletCallsAreCountedPerServing) {
+  FakeKubelet kubelet(dir_);
+  ASSERT_TRUE(kubelet.Start().ok());
+  PoolServer server({dir_ + "/p.sock", false, {}}, State(PoolMode::kShared));
+  EXPECT_EQ(server.kubelet_calls(), (PoolServer::KubeletCalls{0, 0, 0})) << "never served";
+  ASSERT_TRUE(server.Start().ok());
+  EXPECT_EQ(server.kubelet_calls(), (PoolServer::KubeletCalls{1, 0, 0}));
+  ASSERT_TRUE(RegisterWithKubelet(kubelet.socket_path(), "p.sock", "rdma/p", 2000ms).ok());
+  ASSERT_TRUE(server.WaitForOpenStreams(1, 5s));
+  EXPECT_EQ(server.kubelet_calls(), (PoolServer::KubeletCalls{1, 1, 1}));
+  server.Stop();
+  ASSERT_TRUE(server.Start().ok());
+  EXPECT_EQ(server.kubelet_calls(), (PoolServer::KubeletCalls{2, 0, 0})) << "a new serving counts afresh";
+  ASSERT_TRUE(RegisterWithKubelet(kubelet.socket_path(), "p.sock", "rdma/p", 2000ms).ok());
+  ASSERT_TRUE(server.WaitForOpenStreams(1, 5s));
+  EXPECT_EQ(server.kubelet_calls(), (PoolServer::KubeletCalls{2, 1, 1}));
+}
+
+// kubelet's Go client dials a new connection per Register: a Register after another server took
+// our socket's path (a DaemonSet's next process) reaches that server, never the connection the
+// previous Register left to the old one. The fake kubelet must do the same.
+TEST_F(PluginServerTest, AKubeletDialAfterAnotherServerTookThePathReachesThatServer) {
+  FakeKubelet kubelet(dir_);
+  ASSERT_TRUE(kubelet.Start().ok());
+  PoolServer old_server({dir_ + "/p.sock", false, {}}, State(PoolMode::kShared));
+  ASSERT_TRUE(old_server.Start().ok());
+  ASSERT_TRUE(RegisterWithKubelet(kubelet.socket_path(), "p.sock", "rdma/p", 2000ms).ok());
+  ASSERT_TRUE(old_server.WaitForOpenStreams(1, 5s));
+  PoolServer next({dir_ + "/p.sock", false, {}}, State(PoolMode::kShared));
+  ASSERT_TRUE(next.Start().ok());  // renamed over the old one's socket; the old one still serves
+  ASSERT_TRUE(RegisterWithKubelet(kubelet.socket_path(), "p.sock", "rdma/p", 2000ms).ok());
+  EXPECT_EQ(next.kubelet_calls().dial_backs, 1u);
+  EXPECT_EQ(old_server.kubelet_calls().dial_backs, 1u);
+}
+
 TEST_F(PluginServerTest, PreferredAllocationDebugLogNamesTheChosenIds) {
   FakeKubelet kubelet(dir_);
   ASSERT_TRUE(kubelet.Start().ok());

@@ -281,46 +281,39 @@ CheckReport CheckThisMachine() {
   return r;
 }
 
+// Runs a FakeRuntimeProcess(dir, uid, own_mount_ns) while this machine is checked, and expects
+// it named among the processes not trusted, with `why` after its pid, and never checked.
+void ExpectIgnored(const std::string& dir, uid_t uid, bool own_mount_ns, const std::string& why) {
+  CheckReport r;
+  pid_t pid = -1;
+  {
+    FakeRuntimeProcess runtime(dir, uid, own_mount_ns);
+    pid = runtime.pid();
+    r = CheckThisMachine();
+  }
+  const std::string p = "pid " + std::to_string(pid);
+  for (const CheckItem& i : r.items()) {
+    EXPECT_EQ(i.subject.find(p), std::string::npos) << FormatReport(r);
+    if (i.subject == "node") {
+      EXPECT_NE(i.seen.find(std::to_string(pid) + " (" + why), std::string::npos) << i.seen;
+    }
+  }
+}
+
 // The same for real: a process of nobody's named containerd, running an executable named
 // containerd, with RLIMIT_MEMLOCK 64 KiB, in this machine's /proc.
 TEST(MemlockCheckTest, ARealProcessOfNobodyNamedContainerdIsIgnored) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to start a process as nobody";
   rdmak8s::testing::TempDir tmp;
   ASSERT_EQ(chmod(tmp.path().c_str(), 0755), 0);
-  CheckReport r;
-  pid_t pid = -1;
-  {
-    FakeRuntimeProcess nobody(tmp.path(), 65534, false);
-    pid = nobody.pid();
-    r = CheckThisMachine();
-  }
-  const std::string p = "pid " + std::to_string(pid);
-  for (const CheckItem& i : r.items()) {
-    EXPECT_EQ(i.subject.find(p), std::string::npos) << FormatReport(r);
-    if (i.subject == "node") {
-      EXPECT_NE(i.seen.find(std::to_string(pid) + " (uid 65534)"), std::string::npos) << i.seen;
-    }
-  }
+  ExpectIgnored(tmp.path(), 65534, false, "uid 65534)");
 }
 
 // And root in a container: its own mount namespace, its own containerd file.
 TEST(MemlockCheckTest, ARealRootProcessInItsOwnMountNamespaceIsIgnored) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root for a mount namespace";
   rdmak8s::testing::TempDir tmp;
-  CheckReport r;
-  pid_t pid = -1;
-  {
-    FakeRuntimeProcess contained(tmp.path(), 0, true);
-    pid = contained.pid();
-    r = CheckThisMachine();
-  }
-  const std::string p = "pid " + std::to_string(pid);
-  for (const CheckItem& i : r.items()) {
-    EXPECT_EQ(i.subject.find(p), std::string::npos) << FormatReport(r);
-    if (i.subject == "node") {
-      EXPECT_NE(i.seen.find(std::to_string(pid) + " (mount namespace mnt:["), std::string::npos) << i.seen;
-    }
-  }
+  ExpectIgnored(tmp.path(), 0, true, "mount namespace mnt:[");
 }
 
 // While root in the host's own mount namespace is the runtime, whatever its file's path.

@@ -179,21 +179,16 @@ void PoolRegistrations::HandleRegistrations(Clock::time_point now) {
 }
 
 // Served again since the Register was sent: whatever the new serving got came after it.
-bool PoolRegistrations::DialledBackSince(const PoolRegistration& pool) {
+bool PoolRegistrations::CalledSinceRegister(const PoolRegistration& pool,
+                                            uint64_t PoolServer::KubeletCalls::*count) {
   const PoolServer::KubeletCalls now = pool.server->kubelet_calls();
   const PoolServer::KubeletCalls& then = pool.calls_at_register;
-  return now.serving == then.serving ? now.dial_backs > then.dial_backs : now.dial_backs > 0;
-}
-
-bool PoolRegistrations::StreamedSince(const PoolRegistration& pool) {
-  const PoolServer::KubeletCalls now = pool.server->kubelet_calls();
-  const PoolServer::KubeletCalls& then = pool.calls_at_register;
-  return now.serving == then.serving ? now.streams > then.streams : now.streams > 0;
+  return now.serving == then.serving ? now.*count > then.*count : now.*count > 0;
 }
 
 bool PoolRegistrations::Unsettled(PoolRegistration& pool, bool streaming, Clock::time_point now) {
   if (!pool.unsettled.known()) return false;
-  if (streaming || DialledBackSince(pool)) {
+  if (streaming || CalledSinceRegister(pool, &PoolServer::KubeletCalls::dial_backs)) {
     // kubelet reached our socket for it: it stores the plugin, then opens ListAndWatch.
     if (options_.metrics) options_.metrics->CountRegistration(pool.resource, true);
     SetRegistered(pool, true);
@@ -249,8 +244,9 @@ void PoolRegistrations::CheckStream(PoolRegistration& pool, Clock::time_point no
   // it dialled back on (it closes it when it drops the plugin). Waited for, up to
   // first_stream_wait. (A stream that ended, or a Register kubelet dialled an earlier serving of
   // ours for: kubelet has dropped the plugin.)
-  const bool streamed = StreamedSince(pool);
-  if (!streamed && DialledBackSince(pool) && now - pool.stream_wait_since < options_.first_stream_wait) {
+  const bool streamed = CalledSinceRegister(pool, &PoolServer::KubeletCalls::streams);
+  const bool dialled_back = CalledSinceRegister(pool, &PoolServer::KubeletCalls::dial_backs);
+  if (!streamed && dialled_back && now - pool.stream_wait_since < options_.first_stream_wait) {
     StatusOr<int> held = pool.server->OpenConnections();
     if (!held.ok() || *held > 0) {
       if (!held.ok()) SPDLOG_DEBUG("{}: {}", pool.resource, held.status().message());

@@ -174,9 +174,10 @@ class PoolRegistrations {
   // An unsettled Register decided by what kubelet did since (see the class comment): true when
   // it is still waiting.
   bool Unsettled(PoolRegistration& pool, bool streaming, Clock::time_point now);
-  // kubelet dialled our socket back / opened a stream since the pool's last Register was sent.
-  static bool DialledBackSince(const PoolRegistration& pool);
-  static bool StreamedSince(const PoolRegistration& pool);
+  // kubelet made the call `count` counts (dial_backs, streams) since the pool's last Register
+  // was sent.
+  static bool CalledSinceRegister(const PoolRegistration& pool,
+                                  uint64_t PoolServer::KubeletCalls::*count);
   std::string KubeletSocket() const { return options_.kubelet_dir + "/" + kKubeletSocket; }
 
   Options options_;

@@ -43,17 +43,17 @@ std::string Str(const YAML::Node& n, const char* key) {
 }  // namespace
 
 StatusOr<std::string> Base64Decode(std::string_view text) {
-  // OpenSSL's decoder (the library the client's TLS already links): it skips the whitespace a
-  // kubeconfig's wrapped data has; only the characters it refuses are named here.
-  for (char c : text) {
-    const bool ok = std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '+' || c == '/' ||
-                    c == '=' || c == '\n' || c == '\r' || c == ' ' || c == '\t';
-    if (!ok) return InvalidArgumentError("base64: invalid character '" + std::string(1, c) + "'");
-  }
+  // OpenSSL's decoder (the library the client's TLS already links) takes neither the whitespace a
+  // kubeconfig's wrapped data has nor missing padding: both are dropped here, and only the
+  // characters outside the alphabet are named.
   std::string compact;
   compact.reserve(text.size() + 3);
   for (char c : text) {
-    if (c != '\n' && c != '\r' && c != ' ' && c != '\t' && c != '=') compact.push_back(c);
+    if (c == '\n' || c == '\r' || c == ' ' || c == '\t' || c == '=') continue;
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '+' && c != '/') {
+      return InvalidArgumentError("base64: invalid character '" + std::string(1, c) + "'");
+    }
+    compact.push_back(c);
   }
   if (compact.size() % 4 == 1) return InvalidArgumentError("base64: truncated");
   while (compact.size() % 4 != 0) compact.push_back('=');  // padding is optional in the input

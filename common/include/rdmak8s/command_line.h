@@ -44,10 +44,10 @@ inline bool TakesANumber(const CLI::Option* o) {
 // the flag, before any other check of it: CLI11 reads "" as 0 (`--port-poll-interval ''` would
 // turn the poll off unsaid), and a range check says only "Value  not in range".
 inline void RefuseEmptyNumbers(CLI::App& app, const std::vector<std::string>& args) {
+  std::vector<CLI::App*> apps = {&app};
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) apps.push_back(sub);
   for (size_t i = 1; i + 1 < args.size(); ++i) {
     if (!args[i + 1].empty() || args[i].rfind("--", 0) != 0) continue;
-    std::vector<CLI::App*> apps = {&app};
-    for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) apps.push_back(sub);
     for (CLI::App* a : apps) {
       for (const CLI::Option* o : a->get_options()) {
         if (TakesANumber(o) && o->check_lname(args[i].substr(2))) {

@@ -28,6 +28,7 @@
 #include "rdmak8s/pod_devices.h"
 #include "support/loopback_http.h"
 #include "support/spawn.h"
+#include "support/sysfs_builder.h"
 #include "support/temp_dir.h"
 
 namespace rdmak8s {
@@ -317,7 +318,7 @@ TEST_F(DraDriverBinaryTest, PortDownRepublishesTheSliceAndSigtermWithDeleteOnExi
   ASSERT_NO_FATAL_FAILURE(WaitForTheFixturesSlice());
   EXPECT_FALSE(Device("mlx5-0").contains("taints"));
 
-  std::ofstream(root_ + "/sys/class/infiniband/mlx5_0/ports/1/state") << "1: DOWN\n";
+  ASSERT_TRUE(testing::WriteWhole(root_, root_ + "/sys/class/infiniband/mlx5_0/ports/1/state", "1: DOWN\n").ok());
   ASSERT_TRUE(WaitUntil([&] {
     json d = Device("mlx5-0");
     return !d.is_null() && d["attributes"]["activePorts"]["int"] == 0;
@@ -439,7 +440,7 @@ TEST_F(DraDriverBinaryTest, SigtermDuringA503BackoffExitsAndSaysWhichSlicesAreLe
   // slice loop publish into it.
   const int gets = server_->CountRequests("GET");
   server_->FailNext(503, 1000000, "30");
-  std::ofstream(root_ + "/sys/class/infiniband/mlx5_0/ports/1/state") << "1: DOWN\n";
+  ASSERT_TRUE(testing::WriteWhole(root_, root_ + "/sys/class/infiniband/mlx5_0/ports/1/state", "1: DOWN\n").ok());
   ASSERT_TRUE(WaitUntil([&] { return server_->CountRequests("GET") > gets; }));
 
   ASSERT_EQ(kill(pid_, SIGTERM), 0);

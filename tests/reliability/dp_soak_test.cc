@@ -287,10 +287,10 @@ TEST_F(DpPortFlapSoakTest, ThousandPortFlapsEachReachListAndWatchAndNoneIsLost) 
   ASSERT_TRUE(WaitFor("rdma/p", health_is("Healthy")));
   const Usage start = UsageOf(getpid());
   for (int i = 1; i <= kFlaps; ++i) {
-    daemon_test::WriteFile(sys("class/net/veth0/operstate"), "down\n");
+    WriteFile(sys("class/net/veth0/operstate"), "down\n");
     links_->Inject("veth0", false);
     ASSERT_TRUE(WaitFor("rdma/p", health_is("Unhealthy"))) << "flap " << i << " down";
-    daemon_test::WriteFile(sys("class/net/veth0/operstate"), "up\n");
+    WriteFile(sys("class/net/veth0/operstate"), "up\n");
     links_->Inject("veth0", true);
     ASSERT_TRUE(WaitFor("rdma/p", health_is("Healthy"))) << "flap " << i << " up";
   }

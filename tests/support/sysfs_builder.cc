@@ -1,10 +1,14 @@
 #include "support/sysfs_builder.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <system_error>
 
 namespace rdmak8s::testing {
@@ -25,6 +29,26 @@ std::string Hex6(uint32_t v) {
 }
 
 }  // namespace
+
+Status WriteWhole(const std::string& tmp_dir, const std::string& path, const std::string& text) {
+  const fs::path p(path);
+  static std::atomic<unsigned> serial{0};
+  const fs::path tmp = fs::path(tmp_dir) / (".write." + std::to_string(getpid()) + "." +
+                                  std::to_string(serial.fetch_add(1)));
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) return InternalError("write " + tmp.string() + " (for " + p.string() + "): failed");
+  }
+  std::error_code ec;
+  fs::rename(tmp, p, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return ErrnoError(ec.value(), "rename over " + p.string());
+  }
+  return Status::Ok();
+}
 
 SysfsBuilder::SysfsBuilder(std::string root) : root_(std::move(root)) {
   // Directories appear as entries are added (git keeps no empty directory, and the committed
@@ -47,11 +71,7 @@ Status SysfsBuilder::MakeDirs(const std::string& rel) {
 Status SysfsBuilder::WriteAttr(const std::string& rel, const std::string& text) {
   fs::path p = fs::path(root_) / rel;
   RDMAK8S_RETURN_IF_ERROR(Record(MakeDirs(fs::path(rel).parent_path().string())));
-  std::ofstream out(p, std::ios::trunc);
-  out << text << '\n';
-  out.close();
-  if (!out) return Record(InternalError("write " + p.string() + ": failed"));
-  return Status::Ok();
+  return Record(WriteWhole(root_, p.string(), text + "\n"));
 }
 
 Status SysfsBuilder::Link(const std::string& link_rel, const std::string& target_rel) {
@@ -538,10 +558,7 @@ Status NetnsSysfs::WriteRdmaAttr(const std::string& rdma_dev, const std::string&
     std::error_code ec;
     fs::create_directories(p.parent_path(), ec);
     if (ec) return ErrnoError(ec.value(), "mkdir " + p.parent_path().string());
-    std::ofstream out(p, std::ios::trunc);
-    out << text << '\n';
-    out.close();
-    if (!out) return InternalError("write " + p.string() + ": failed");
+    RDMAK8S_RETURN_IF_ERROR(WriteWhole(roots_[key], p.string(), text + "\n"));
   }
   return Status::Ok();
 }

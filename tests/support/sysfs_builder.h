@@ -25,6 +25,14 @@
 
 namespace rdmak8s::testing {
 
+// Writes `text` to `path` whole, as a sysfs read returns an attribute (the kernel's show() fills
+// the page before read(2) copies it) and as our own writers of node files do: a product polling
+// the file while a test changes it never reads the empty file an ofstream's truncate shows (a
+// GID wait read "" as "not a GID" and failed so). The text goes to a temporary name directly in
+// `tmp_dir` first — a directory on the same filesystem that no product lists, e.g. the fixture's
+// root — and is renamed over `path`. Never use it for a file a product keeps open.
+Status WriteWhole(const std::string& tmp_dir, const std::string& path, const std::string& text);
+
 // What the kernel shows for a free GID table slot.
 inline constexpr const char* kZeroGid = "0000:0000:0000:0000:0000:0000:0000:0000";
 

@@ -3,10 +3,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "support/temp_dir.h"
 
@@ -151,6 +154,45 @@ TEST(NetnsSysfsTest, NetdevsMoveAndSharedModeShowsEveryDeviceEverywhere) {
   std::getline(b, sb);
   EXPECT_EQ(sa, "1: DOWN");
   EXPECT_EQ(sb, "1: DOWN");
+}
+
+// A product polls attributes while a test changes them (a GID wait reads the GID table while
+// the test adds the pod's GID). The kernel's sysfs read returns a value whole; so must ours: the
+// old truncate-then-write let a reader see an empty GID file, which the CNI rightly calls "not a
+// GID" (PluginTest.AnAddWaitingForItsGidDoesNotBlockOtherAttachments failed so in CI).
+TEST(NetnsSysfsTest, AnAttributeIsReadWholeWhileATestRewritesIt) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const fs::path node = fs::path(tmp.path()) / "node";
+  fs::copy(std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/mlx5_roce_sriov", node,
+           fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  NetnsSysfs world("node", node.string(), tmp.path() + "/views");
+  const std::string a = "fe80:0000:0000:0000:0000:0000:0000:0001";
+  const std::string b = "0000:0000:0000:0000:0000:ffff:0a4d:002d";
+  ASSERT_TRUE(world.WriteRdmaAttr("mlx5_1", "ports/1/gids/5", a).ok());
+  std::atomic<bool> stop{false};
+  std::atomic<int> reads{0};
+  std::vector<std::string> torn;
+  std::thread reader([&] {
+    const fs::path p = node / "class/infiniband/mlx5_1/ports/1/gids/5";
+    while (!stop || reads == 0) {
+      std::ifstream f(p);
+      std::string line;
+      std::getline(f, line);
+      if (line != a && line != b && torn.size() < 5) torn.push_back("\"" + line + "\"");
+      ++reads;
+    }
+  });
+  for (int i = 0; i < 3000; ++i) {
+    ASSERT_TRUE(world.WriteRdmaAttr("mlx5_1", "ports/1/gids/5", i % 2 ? a : b).ok());
+  }
+  stop = true;
+  reader.join();
+  EXPECT_THAT(torn, ::testing::IsEmpty()) << "of " << reads << " reads";
+  for (const auto& e : fs::recursive_directory_iterator(tmp.path())) {
+    EXPECT_EQ(e.path().filename().string().rfind(".write.", 0), std::string::npos)
+        << e.path() << ": a write's temporary name is left";
+  }
 }
 
 }  // namespace

@@ -32,6 +32,7 @@
 #include "support/fake_kubelet.h"
 #include "support/log_capture.h"
 #include "support/loopback_http.h"
+#include "support/sysfs_builder.h"
 #include "support/temp_dir.h"
 #include "unit/device-plugin/fake_event_sources.h"
 #include "unit/device-plugin/node_sysfs.h"
@@ -63,9 +64,6 @@ inline std::string HealthOf(const Resp& r, const std::string& id) {
   return "absent";
 }
 
-inline void WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream(path) << content;
-}
 
 using testing::LogCapture;
 // The real discovery, counting what the daemon asks of it (thread safe: the test reads the counts
@@ -130,6 +128,12 @@ class DaemonTest : public ::testing::Test {
 
   std::string config_path() const { return root_ + "/cfg/config.json"; }
   std::string sys(const std::string& rel) const { return root_ + "/sys/" + rel; }
+  // Changes a file the running daemon reads (an attribute, the node check's results) whole, as
+  // the kernel shows an attribute and the node check writes its file.
+  void WriteFile(const std::string& path, const std::string& content) {
+    Status s = rdmak8s::testing::WriteWhole(root_, path, content);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
 
   Status StartDaemon(bool start_kubelet = true) {
     if (start_kubelet) RDMAK8S_RETURN_IF_ERROR(kubelet_->Start());

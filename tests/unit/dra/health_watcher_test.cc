@@ -12,6 +12,7 @@
 #include "dra/plugin.h"
 #include "fakes/fake_claim_reader.h"
 #include "fakes/fake_dra_kubelet.h"
+#include "support/sysfs_builder.h"
 #include "support/temp_dir.h"
 #include "unit/device-plugin/fake_event_sources.h"
 
@@ -53,7 +54,11 @@ class HealthWatcherTest : public ::testing::Test {
       EXPECT_TRUE(run_status_.ok()) << run_status_.ToString();
     }
   }
-  void Write(const std::string& rel, const std::string& text) { std::ofstream(sys_ + "/" + rel) << text; }
+  // Whole, as the kernel shows an attribute: the watcher's thread polls it meanwhile.
+  void Write(const std::string& rel, const std::string& text) {
+    Status s = testing::WriteWhole(tmp_.path(), sys_ + "/" + rel, text);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
 
   // Waits (bounded) for the catalog to move past `seen`; returns the device `device` then.
   std::optional<CatalogDevice> AfterChange(uint64_t seen, const std::string& device, bool healthy) {

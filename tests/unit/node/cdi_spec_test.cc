@@ -1,8 +1,8 @@
-#include "device-plugin/pools/pool_cdi_spec.h"
+// node/cdi_spec: the writer both agents' CDI specs go through (atomic, skipped when unchanged,
+// never following or waiting on what is planted at the path), and the document builder.
 #include "node/cdi_spec.h"
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,41 +13,36 @@
 
 #include "support/planted_files.h"
 #include "support/temp_dir.h"
-#include "unit/device-plugin/test_devices.h"
 
-namespace rdmak8s::dp {
+namespace rdmak8s::node {
 namespace {
 
-using namespace testdev;
 using nlohmann::json;
 
-TEST(CdiSpecTest, OneCdiDevicePerRdmaDeviceAndRdmaCmSpecWide) {
-  PoolState s;
-  s.resource = "rdma/p";
-  s.cdi_kind = "rdma/p";
-  s.dev_root = "/host/dev";
-  s.pool.mode = PoolMode::kShared;
-  s.pool.capacity = 3;
-  s.devices["mlx5_0"] = {Ib("mlx5_0", 0), {true, ""}};
-  s.devices["irdma0"] = {Iwarp("irdma0", 1, "ens785f0"), {true, ""}};
-  FillIds(s);
-  json spec = json::parse(BuildCdiSpec(s));
-  EXPECT_EQ(spec["cdiVersion"], "0.5.0");
-  EXPECT_EQ(spec["kind"], "rdma/p");
-  ASSERT_EQ(spec["devices"].size(), 2u);
-  EXPECT_EQ(spec["devices"][0]["name"], "irdma0");
-  EXPECT_EQ(spec["devices"][0]["containerEdits"]["deviceNodes"],
-            json::parse(R"([{"path": "/dev/infiniband/uverbs1",
-                             "hostPath": "/host/dev/infiniband/uverbs1", "permissions": "rw"}])"));
-  EXPECT_EQ(spec["devices"][1]["containerEdits"]["deviceNodes"].size(), 2u);  // uverbs0, umad0
-  EXPECT_EQ(spec["containerEdits"]["deviceNodes"],
-            json::parse(R"([{"path": "/dev/infiniband/rdma_cm",
-                             "hostPath": "/host/dev/infiniband/rdma_cm", "permissions": "rw"}])"));
-}
-
-TEST(CdiSpecTest, PathReplacesSlash) {
-  EXPECT_EQ(CdiSpecPath("/var/run/cdi", "rdma.example.com/hca"),
-            "/var/run/cdi/rdmak8s-rdma.example.com-hca.json");
+// Each device's own nodes and env in its containerEdits; rdma_cm, which every device shares, once
+// spec-wide (a container given two devices must not get the node twice).
+TEST(CdiSpecDocumentTest, EachDeviceHasItsOwnNodesAndEnvAndRdmaCmIsSpecWideOnce) {
+  CdiDevice a{"mlx5_0",
+              {{"uverbs0", "/host/dev/infiniband/uverbs0", "/dev/infiniband/uverbs0"},
+               {"rdma_cm", "/host/dev/infiniband/rdma_cm", "/dev/infiniband/rdma_cm"}},
+              {{"NCCL_IB_HCA", "=mlx5_0"}}};
+  CdiDevice b{"mlx5_1",
+              {{"uverbs1", "/host/dev/infiniband/uverbs1", "/dev/infiniband/uverbs1"},
+               {"rdma_cm", "/host/dev/infiniband/rdma_cm", "/dev/infiniband/rdma_cm"}},
+              {}};
+  json doc = json::parse(BuildCdiSpecDocument("rdma.example.com/hca", {a, b}));
+  EXPECT_EQ(doc["kind"], "rdma.example.com/hca");
+  ASSERT_EQ(doc["devices"].size(), 2u);
+  EXPECT_EQ(doc["devices"][0]["name"], "mlx5_0");
+  const json& edits0 = doc["devices"][0]["containerEdits"];
+  ASSERT_EQ(edits0["deviceNodes"].size(), 1u) << edits0.dump();
+  EXPECT_EQ(edits0["deviceNodes"][0]["path"], "/dev/infiniband/uverbs0");
+  EXPECT_EQ(edits0["deviceNodes"][0]["hostPath"], "/host/dev/infiniband/uverbs0");
+  EXPECT_EQ(edits0["env"], json::array({"NCCL_IB_HCA==mlx5_0"}));
+  EXPECT_FALSE(doc["devices"][1]["containerEdits"].contains("env")) << "omitted when empty";
+  const json& wide = doc["containerEdits"]["deviceNodes"];
+  ASSERT_EQ(wide.size(), 1u) << wide.dump();
+  EXPECT_EQ(wide[0]["path"], "/dev/infiniband/rdma_cm");
 }
 
 TEST(CdiSpecTest, AtomicWriteReplacesAndSkipsUnchanged) {
@@ -55,14 +50,14 @@ TEST(CdiSpecTest, AtomicWriteReplacesAndSkipsUnchanged) {
   const std::string& dir = tmp.path();
   ASSERT_FALSE(dir.empty());
   std::string path = dir + "/s.json";
-  ASSERT_TRUE(node::WriteFileIfChanged(path, "one").ok());
+  ASSERT_TRUE(WriteFileIfChanged(path, "one").ok());
   struct stat st1 {};
   ASSERT_EQ(stat(path.c_str(), &st1), 0);
-  ASSERT_TRUE(node::WriteFileIfChanged(path, "one").ok());
+  ASSERT_TRUE(WriteFileIfChanged(path, "one").ok());
   struct stat st2 {};
   ASSERT_EQ(stat(path.c_str(), &st2), 0);
   EXPECT_EQ(st1.st_ino, st2.st_ino) << "unchanged content must not be rewritten";
-  ASSERT_TRUE(node::WriteFileIfChanged(path, "two").ok());
+  ASSERT_TRUE(WriteFileIfChanged(path, "two").ok());
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -73,7 +68,7 @@ TEST(CdiSpecTest, AtomicWriteReplacesAndSkipsUnchanged) {
     ++entries;
   }
   EXPECT_EQ(entries, 1);
-  Status bad = node::WriteFileIfChanged("/nonexistent-dir/x.json", "x");
+  Status bad = WriteFileIfChanged("/nonexistent-dir/x.json", "x");
   EXPECT_EQ(bad.code(), StatusCode::kNotFound);
   EXPECT_EQ(bad.message().rfind("create /nonexistent-dir/x.json.tmp.", 0), 0u) << bad.message();
   EXPECT_NE(bad.message().find(": No such file or directory"), std::string::npos) << bad.message();
@@ -87,21 +82,21 @@ TEST(CdiSpecTest, APlantedFifoLinkOrHugeFileAtTheSpecPathIsRefusedWithoutBlockin
   const std::string fifo = dir + "/fifo.json";
   rdmak8s::testing::PlantFifo(fifo);
   Status s = InternalError("not called");
-  EXPECT_TRUE(rdmak8s::testing::ReturnsWithoutBlockingOn(fifo, [&] { s = node::WriteFileIfChanged(fifo, "one"); }));
+  EXPECT_TRUE(rdmak8s::testing::ReturnsWithoutBlockingOn(fifo, [&] { s = WriteFileIfChanged(fifo, "one"); }));
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
   EXPECT_EQ(s.message(), "CDI spec " + fifo + " (not replaced): not a regular file");
 
   { std::ofstream(dir + "/elsewhere.json") << "one"; }
   rdmak8s::testing::PlantSymlink(dir + "/elsewhere.json", dir + "/link.json");
-  s = node::WriteFileIfChanged(dir + "/link.json", "one");
+  s = WriteFileIfChanged(dir + "/link.json", "one");
   EXPECT_EQ(s.message(), "CDI spec " + dir + "/link.json (not replaced): is a symlink");
   EXPECT_TRUE(std::filesystem::is_symlink(dir + "/link.json"));
 
-  rdmak8s::testing::PlantFile(dir + "/big.json", node::kMaxCdiSpecBytes + 1);
-  s = node::WriteFileIfChanged(dir + "/big.json", "one");
+  rdmak8s::testing::PlantFile(dir + "/big.json", kMaxCdiSpecBytes + 1);
+  s = WriteFileIfChanged(dir + "/big.json", "one");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
   EXPECT_NE(s.message().find("big.json (not replaced): larger than"), std::string::npos) << s.message();
 }
 
 }  // namespace
-}  // namespace rdmak8s::dp
+}  // namespace rdmak8s::node

@@ -11,7 +11,7 @@
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "device-plugin/kubelet/socket_peers.h"
-#include "device-plugin/pools/allocate.h"
+#include "device-plugin/kubelet/pool_answers.h"
 #include "device-plugin/preferred_allocation/preferred_allocation.h"
 #include "node/program_main.h"
 #include "pluginregistration/v1/api.grpc.pb.h"

@@ -49,7 +49,7 @@ struct ServerHooks {
   std::function<void(const std::string& staging_path)> before_rename;
 };
 
-class PoolServer {
+class PoolServer : public PoolStateSink {
  public:
   struct Options {
     std::string socket_path;      // absolute
@@ -76,7 +76,7 @@ class PoolServer {
   bool SocketPresent() const;
 
   // Replaces the state; with `notify`, every open ListAndWatch stream sends it.
-  void Publish(std::shared_ptr<const PoolState> state, bool notify = true);
+  void Publish(std::shared_ptr<const PoolState> state, bool notify) override;
   std::shared_ptr<const PoolState> state() const;
   const std::string& socket_path() const { return options_.socket_path; }
   // Which serving this is (every Start() that serves makes a new one: kubelet's connections to

@@ -4,7 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "device-plugin/pools/allocate.h"
+#include "device-plugin/pools/device_list_env.h"
 #include "device-plugin/metrics/node_check_results.h"
 #include "device-plugin/pools/pool_cdi_spec.h"
 #include "device-plugin/pools/pools.h"
@@ -98,7 +98,7 @@ void PoolPublisher::Publish(const PluginConfig& config,
     auto state = BuildPoolState(pool.resource, pool.cfg, match.devices[pool.name], devices,
                                 exclusive_blocker_, options_);
     state->env_left_out = SharedDeviceListEnv(config, pool.cfg);
-    std::string fp = ToListAndWatch(*state).SerializeAsString();
+    std::vector<AdvertisedId> seen = Advertised(*state);
     Metrics::PoolCounts counts = CountPool(*state);
     for (const auto& [dev, t] : state->devices) {
       if (t.dev.transport != Transport::kUnknown) features.transports.insert(t.dev.transport);
@@ -113,9 +113,9 @@ void PoolPublisher::Publish(const PluginConfig& config,
       if (!s.ok()) SPDLOG_ERROR("CDI spec for {}: {}", pool.resource, s.message());
     }
     if (options_.metrics) options_.metrics->SetPoolDevices(pool.resource, counts);
-    std::string& last = published_[pool.name];  // "" before the first: an empty list's bytes
-    bool changed = fp != last;
-    last = std::move(fp);
+    std::vector<AdvertisedId>& last = published_[pool.name];  // empty before the first
+    bool changed = seen != last;
+    last = std::move(seen);
     pool.server.Publish(std::move(state), changed);
     if (changed) {
       SPDLOG_DEBUG("{}: {} healthy, {} unhealthy devices ({} / {} IDs)", pool.resource,

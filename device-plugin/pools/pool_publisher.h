@@ -20,7 +20,6 @@
 #include "device-plugin/config/config.h"
 #include "device-plugin/metrics/metrics.h"
 #include "device-plugin/nfd_features.h"
-#include "device-plugin/kubelet/plugin_server.h"
 #include "device-plugin/pools/pool_state.h"
 #include "rdmak8s/rdma_netlink.h"
 #include "rdmak8s/status.h"
@@ -63,7 +62,7 @@ class PoolPublisher {
     const std::string& name;
     const std::string& resource;
     const PoolConfig& cfg;
-    PoolServer& server;
+    PoolStateSink& server;
   };
 
   explicit PoolPublisher(PublishOptions options);
@@ -92,7 +91,7 @@ class PoolPublisher {
   std::string nfd_error_;                          // logged once per change
   std::optional<std::string> exclusive_blocker_;
   std::vector<std::string> overlap_warnings_;      // logged once per change
-  std::map<std::string, std::string> published_;  // pool name -> ListAndWatch last published
+  std::map<std::string, std::vector<AdvertisedId>> published_;  // pool name -> what kubelet last saw
 };
 
 }  // namespace rdmak8s::dp

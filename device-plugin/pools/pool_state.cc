@@ -58,18 +58,24 @@ void FillIds(PoolState& state) {
   }
 }
 
-v1beta1::ListAndWatchResponse ToListAndWatch(const PoolState& state) {
-  v1beta1::ListAndWatchResponse resp;
+std::vector<AdvertisedId> Advertised(const PoolState& state) {
+  std::vector<AdvertisedId> out;
+  out.reserve(state.ids.size());
   for (const auto& id : state.ids) {
     const node::TrackedDevice* t = state.ForId(id);
-    auto* d = resp.add_devices();
-    d->set_id(id);
-    d->set_health(t != nullptr && t->health.healthy ? kHealthy : kUnhealthy);
-    if (t != nullptr && t->dev.numa_node() >= 0) {
-      d->mutable_topology()->add_nodes()->set_id(t->dev.numa_node());
-    }
+    out.push_back({id, t != nullptr && t->health.healthy, t != nullptr ? t->dev.numa_node() : -1});
   }
-  return resp;
+  return out;
+}
+
+std::vector<std::string> DevicesOf(const PoolState& state, const std::vector<std::string>& ids) {
+  std::vector<std::string> out;
+  for (const auto& id : ids) {
+    auto it = state.id_to_dev.find(id);
+    if (it == state.id_to_dev.end()) continue;
+    if (std::find(out.begin(), out.end(), it->second) == out.end()) out.push_back(it->second);
+  }
+  return out;
 }
 
 }  // namespace rdmak8s::dp

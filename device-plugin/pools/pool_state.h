@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "device-plugin/config/config.h"
-#include "deviceplugin/v1beta1/api.pb.h"
 #include "node/tracked_device.h"
 #include "rdmak8s/device.h"
 
@@ -31,7 +30,7 @@ struct PoolState {
   std::map<std::string, node::TrackedDevice> devices; // rdma_dev -> device
   uint64_t generation = 0;
   // Variables the pool opts into but leaves out because another pool opts into them too
-  // (SharedDeviceListEnv, allocate.h).
+  // (SharedDeviceListEnv, device_list_env.h).
   std::set<std::string> env_left_out;
 
   const node::TrackedDevice* ForId(const std::string& id) const;
@@ -54,7 +53,26 @@ int EffectiveCapacity(const PoolConfig& pool, const RdmaDevice& dev);
 // Adds `devices` (all with health decided) to `state`, filling ids and id_to_dev.
 void FillIds(PoolState& state);
 
-// The ListAndWatch answer: every ID with its device's health and NUMA node (omitted when < 0).
-v1beta1::ListAndWatchResponse ToListAndWatch(const PoolState& state);
+// What kubelet sees of one ID: the ListAndWatch entry (kubelet/pool_answers.h sends it). A pool
+// whose list is unchanged is not sent again.
+struct AdvertisedId {
+  std::string id;
+  bool healthy = false;
+  int numa_node = -1;  // < 0: none
+  friend bool operator==(const AdvertisedId&, const AdvertisedId&) = default;
+};
+// Every advertised ID in order, with its device's health and NUMA node.
+std::vector<AdvertisedId> Advertised(const PoolState& state);
+
+// The distinct rdma_devs behind `ids`, in first-seen order (no validation).
+std::vector<std::string> DevicesOf(const PoolState& state, const std::vector<std::string>& ids);
+
+// Where a pool's state goes once built: the pool's gRPC server (kubelet/plugin_server.h), which
+// with `notify` sends it to every open ListAndWatch stream. The pool publisher knows only this.
+class PoolStateSink {
+ public:
+  virtual ~PoolStateSink() = default;
+  virtual void Publish(std::shared_ptr<const PoolState> state, bool notify) = 0;
+};
 
 }  // namespace rdmak8s::dp

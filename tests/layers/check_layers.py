@@ -28,6 +28,13 @@ RANK = {"common": 0, "node": 1, "device-plugin": 2, "dra": 2, "cni": 2, "inspect
 # no include and no link uses any more fails the check, so the list only shrinks.
 ALLOWED = []
 
+# Folders inside a layer that point one way: (from folder, to folder, why). An include from a file
+# under the first of a folder under the second is a violation.
+FOLDER_RULES = [
+    ("device-plugin/pools/", "device-plugin/kubelet/",
+     "pools/ hands its state to a PoolStateSink; kubelet/ uses pools/, never the reverse"),
+]
+
 SOURCE_SUFFIXES = (".h", ".hpp", ".cc", ".cpp", ".c", ".inc")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 SKIP_DIRS = {"build", ".git", "node_modules"}
@@ -98,10 +105,18 @@ def check_includes(root, used):
                 to = layer_of(target) if target else None
                 if to is None:
                     continue
-                why = judge(frm, to, used)
+                why = judge(frm, to, used) or folder_rule(rel, target)
                 if why:
                     out.append(f"{rel}:{lineno}: includes {m.group(2)} ({target}): {why}")
     return out
+
+
+def folder_rule(rel, target):
+    """Why `rel` may not include `target` by FOLDER_RULES, or None."""
+    for frm, to, why in FOLDER_RULES:
+        if rel.startswith(frm) and target.startswith(to):
+            return why
+    return None
 
 
 def cmake_files(root):

@@ -63,6 +63,14 @@ class LayersTest(unittest.TestCase):
         self.assertEqual(len(problems), 1, problems)
         self.assertIn("peers", problems[0])
 
+    def test_the_device_plugins_pools_may_not_include_its_kubelet_rooms(self):
+        with tree({"device-plugin/pools/a.h": '#include "device-plugin/kubelet/plugin_server.h"\n',
+                   "device-plugin/kubelet/plugin_server.h": '#include "device-plugin/pools/a.h"\n'}) as root:
+            problems = check_layers.check_includes(root, set())
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("device-plugin/pools/a.h:1: includes device-plugin/kubelet/plugin_server.h", problems[0])
+        self.assertIn("PoolStateSink", problems[0])
+
     def test_includes_resolve_beside_the_file_from_include_dirs_and_protos(self):
         with tree({"common/src/a.cc": '#include "b.h"\n#include "rdmak8s/node/x.h"\n'
                                       '#include "deviceplugin/v1/api.grpc.pb.h"\n',

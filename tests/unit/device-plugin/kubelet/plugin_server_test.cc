@@ -76,7 +76,7 @@ TEST_F(PluginServerTest, ServeThenRegisterStreamsDevicesAndUpdates) {
 
   auto next = State(PoolMode::kShared);
   next->devices["mlx5_1"].health = {false, "port 1 state DOWN"};
-  server.Publish(next);
+  server.Publish(next, /*notify=*/true);
   auto updated = kubelet.WaitForDevices(
       "rdma/p", [](const auto& r) { return r.devices_size() == 4 && r.devices(3).health() == "Unhealthy"; },
       5s);

@@ -1,5 +1,6 @@
 // The publishing room without the daemon: tracked devices in, each pool's published state out
-// (to a real, unstarted PoolServer), its CDI spec in a temporary dir and its metrics.
+// (to a sink that records it, as the pool's server would get it), its CDI spec in a temporary
+// dir and its metrics.
 #include "device-plugin/pools/pool_publisher.h"
 
 #include <unistd.h>
@@ -24,6 +25,21 @@ using namespace testdev;
 constexpr char kBlocked[] =
     "the node's RDMA netns mode is shared, so every pod would see every RDMA device; an "
     "exclusive pool needs `rdma system set netns exclusive`";
+
+// What the pool's server would be handed: the last state, and whether each publish notified.
+class RecordingSink : public PoolStateSink {
+ public:
+  void Publish(std::shared_ptr<const PoolState> state, bool notify) override {
+    state_ = std::move(state);
+    notified_.push_back(notify);
+  }
+  const std::shared_ptr<const PoolState>& state() const { return state_; }
+  const std::vector<bool>& notified() const { return notified_; }
+
+ private:
+  std::shared_ptr<const PoolState> state_;
+  std::vector<bool> notified_;
+};
 
 PluginConfig Config(std::string_view json) {
   auto cfg = ParseConfig(json);
@@ -112,8 +128,8 @@ TEST_F(PoolPublisherTest, EachPoolGetsItsDevicesCdiSpecAndCountsAndABlockerFromT
       {"name": "rest", "capacity": 2, "selectors": {}}]})");
   RdmaNetnsMode mode = RdmaNetnsMode::kExclusive;
   PoolPublisher pub(Options(&mode));
-  PoolServer ib(PoolServer::Options{root_ + "/ib.sock", false, {}}, nullptr);
-  PoolServer rest(PoolServer::Options{root_ + "/rest.sock", false, {}}, nullptr);
+  RecordingSink ib;
+  RecordingSink rest;
   const std::string ib_name = "ib", rest_name = "rest", ib_res = "rdma/ib", rest_res = "rdma/rest";
   std::vector<PoolPublisher::Target> targets = {{ib_name, ib_res, cfg.pools[0], ib},
                                                 {rest_name, rest_res, cfg.pools[1], rest}};
@@ -150,8 +166,8 @@ TEST_F(PoolPublisherTest, WithdrawRemovesTheCdiSpecOnlyWhenAskedAndForgetsThePoo
                                           {"name": "b", "selectors": {}}]})");
   RdmaNetnsMode mode = RdmaNetnsMode::kExclusive;
   PoolPublisher pub(Options(&mode));
-  PoolServer a(PoolServer::Options{root_ + "/a.sock", false, {}}, nullptr);
-  PoolServer b(PoolServer::Options{root_ + "/b.sock", false, {}}, nullptr);
+  RecordingSink a;
+  RecordingSink b;
   const std::string an = "a", bn = "b", ar = "rdma/a", br = "rdma/b";
   pub.Publish(cfg, Devices(), {{an, ar, cfg.pools[0], a}, {bn, br, cfg.pools[1], b}});
   ASSERT_TRUE(fs::exists(CdiSpecPath(root_, "rdma/a")));
@@ -162,6 +178,26 @@ TEST_F(PoolPublisherTest, WithdrawRemovesTheCdiSpecOnlyWhenAskedAndForgetsThePoo
   EXPECT_FALSE(fs::exists(CdiSpecPath(root_, "rdma/a")));
   EXPECT_TRUE(fs::exists(CdiSpecPath(root_, "rdma/b")));
   EXPECT_EQ(metrics_->Scrape().find("resource=\"rdma/a\""), std::string::npos) << metrics_->Scrape();
+}
+
+// kubelet's streams hear of a pool only when what they show changed: an ID, its health or its
+// NUMA node. A publish that changes nothing kubelet sees (the same devices again) hands the
+// state over without a notification.
+TEST_F(PoolPublisherTest, StreamsAreNotifiedOnlyWhenWhatKubeletSeesChanged) {
+  PluginConfig cfg = Config(R"({"pools": [{"name": "p", "capacity": 2, "selectors": {}}]})");
+  RdmaNetnsMode mode = RdmaNetnsMode::kExclusive;
+  PoolPublisher pub(Options(&mode));
+  RecordingSink sink;
+  const std::string name = "p", res = "rdma/p";
+  auto devices = Devices();
+  pub.Publish(cfg, devices, {{name, res, cfg.pools[0], sink}});
+  pub.Publish(cfg, devices, {{name, res, cfg.pools[0], sink}});
+  devices.begin()->second.health = node::DeviceHealth{false, "port 1 DOWN"};
+  pub.Publish(cfg, devices, {{name, res, cfg.pools[0], sink}});
+  pub.Publish(cfg, devices, {{name, res, cfg.pools[0], sink}});
+  EXPECT_EQ(sink.notified(), (std::vector<bool>{true, false, true, false}));
+  ASSERT_NE(sink.state(), nullptr);
+  EXPECT_FALSE(sink.state()->devices.begin()->second.health.healthy);
 }
 
 }  // namespace

@@ -1,27 +1,16 @@
-#include "device-plugin/pools/allocate.h"
-
-#include <algorithm>
+#include "device-plugin/kubelet/pool_answers.h"
 
 namespace rdmak8s::dp {
 
-std::vector<std::string> DevicesOf(const PoolState& state, const std::vector<std::string>& ids) {
-  std::vector<std::string> out;
-  for (const auto& id : ids) {
-    auto it = state.id_to_dev.find(id);
-    if (it == state.id_to_dev.end()) continue;
-    if (std::find(out.begin(), out.end(), it->second) == out.end()) out.push_back(it->second);
+v1beta1::ListAndWatchResponse ToListAndWatch(const PoolState& state) {
+  v1beta1::ListAndWatchResponse resp;
+  for (const AdvertisedId& a : Advertised(state)) {
+    auto* d = resp.add_devices();
+    d->set_id(a.id);
+    d->set_health(a.healthy ? kHealthy : kUnhealthy);
+    if (a.numa_node >= 0) d->mutable_topology()->add_nodes()->set_id(a.numa_node);
   }
-  return out;
-}
-
-std::set<std::string> SharedDeviceListEnv(const PluginConfig& config, const PoolConfig& pool) {
-  std::set<std::string> out;
-  for (const auto& other : config.pools) {
-    if (other.name == pool.name) continue;
-    if (pool.allocate.nccl_env && other.allocate.nccl_env) out.insert("NCCL_IB_HCA");
-    if (pool.allocate.ucx_env && other.allocate.ucx_env) out.insert("UCX_NET_DEVICES");
-  }
-  return out;
+  return resp;
 }
 
 StatusOr<v1beta1::ContainerAllocateResponse> BuildContainerResponse(

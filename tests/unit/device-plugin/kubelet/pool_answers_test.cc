@@ -1,4 +1,5 @@
-#include "device-plugin/pools/allocate.h"
+#include "device-plugin/kubelet/pool_answers.h"
+#include "device-plugin/pools/device_list_env.h"
 
 #include <gtest/gtest.h>
 

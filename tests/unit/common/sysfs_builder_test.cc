@@ -100,12 +100,18 @@ TEST(SysfsBuilderTest, RemoveDeviceTakesItsCharDevicesAlong) {
 // In exclusive mode a device moved to a pod vanishes from the node's sysfs (class/infiniband and
 // its directory under the bus device's infiniband/) and shows in the pod's; its bus device and
 // uverbs char device stay in the node's view; attributes travel with it.
-TEST(NetnsSysfsTest, AMovedDeviceShowsOnlyInTheViewOfItsNetns) {
-  TempDir tmp;
-  ASSERT_FALSE(tmp.path().empty());
+// A copy of the mlx5_roce_sriov fixture under `tmp`: the node's view of a NetnsSysfs.
+fs::path CopyRoceFixture(const TempDir& tmp) {
   const fs::path node = fs::path(tmp.path()) / "node";
   fs::copy(std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/mlx5_roce_sriov", node,
            fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  return node;
+}
+
+TEST(NetnsSysfsTest, AMovedDeviceShowsOnlyInTheViewOfItsNetns) {
+  TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const fs::path node = CopyRoceFixture(tmp);
   NetnsSysfs world("node", node.string(), tmp.path() + "/views");
   const std::string bus = "devices/pci0000:5d/0000:5d:00.0/0000:5e:00.2";
   ASSERT_TRUE(world.WriteRdmaAttr("mlx5_1", "ports/1/gids/5", "fe80::1").ok());
@@ -135,9 +141,7 @@ TEST(NetnsSysfsTest, AMovedDeviceShowsOnlyInTheViewOfItsNetns) {
 TEST(NetnsSysfsTest, NetdevsMoveAndSharedModeShowsEveryDeviceEverywhere) {
   TempDir tmp;
   ASSERT_FALSE(tmp.path().empty());
-  const fs::path node = fs::path(tmp.path()) / "node";
-  fs::copy(std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/mlx5_roce_sriov", node,
-           fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  const fs::path node = CopyRoceFixture(tmp);
   NetnsSysfs world("node", node.string(), tmp.path() + "/views");
   world.SetSharedMode([] { return true; });
   ASSERT_TRUE(world.MoveNetdev("ens1f0v0", "pod").ok());
@@ -163,9 +167,7 @@ TEST(NetnsSysfsTest, NetdevsMoveAndSharedModeShowsEveryDeviceEverywhere) {
 TEST(NetnsSysfsTest, AnAttributeIsReadWholeWhileATestRewritesIt) {
   TempDir tmp;
   ASSERT_FALSE(tmp.path().empty());
-  const fs::path node = fs::path(tmp.path()) / "node";
-  fs::copy(std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/mlx5_roce_sriov", node,
-           fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  const fs::path node = CopyRoceFixture(tmp);
   NetnsSysfs world("node", node.string(), tmp.path() + "/views");
   const std::string a = "fe80:0000:0000:0000:0000:0000:0000:0001";
   const std::string b = "0000:0000:0000:0000:0000:ffff:0a4d:002d";

@@ -31,6 +31,7 @@
 #include "rdmak8s/roce_gid.h"
 #include "rdmak8s/route_netlink.h"
 #include "support/exec_capture.h"
+#include "bench/bench_util.h"
 #include "support/throwaway_netns.h"
 
 using namespace rdmak8s;
@@ -41,15 +42,9 @@ namespace {
 constexpr int kGidSlots = 1024;  // rxe's GID table (RXE_PORT_GID_TBL_LEN)
 const char* kStrace = "/usr/bin/strace";
 
-double Pct(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
-  return v[i];
-}
-
-double Us(const timeval& tv) { return static_cast<double>(tv.tv_sec) * 1e6 + static_cast<double>(tv.tv_usec); }
-
-bool Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
+using bench::Pct;
+using bench::Sh;
+using bench::Us;
 
 bool Write(const std::string& path, const std::string& text) {
   std::ofstream f(path);

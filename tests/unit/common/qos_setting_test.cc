@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <sstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -15,11 +15,10 @@
 namespace rdmak8s {
 namespace {
 
+// A fixture's bytes.
 std::string Slurp(const std::string& path) {
   std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
 TEST(QosSettingTest, EveryKeyOfAKnobsJsonWrittenBeforeTheTableNamesTheSameSettingAndRoundTrips) {
@@ -41,15 +40,13 @@ TEST(QosSettingTest, EveryKeyOfAKnobsJsonWrittenBeforeTheTableNamesTheSameSettin
 }
 
 TEST(QosSettingTest, ThePolicysSettingsHaveTheKeysOfEarlierReleases) {
-  QosPolicy q;
-  q.trust = "dscp";
-  q.pfc = {3};
-  q.dscp_to_priority = {{26, 3}};
-  q.ecn = {3};
-  q.roce_tos = 106;
-  q.traffic_class = 106;
+  // The qos block of the netconf that record's ADD had.
+  auto q = ParseQosPolicy(nlohmann::json::parse(
+      R"({"trust": "dscp", "pfc": [3], "dscpToPriority": {"26": 3}, "ecn": [3], "roceTos": 106,
+          "trafficClass": 106})"));
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
   std::map<std::string, std::string> by_key;
-  for (const auto& [s, v] : QosSettingsFor(q, "pf0", "mlx5_0", {1})) by_key[s.Key()] = v;
+  for (const auto& [s, v] : QosSettingsFor(*q, "pf0", "mlx5_0", {1})) by_key[s.Key()] = v;
   // The record of the fixture: what an ADD of this policy wrote before the table existed.
   auto rec = nlohmann::json::parse(
       Slurp(std::string(RDMAK8S_FIXTURES_DIR) + "/cni_state/v0.1/attachments/rdma/c1:net1.json"));

@@ -16,8 +16,9 @@
 //
 // Read and Write return kUnimplemented when this driver/kernel has no such setting (no DCB
 // netlink handle, no dcbnl ops, no trust table, no ecn directory, rdma_cm configfs not mounted,
-// no tc attribute); kNotFound for a PF netdev that does not exist. Files are opened beneath
-// their root (sysfs or configfs): a link out of it fails. Not thread safe (one DCB handle).
+// no tc attribute); DCB netlink's kNotFound for a PF netdev that does not exist. Files are
+// opened beneath their root (sysfs or configfs): a link out of it fails. Not thread safe (one
+// DCB handle).
 #pragma once
 
 #include <cstdint>

@@ -29,6 +29,7 @@
 #include "fakes/fake_dcb_netlink.h"
 #include "rdmak8s/roce_gid.h"
 #include "fakes/fake_rdma_netlink.h"
+#include "bench/bench_util.h"
 #include "support/throwaway_netns.h"
 
 using namespace rdmak8s;
@@ -37,30 +38,9 @@ using nlohmann::json;
 
 namespace {
 
-double Pct(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
-  return v[i];
-}
-
-double Us(const timeval& tv) { return static_cast<double>(tv.tv_sec) * 1e6 + static_cast<double>(tv.tv_usec); }
-
-class SharedDcb : public DcbNetlink {
- public:
-  explicit SharedDcb(FakeDcbNetlink* f) : f_(f) {}
-  StatusOr<PfcState> GetPfc(std::string_view n) override { return f_->GetPfc(n); }
-  Status SetPfcEnabled(std::string_view n, uint8_t m) override { return f_->SetPfcEnabled(n, m); }
-  StatusOr<std::vector<DcbAppEntry>> GetApp(std::string_view n) override { return f_->GetApp(n); }
-  Status AddApp(std::string_view n, const std::vector<DcbAppEntry>& e) override { return f_->AddApp(n, e); }
-  Status DelApp(std::string_view n, const std::vector<DcbAppEntry>& e) override { return f_->DelApp(n, e); }
-  StatusOr<DcbTrust> GetTrust(std::string_view n) override { return f_->GetTrust(n); }
-  Status SetTrust(std::string_view n, DcbTrust t) override { return f_->SetTrust(n, t); }
-
- private:
-  FakeDcbNetlink* f_;
-};
-
-bool Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
+using bench::Pct;
+using bench::Sh;
+using bench::Us;
 
 int RunLibrary(int n, const std::string& tmp, const std::string& state, const char* label) {
   auto node = testing::NewThrowawayNetns();

@@ -30,6 +30,8 @@
 #include "rdmak8s/device_lookup.h"
 #include "rdmak8s/roce_gid.h"
 #include "rdmak8s/route_netlink.h"
+#include "support/exec_capture.h"
+#include "bench/bench_util.h"
 #include "support/throwaway_netns.h"
 
 using namespace rdmak8s;
@@ -40,15 +42,9 @@ namespace {
 constexpr int kGidSlots = 1024;  // rxe's GID table (RXE_PORT_GID_TBL_LEN)
 const char* kStrace = "/usr/bin/strace";
 
-double Pct(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
-  return v[i];
-}
-
-double Us(const timeval& tv) { return static_cast<double>(tv.tv_sec) * 1e6 + static_cast<double>(tv.tv_usec); }
-
-bool Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
+using bench::Pct;
+using bench::Sh;
+using bench::Us;
 
 bool Write(const std::string& path, const std::string& text) {
   std::ofstream f(path);
@@ -63,44 +59,19 @@ struct Run {
   std::string out;
 };
 
-// fork + execve(argv) with exactly `env`, `input` on stdin, stdout captured, stderr dropped.
+// fork + execve(argv) with exactly `env`, `input` on stdin, stdout captured, stderr dropped
+// (support/exec_capture.h), timed.
 Run Exec(const std::vector<std::string>& argv, const std::vector<std::string>& env, const std::string& input) {
-  Run r;
-  int in[2], out[2];
-  if (pipe(in) != 0 || pipe(out) != 0) return r;
   auto t0 = std::chrono::steady_clock::now();
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, 2);
-    close(in[1]);
-    close(out[0]);
-    std::vector<char*> a, e;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    for (const auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
-    e.push_back(nullptr);
-    execve(a[0], a.data(), e.data());
-    _exit(127);
-  }
-  close(in[0]);
-  close(out[1]);
-  (void)!write(in[1], input.data(), input.size());
-  close(in[1]);
-  char buf[4096];
-  for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) r.out.append(buf, static_cast<size_t>(n));
-  close(out[0]);
-  int status = 0;
-  rusage ru{};
-  wait4(pid, &status, 0, &ru);
+  testing::ExecResult e = testing::ExecCapture(argv, env, input);
   auto t1 = std::chrono::steady_clock::now();
+  Run r;
   r.wall_us = std::chrono::duration<double, std::micro>(t1 - t0).count();
-  r.user_us = Us(ru.ru_utime);
-  r.sys_us = Us(ru.ru_stime);
-  r.maxrss_kb = ru.ru_maxrss;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.user_us = Us(e.usage.ru_utime);
+  r.sys_us = Us(e.usage.ru_stime);
+  r.maxrss_kb = e.usage.ru_maxrss;
+  r.exit_code = e.exit_code;
+  r.out = std::move(e.out);
   return r;
 }
 

@@ -18,24 +18,16 @@
 #include <vector>
 
 #include "cni/plugin.h"
+#include "fakes/fake_rdma_netlink.h"
+#include "support/cni_stand_in_plugin.h"
 
 namespace {
 
 using namespace rdmak8s;
 
-std::string KeyOf(int fd) {
-  struct stat st {};
-  if (fstat(fd, &st) != 0) return "";
-  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
-}
-
-std::string ThreadNetnsKey() {
-  int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  std::string k = KeyOf(fd);
-  close(fd);
-  return k;
-}
+// Netns keys as the fake RDMA netlink's: "<st_dev>:<st_ino>".
+constexpr auto NetnsKeyOf = &FakeRdmaNetlink::NetnsKey;
+constexpr auto ThreadNetnsKey = &FakeRdmaNetlink::CallerNetnsKey;
 
 class FileRdmaNetlink : public RdmaNetlink {
  public:
@@ -51,7 +43,7 @@ class FileRdmaNetlink : public RdmaNetlink {
   Status SetNetnsMode(RdmaNetnsMode) override { return UnimplementedError("bench: no mode change"); }
   Status MoveToNetns(std::string_view dev, int netns_fd) override {
     if (dev != "rxe0" || Where() != self_) return NotFoundError("move RDMA device: No such device");
-    const std::string to = KeyOf(netns_fd);
+    const std::string to = NetnsKeyOf(netns_fd);
     const std::string from_root = world_ + (self_ == node_key_ ? "/node" : "/pod");
     const std::string to_root = world_ + (to == node_key_ ? "/node" : "/pod");
     if (from_root != to_root &&
@@ -99,15 +91,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string world = argv[1];
-  std::string input;
-  char buf[65536];
-  for (ssize_t n; (n = read(0, buf, sizeof buf)) != 0;) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    input.append(buf, static_cast<size_t>(n));
-  }
   std::string node_key;
   std::ifstream(world + "/node_netns") >> node_key;
   // argv[2] "mount2": the pod's view the way kernels before 5.2 get it.
@@ -120,11 +103,5 @@ int main(int argc, char** argv) {
   options.new_dcb_netlink = [] { return NewDcbNetlink(); };
   options.new_route_netlink = [] { return NewRouteNetlink(); };
   options.pod_sysfs = &pod_view;
-  auto out = cni::RunPlugin(options, [](const char* k) { return std::getenv(k); }, input);
-  if (!out.stdout_data.empty()) {
-    out.stdout_data += "\n";
-    fwrite(out.stdout_data.data(), 1, out.stdout_data.size(), stdout);
-  }
-  fflush(stdout);
-  return out.exit_code;
+  return testing::RunStandInPlugin(options);
 }

@@ -156,6 +156,22 @@ Status DeviceResolver::ResolveById(const Netns& pod, const std::string& id, std:
 }
 
 Status DeviceResolver::ResolveByIfname(const Netns& pod, std::string* dev, uint32_t* port, bool* in_pod) {
+  const std::string what = "find the RDMA device of pod interface " + sel_.ifname;
+  RDMAK8S_ASSIGN_OR_RETURN(LowestNetdev lowest, LowestNetdevOf(pod, what));
+  const LinkInfo& netdev = lowest.link;
+  const std::string via = what + " via " + netdev.name;
+  if (lowest.in_node) {  // a netdev of the node: the node's sysfs shows it and its device
+    auto r = host_sysfs_.ResolveByNetdev(netdev.name, port);
+    if (!r.ok()) return failure_.Fail(kErrDeviceNotFound, r.status().Prepend(via));
+    *dev = *r;
+    return Status::Ok();
+  }
+  if (!netdev.parent_dev.empty()) return ResolveByParentDev(pod, netdev, via, dev, port, in_pod);
+  return ResolveByPodNetdev(pod, netdev, what, dev, port, in_pod);
+}
+
+StatusOr<DeviceResolver::LowestNetdev> DeviceResolver::LowestNetdevOf(const Netns& pod,
+                                                                      const std::string& what) {
   // Follow CNI_IFNAME in the pod to its RDMA device.
   auto route = OpenRouteNetlink(o_, &pod);
   if (!route.ok()) return failure_.Fail(kErrIo, route.status().Prepend("open rtnetlink in the pod"));
@@ -165,7 +181,6 @@ Status DeviceResolver::ResolveByIfname(const Netns& pod, std::string* dev, uint3
                          link.status().Prepend("no deviceID, and interface " + sel_.ifname +
                                                " of the pod could not be read"));
   }
-  const std::string what = "find the RDMA device of pod interface " + sel_.ifname;
   static const std::set<std::string> kStacked = {"macvlan", "macvtap", "ipvlan", "ipvtap", "vlan",
                                                  "ipoib"};
   // Down the stacked links to the netdev on the device. A lower device is in the same netns as
@@ -204,57 +219,61 @@ Status DeviceResolver::ResolveByIfname(const Netns& pod, std::string* dev, uint3
     }
     cur = *lower;
   }
-  const std::string via = what + " via " + cur.name;
-  if (ns == nullptr) {  // a netdev of the node: the node's sysfs shows it and its device
-    auto r = host_sysfs_.ResolveByNetdev(cur.name, port);
-    if (!r.ok()) return failure_.Fail(kErrDeviceNotFound, r.status().Prepend(via));
-    *dev = *r;
-    return Status::Ok();
-  }
-  if (!cur.parent_dev.empty()) {  // a VF or host-device netdev (IFLA_PARENT_DEV_NAME, 5.16+)
-    auto r = host_sysfs_.ResolveByParent(cur.parent_dev);
-    std::optional<DeviceLookup> pod_sysfs;
-    if (!r.ok() && r.status().code() == StatusCode::kNotFound) {
-      // Already in the pod (exclusive mode): only the pod's view shows it.
-      auto root = PodSysfsRoot(pod);
-      if (!root.ok()) return failure_.Fail(kErrDeviceNotFound, root.status().Prepend(via));
-      pod_sysfs.emplace(*root);
-      if (auto in_view = pod_sysfs->ResolveByParent(cur.parent_dev); in_view.ok()) {
-        r = std::move(in_view);
-        *in_pod = true;
-      }
+  return LowestNetdev{std::move(cur), ns == nullptr};
+}
+
+// A VF or host-device netdev (IFLA_PARENT_DEV_NAME, 5.16+).
+Status DeviceResolver::ResolveByParentDev(const Netns& pod, const LinkInfo& netdev,
+                                          const std::string& via, std::string* dev, uint32_t* port,
+                                          bool* in_pod) {
+  auto r = host_sysfs_.ResolveByParent(netdev.parent_dev);
+  std::optional<DeviceLookup> pod_sysfs;
+  if (!r.ok() && r.status().code() == StatusCode::kNotFound) {
+    // Already in the pod (exclusive mode): only the pod's view shows it.
+    auto root = PodSysfsRoot(pod);
+    if (!root.ok()) return failure_.Fail(kErrDeviceNotFound, root.status().Prepend(via));
+    pod_sysfs.emplace(*root);
+    if (auto in_view = pod_sysfs->ResolveByParent(netdev.parent_dev); in_view.ok()) {
+      r = std::move(in_view);
+      *in_pod = true;
     }
-    if (!r.ok()) return failure_.Fail(kErrDeviceNotFound, r.status().Prepend(via));
-    *dev = *r;
-    // Which port only matters on a multi-port device, and costs a sysfs mount to learn.
-    const DeviceLookup& where = *in_pod ? *pod_sysfs : host_sysfs_;
-    if (auto d = where.ReadDevice(*r); d.ok() && d->ports.size() > 1) {
-      Status ps = InPodSysfs(pod, [&](const std::string& root) -> Status {
-        if (uint32_t n = DeviceLookup(root).NetdevPort(cur.name); n != 0) *port = n;
-        return Status::Ok();
-      });
-      if (!ps.ok()) {
-        log_.Warning("dev_port of " + cur.name + " unreadable (" + ps.message() +
-                     "): using the device's ACTIVE ports");
-      }
-    }
-    return Status::Ok();
   }
-  // A netdev in the pod. Its sysfs is the pod's view (class/net is netns tagged), which in
-  // exclusive mode does not show the RDMA devices still in the node: read only its bus device
-  // and dev_port there, and find the RDMA device in the node's sysfs. The view's own answer
-  // serves when that finds nothing (a soft device over a pod netdev, shared mode).
+  if (!r.ok()) return failure_.Fail(kErrDeviceNotFound, r.status().Prepend(via));
+  *dev = *r;
+  // Which port only matters on a multi-port device, and costs a sysfs mount to learn.
+  const DeviceLookup& where = *in_pod ? *pod_sysfs : host_sysfs_;
+  if (auto d = where.ReadDevice(*r); d.ok() && d->ports.size() > 1) {
+    Status ps = InPodSysfs(pod, [&](const std::string& root) -> Status {
+      if (uint32_t n = DeviceLookup(root).NetdevPort(netdev.name); n != 0) *port = n;
+      return Status::Ok();
+    });
+    if (!ps.ok()) {
+      log_.Warning("dev_port of " + netdev.name + " unreadable (" + ps.message() +
+                   "): using the device's ACTIVE ports");
+    }
+  }
+  return Status::Ok();
+}
+
+// A netdev in the pod. Its sysfs is the pod's view (class/net is netns tagged), which in
+// exclusive mode does not show the RDMA devices still in the node: read only its bus device
+// and dev_port there, and find the RDMA device in the node's sysfs. The view's own answer
+// serves when that finds nothing (a soft device over a pod netdev, shared mode).
+Status DeviceResolver::ResolveByPodNetdev(const Netns& pod, const LinkInfo& netdev,
+                                          const std::string& what, std::string* dev,
+                                          uint32_t* port, bool* in_pod) {
+  const std::string via = what + " via " + netdev.name;
   std::string bus;
   uint32_t view_port = 0;
-  StatusOr<std::string> in_view = NotFoundError("no RDMA device behind netdev " + cur.name);
+  StatusOr<std::string> in_view = NotFoundError("no RDMA device behind netdev " + netdev.name);
   Status s = InPodSysfs(pod, [&](const std::string& root) -> Status {
-    const std::string base = root + "/class/net/" + cur.name;
+    const std::string base = root + "/class/net/" + netdev.name;
     if (access(base.c_str(), F_OK) != 0) {
-      return ErrnoError(errno, "netdev " + cur.name + " in the pod's sysfs (" + root + ")");
+      return ErrnoError(errno, "netdev " + netdev.name + " in the pod's sysfs (" + root + ")");
     }
     DeviceLookup view(root);
-    bus = view.NetdevBusDevice(cur.name);
-    in_view = view.ResolveByNetdev(cur.name, &view_port);
+    bus = view.NetdevBusDevice(netdev.name);
+    in_view = view.ResolveByNetdev(netdev.name, &view_port);
     return Status::Ok();
   });
   if (!s.ok()) return failure_.Fail(kErrDeviceNotFound, s.Prepend(what));

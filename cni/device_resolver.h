@@ -26,6 +26,7 @@
 #include "cni/state.h"
 #include "cni/sysfs_view.h"
 #include "rdmak8s/netns.h"
+#include "rdmak8s/route_netlink.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::cni {
@@ -113,8 +114,23 @@ class DeviceResolver {
   StatusOr<std::optional<DraChoice>> FromDraClaims(std::string* no_claim);
   // ResolveDevice for an ID (a deviceID, or a DRA device's name).
   Status ResolveById(const Netns& pod, const std::string& id, std::string* dev, bool* in_pod);
-  // ResolveDevice by CNI_IFNAME.
+  // ResolveDevice by CNI_IFNAME: its lowest netdev, then the RDMA device of that netdev by
+  // where it lives (the node, a bus device's, the pod's).
   Status ResolveByIfname(const Netns& pod, std::string* dev, uint32_t* port, bool* in_pod);
+  // CNI_IFNAME followed down its stacked links (macvlan, ipvlan, vlan, IPoIB child...) to the
+  // netdev on the device; `in_node`: that netdev is the node's (else the pod's).
+  struct LowestNetdev {
+    LinkInfo link;
+    bool in_node = false;
+  };
+  StatusOr<LowestNetdev> LowestNetdevOf(const Netns& pod, const std::string& what);
+  // The RDMA device of a netdev with a parent bus device (a VF, a host device): the node's,
+  // else the pod's view (exclusive mode); its port when the device has several.
+  Status ResolveByParentDev(const Netns& pod, const LinkInfo& netdev, const std::string& via,
+                            std::string* dev, uint32_t* port, bool* in_pod);
+  // The RDMA device of a netdev in the pod without a parent bus device.
+  Status ResolveByPodNetdev(const Netns& pod, const LinkInfo& netdev, const std::string& what,
+                            std::string* dev, uint32_t* port, bool* in_pod);
 
   const PluginOptions& o_;
   DeviceSelector sel_;

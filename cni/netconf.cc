@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "cni/dra_device.h"
+#include "rdmak8s/json_field_reader.h"
 #include "rdmak8s/json_reader.h"
 #include "rdmak8s/numbers.h"
 
@@ -30,54 +31,6 @@ std::string PeekCniVersion(std::string_view stdin_data) {
 
 namespace {
 
-// The netconf's fields through the one strict reader (rdmak8s/json_reader.h): every message is
-// "$.<field>: <what>" ("$.port: not a number (string)"), the path from the netconf's root, and
-// reaches the runtime as the CNI error's msg.
-struct Reader {
-  CniError* err;
-  bool ok = true;
-
-  void Fail(std::string msg) {
-    if (!ok) return;
-    ok = false;
-    *err = CniError{kErrInvalidConfig, std::move(msg), ""};
-  }
-  void Fail(const Status& s) { Fail(std::string(s.message())); }
-
-  std::string String(const json& j, const char* key, std::string_view where = "$") {
-    StatusOr<std::string> v = json_reader::StringAt(j, where, key);
-    if (!v.ok()) {
-      Fail(v.status());
-      return "";
-    }
-    return *v;
-  }
-  std::optional<long> Int(const json& j, const char* key, long lo, long hi,
-                          std::string_view where = "$") {
-    if (!j.contains(key) || j[key].is_null()) return std::nullopt;
-    StatusOr<int64_t> v = json_reader::IntAt(j, where, key, 0);
-    if (!v.ok()) {
-      Fail(v.status());
-      return std::nullopt;
-    }
-    if (*v < lo || *v > hi) {
-      Fail(json_reader::Invalid(json_reader::Field(where, key),
-                                "must be an integer in " + std::to_string(lo) + ".." +
-                                    std::to_string(hi) + ", not " + std::to_string(*v)));
-      return std::nullopt;
-    }
-    return static_cast<long>(*v);
-  }
-  bool Bool(const json& j, const char* key, bool dflt, std::string_view where = "$") {
-    StatusOr<bool> v = json_reader::BoolAt(j, where, key, dflt);
-    if (!v.ok()) {
-      Fail(v.status());
-      return dflt;
-    }
-    return *v;
-  }
-};
-
 // A PKey is hex, as IPoIB writes it (`ip link add ... type ipoib pkey 8001`, ib0.8001,
 // /sys/class/infiniband/*/ports/*/pkeys/*): "8001" and "0x8001" are 0x8001, "0800" is 0x0800.
 // Only a string: a JSON number would be read as decimal, and `"pkey": 8001` meaning 0x8001 is the
@@ -92,7 +45,10 @@ std::optional<uint16_t> ParsePkey(const json& v) {
   return *n;
 }
 
-std::optional<NetConf> Parse(std::string_view data, Command command, CniError* err) {
+using json_reader::FieldReader;
+
+// The document: JSON, an object. kErrDecode otherwise.
+std::optional<json> Decode(std::string_view data, CniError* err) {
   // The one reader: its error names the syntax error, or nesting past json_reader::kMaxDepth
   // (libcni refuses past 10,000 before the plugin runs; a runtime that execs us directly may not).
   StatusOr<json> parsed = json_reader::Parse(data, "network configuration on stdin");
@@ -100,30 +56,36 @@ std::optional<NetConf> Parse(std::string_view data, Command command, CniError* e
     *err = CniError{kErrDecode, parsed.status().message(), ""};
     return std::nullopt;
   }
-  json& j = *parsed;
-  if (!j.is_object()) {
+  if (!parsed->is_object()) {
     *err = CniError{kErrDecode, "network configuration on stdin is not a JSON object", ""};
     return std::nullopt;
   }
-  Reader r{err};
-  NetConf c;
-  c.raw = j;
+  return std::move(*parsed);
+}
+
+// cniVersion: present and one we speak (kErrIncompatibleVersion otherwise), or r's failure.
+bool ReadVersion(const json& j, FieldReader& r, NetConf& c, CniError* err) {
   c.cni_version = r.String(j, "cniVersion");
-  if (!r.ok) return std::nullopt;
+  if (!r.ok()) return false;
   if (c.cni_version.empty()) {
     *err = CniError{kErrIncompatibleVersion, "network configuration has no \"cniVersion\"", ""};
-    return std::nullopt;
+    return false;
   }
   if (!IsSupportedVersion(c.cni_version)) {
     *err = CniError{kErrIncompatibleVersion,
                     "incompatible CNI versions: config is \"" + c.cni_version +
                         "\", plugin supports [0.3.0 0.3.1 0.4.0 1.0.0 1.1.0]",
                     ""};
-    return std::nullopt;
+    return false;
   }
+  return true;
+}
+
+// Which network and which device: name, type, deviceID (runtimeConfig's wins), draRequest.
+void ReadNetworkAndDevice(const json& j, Command command, FieldReader& r, NetConf& c) {
   c.name = r.String(j, "name");
   c.type = r.String(j, "type");
-  if (r.ok && !ValidNetworkName(c.name)) {
+  if (r.ok() && !ValidNetworkName(c.name)) {
     r.Fail("$.name: invalid network name \"" + c.name + "\": must match [a-zA-Z0-9][a-zA-Z0-9_.-]*");
   }
   c.device_id = r.String(j, "deviceID");
@@ -134,7 +96,7 @@ std::optional<NetConf> Parse(std::string_view data, Command command, CniError* e
     if (!rt.empty()) c.device_id = rt;
   }
   c.dra_request = r.String(j, "draRequest");
-  if (r.ok && !c.dra_request.empty() && !ValidDraRequest(c.dra_request)) {
+  if (r.ok() && !c.dra_request.empty() && !ValidDraRequest(c.dra_request)) {
     if (command == Command::kDel) {
       c.dra_request.clear();  // DEL undoes what the record says and never selects a device
     } else {
@@ -142,6 +104,10 @@ std::optional<NetConf> Parse(std::string_view data, Command command, CniError* e
              "\"<request>/<subrequest>\" or \"<claim>/<request>\", each part of [a-z0-9.-]");
     }
   }
+}
+
+// How the device is attached: port, gidTimeoutMs, ensureIPv6Gid, pkey, netnsMode.
+void ReadAttachment(const json& j, FieldReader& r, NetConf& c) {
   if (auto v = r.Int(j, "port", 1, 255)) c.port = static_cast<uint32_t>(*v);
   // An ADD blocks its runtime for this long: more than a minute is a mistake, not a wish.
   if (auto v = r.Int(j, "gidTimeoutMs", 0, 60000)) c.gid_timeout_ms = static_cast<int>(*v);
@@ -155,14 +121,18 @@ std::optional<NetConf> Parse(std::string_view data, Command command, CniError* e
     }
   }
   c.netns_mode = r.String(j, "netnsMode");
-  if (r.ok && !c.netns_mode.empty() && c.netns_mode != "shared" && c.netns_mode != "exclusive") {
+  if (r.ok() && !c.netns_mode.empty() && c.netns_mode != "shared" && c.netns_mode != "exclusive") {
     r.Fail("$.netnsMode: must be \"shared\" or \"exclusive\", not \"" + c.netns_mode + "\"");
   }
+}
+
+// The node's paths and logging: sysfsRoot, configfsRoot, stateDir, logFile, logLevel.
+void ReadHostPaths(const json& j, FieldReader& r, NetConf& c) {
   // Host paths must be absolute: a relative one would resolve against whatever directory the
   // runtime happens to exec the plugin in.
   auto path = [&](const char* key) {
     std::string v = r.String(j, key);
-    if (r.ok && !v.empty() && v[0] != '/') {
+    if (r.ok() && !v.empty() && v[0] != '/') {
       r.Fail(json_reader::Field("$", key) + ": must be an absolute path, not \"" + v + "\"");
     }
     return v;
@@ -176,12 +146,14 @@ std::optional<NetConf> Parse(std::string_view data, Command command, CniError* e
     c.log_level = ParseLogLevel(level);
     if (!c.log_level) r.Fail("$.logLevel: must be error, warning, info or debug, not \"" + level + "\"");
   }
+}
 
-  // DEL must be permissive (SPEC.md: it should not fail on what it does not need): a malformed
-  // qos or prevResult is ignored there (DEL undoes what the record says), an error elsewhere.
-  CniError del_err;
-  Reader lenient{&del_err};
-  Reader& qr = command == Command::kDel ? lenient : r;
+// qos and prevResult. DEL must be permissive (SPEC.md: it should not fail on what it does not
+// need): a malformed qos or prevResult is ignored there (DEL undoes what the record says), an
+// error elsewhere.
+void ReadQosAndPrevResult(const json& j, Command command, FieldReader& r, NetConf& c) {
+  FieldReader lenient;
+  FieldReader& qr = command == Command::kDel ? lenient : r;
   if (j.contains("qos")) {
     StatusOr<QosPolicy> qos = ParseQosPolicy(j["qos"]);
     if (qos.ok()) c.qos = std::move(*qos);
@@ -191,31 +163,54 @@ std::optional<NetConf> Parse(std::string_view data, Command command, CniError* e
     if (!j["prevResult"].is_object()) qr.Fail(json_reader::NotA("$.prevResult", "an object", j["prevResult"]));
     else c.prev_result = j["prevResult"];
   }
-  if (!lenient.ok) {
+  if (!lenient.ok()) {
     c.qos = QosPolicy{};
     c.prev_result.reset();
   }
-  // GC without the list is malformed, not "nothing is live": read so, it would release every
-  // attachment of the network (SPEC.md 1.1.0 makes the runtime send it, [] when none is valid).
-  if (command == Command::kGc && CompareVersions(c.cni_version, "1.1.0") >= 0) {  // (older: refused)
-    const json va = j.contains("cni.dev/valid-attachments") ? j["cni.dev/valid-attachments"] : json();
-    if (!va.is_array()) {
-      r.Fail(std::string("$.cni.dev/valid-attachments: GC needs an array of {containerID, ifname} ") +
-             (j.contains("cni.dev/valid-attachments") ? "(it is " + va.dump() + ")" : "(it is missing)") +
-             ": nothing released");
-    } else {
-      for (const auto& a : va) {
-        if (!a.is_object() || !a.contains("containerID") || !a["containerID"].is_string() ||
-            !a.contains("ifname") || !a["ifname"].is_string()) {
-          r.Fail("$.cni.dev/valid-attachments: each entry needs string containerID and ifname");
-          break;
-        }
-        c.valid_attachments.push_back(
-            {a["containerID"].get<std::string>(), a["ifname"].get<std::string>()});
-      }
-    }
+}
+
+// GC's cni.dev/valid-attachments. Without the list GC is malformed, not "nothing is live": read
+// so, it would release every attachment of the network (SPEC.md 1.1.0 makes the runtime send
+// it, [] when none is valid).
+void ReadValidAttachments(const json& j, Command command, FieldReader& r, NetConf& c) {
+  if (command != Command::kGc || CompareVersions(c.cni_version, "1.1.0") < 0) return;  // (older: refused)
+  const json va = j.contains("cni.dev/valid-attachments") ? j["cni.dev/valid-attachments"] : json();
+  if (!va.is_array()) {
+    r.Fail(std::string("$.cni.dev/valid-attachments: GC needs an array of {containerID, ifname} ") +
+           (j.contains("cni.dev/valid-attachments") ? "(it is " + va.dump() + ")" : "(it is missing)") +
+           ": nothing released");
+    return;
   }
-  if (!r.ok) return std::nullopt;
+  for (const auto& a : va) {
+    if (!a.is_object() || !a.contains("containerID") || !a["containerID"].is_string() ||
+        !a.contains("ifname") || !a["ifname"].is_string()) {
+      r.Fail("$.cni.dev/valid-attachments: each entry needs string containerID and ifname");
+      return;
+    }
+    c.valid_attachments.push_back({a["containerID"].get<std::string>(), a["ifname"].get<std::string>()});
+  }
+}
+
+std::optional<NetConf> Parse(std::string_view data, Command command, CniError* err) {
+  std::optional<json> j = Decode(data, err);
+  if (!j) return std::nullopt;
+  // The fields through the one strict reader (rdmak8s/json_field_reader.h): every message is
+  // "$.<field>: <what>" ("$.port: not a number (string)"), the path from the netconf's root,
+  // and reaches the runtime as the CNI error's msg.
+  FieldReader r("$");
+  auto invalid = [&]() -> std::optional<NetConf> {
+    *err = CniError{kErrInvalidConfig, *r.error(), ""};
+    return std::nullopt;
+  };
+  NetConf c;
+  c.raw = *j;
+  if (!ReadVersion(*j, r, c, err)) return r.ok() ? std::nullopt : invalid();
+  ReadNetworkAndDevice(*j, command, r, c);
+  ReadAttachment(*j, r, c);
+  ReadHostPaths(*j, r, c);
+  ReadQosAndPrevResult(*j, command, r, c);
+  ReadValidAttachments(*j, command, r, c);
+  if (!r.ok()) return invalid();
   return c;
 }
 

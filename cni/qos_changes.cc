@@ -195,7 +195,8 @@ Status QosChanges::RestoreUnneededQosSettings(const std::string& leaving,
       }
     }
     // Without a DCB handle a DCB knob is NOT restored: WriteQosSetting's "unsupported" is no success.
-    const bool in_pod = !in_pod_dev.empty() && id.rfind("tc:" + in_pod_dev + ":", 0) == 0;
+    auto setting = QosSetting::FromKey(id);
+    const bool in_pod = !in_pod_dev.empty() && setting.ok() && setting->sysfs_device() == in_pod_dev;
     QosSettingContext ctx{dcb.get(), sysfs_root_, in_pod ? in_pod_root : sysfs_root_, configfs_root_};
     StatusOr<std::string> now = IsDcbQosSetting(id) && dcb == nullptr ? StatusOr<std::string>(dcb_error)
                                                                 : ReadQosSetting(ctx, id);

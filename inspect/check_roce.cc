@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "check_device.h"
-#include "cni/qos_settings.h"
 #include "rdmak8s/gid_table.h"
+#include "rdmak8s/qos_setting.h"
 #include "rdmak8s/roce_gid.h"
 #include "rdmak8s/strings.h"
 
@@ -191,24 +191,23 @@ void CheckDcb(const RdmaDevice& dev, const std::string& pf, const CheckPolicy& p
   // ECN (mlx5: class/net/<pf>/ecn/roce_{rp,np}/enable/<prio>), read as the CNI reads it.
   std::set<uint8_t> ecn = required;
   ecn.insert(intent.ecn.begin(), intent.ecn.end());
-  cni::QosSettingContext knobs;
+  QosSettingContext knobs;
   knobs.sysfs_root = env.sysfs_root;
   for (uint8_t p : ecn) {
     std::vector<std::string> off, seen;
     bool unsupported = false;
     std::string error;
-    for (const char* side : {"rp", "np"}) {
-      auto v = cni::ReadQosSetting(knobs, "ecn:" + pf + ":" + side + ":" + std::to_string(p));
+    for (EcnPoint point : {EcnPoint::kRp, EcnPoint::kNp}) {
+      const QosSetting setting = EcnSetting{pf, point, p};
+      const char* side = point == EcnPoint::kRp ? "rp" : "np";
+      auto v = setting.Read(knobs);
       if (!v.ok()) {
         if (v.status().code() == StatusCode::kUnimplemented) unsupported = true;
         else error = v.status().ToString();
         continue;
       }
       seen.push_back(std::string(side) + "=" + *v);
-      if (*v != "1") {
-        off.push_back("echo 1 > " + env.sysfs_root + "/class/net/" + pf + "/ecn/roce_" + side +
-                      "/enable/" + std::to_string(p));
-      }
+      if (*v != "1") off.push_back("echo 1 > " + setting.FilePath(knobs));
     }
     const std::string check = "ecn priority " + std::to_string(p);
     if (unsupported) {

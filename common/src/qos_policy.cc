@@ -2,6 +2,7 @@
 
 #include <exception>
 
+#include "rdmak8s/json_field_reader.h"
 #include "rdmak8s/json_reader.h"
 #include "rdmak8s/numbers.h"
 
@@ -11,75 +12,34 @@ using nlohmann::json;
 
 namespace {
 
-// The first failure wins; later reads still run but report nothing (as the netconf's reader).
-// Every read goes through the one strict reader (rdmak8s/json_reader.h): "<path>.<key>: <what>".
-struct QosReader {
-  std::string_view path;
-  std::optional<std::string> error;
-
-  void Fail(std::string msg) {
-    if (!error) error = std::move(msg);
-  }
-  void Fail(const Status& s) { Fail(std::string(s.message())); }
-
-  std::string String(const json& j, const char* key) {
-    StatusOr<std::string> v = json_reader::StringAt(j, path, key);
-    if (!v.ok()) {
-      Fail(v.status());
-      return "";
-    }
-    return *v;
-  }
-  std::optional<long> Int(const json& j, const char* key, long lo, long hi) {
-    if (!j.contains(key) || j[key].is_null()) return std::nullopt;
-    StatusOr<int64_t> v = json_reader::IntAt(j, path, key, 0);
-    if (!v.ok()) {
-      Fail(v.status());
-      return std::nullopt;
-    }
-    if (*v < lo || *v > hi) {
-      Fail(json_reader::Invalid(json_reader::Field(path, key),
-                                "must be an integer in " + std::to_string(lo) + ".." +
-                                    std::to_string(hi) + ", not " + std::to_string(*v)));
-      return std::nullopt;
-    }
-    return static_cast<long>(*v);
-  }
-  bool Bool(const json& j, const char* key, bool dflt) {
-    StatusOr<bool> v = json_reader::BoolAt(j, path, key, dflt);
-    if (!v.ok()) {
-      Fail(v.status());
-      return dflt;
-    }
-    return *v;
-  }
-  std::vector<uint8_t> Priorities(const json& j, const char* key) {
-    std::vector<uint8_t> out;
-    StatusOr<const json*> list = json_reader::ArrayAt(j, path, key);
-    if (!list.ok()) {
-      Fail(list.status());
-      return out;
-    }
-    if (*list == nullptr) return out;
-    const std::string at = json_reader::Field(path, key);
-    for (size_t i = 0; i < (*list)->size(); ++i) {
-      const json& p = (**list)[i];
-      if (!p.is_number_integer() || p.get<long>() < 0 || p.get<long>() > 7) {
-        Fail(json_reader::Invalid(json_reader::Index(at, i), p.dump() + " is not a priority 0..7"));
-        return out;
-      }
-      auto v = static_cast<uint8_t>(p.get<long>());
-      bool dup = false;
-      for (auto x : out) dup |= x == v;
-      if (!dup) out.push_back(v);
-    }
+// A list of priorities 0..7 at j[key] (duplicates dropped, order kept); the first failure is r's.
+std::vector<uint8_t> Priorities(json_reader::FieldReader& r, std::string_view path, const json& j,
+                                const char* key) {
+  std::vector<uint8_t> out;
+  StatusOr<const json*> list = json_reader::ArrayAt(j, path, key);
+  if (!list.ok()) {
+    r.Fail(list.status());
     return out;
   }
-};
+  if (*list == nullptr) return out;
+  const std::string at = json_reader::Field(path, key);
+  for (size_t i = 0; i < (*list)->size(); ++i) {
+    const json& p = (**list)[i];
+    if (!p.is_number_integer() || p.get<long>() < 0 || p.get<long>() > 7) {
+      r.Fail(json_reader::Invalid(json_reader::Index(at, i), p.dump() + " is not a priority 0..7"));
+      return out;
+    }
+    auto v = static_cast<uint8_t>(p.get<long>());
+    bool dup = false;
+    for (auto x : out) dup |= x == v;
+    if (!dup) out.push_back(v);
+  }
+  return out;
+}
 
 StatusOr<QosPolicy> Parse(const json& q, std::string_view path) {
   RDMAK8S_RETURN_IF_ERROR(json_reader::RequireObject(q, path));
-  QosReader r{path, std::nullopt};
+  json_reader::FieldReader r(path);
   QosPolicy policy;
   std::string trust = r.String(q, "trust");
   if (!trust.empty()) {
@@ -89,8 +49,8 @@ StatusOr<QosPolicy> Parse(const json& q, std::string_view path) {
     }
     policy.trust = trust;
   }
-  policy.pfc = r.Priorities(q, "pfc");
-  policy.ecn = r.Priorities(q, "ecn");
+  policy.pfc = Priorities(r, path, q, "pfc");
+  policy.ecn = Priorities(r, path, q, "ecn");
   StatusOr<const json*> m = json_reader::ObjectAt(q, path, "dscpToPriority");
   if (!m.ok()) {
     r.Fail(m.status());
@@ -113,7 +73,7 @@ StatusOr<QosPolicy> Parse(const json& q, std::string_view path) {
   if (auto v = r.Int(q, "roceTos", 0, 255)) policy.roce_tos = static_cast<uint8_t>(*v);
   if (auto v = r.Int(q, "trafficClass", 0, 255)) policy.traffic_class = static_cast<uint8_t>(*v);
   policy.strict = r.Bool(q, "strict", false);
-  if (r.error) return InvalidArgumentError(*r.error);
+  if (!r.ok()) return InvalidArgumentError(*r.error());
   return policy;
 }
 

@@ -126,4 +126,21 @@ class FakeDcbNetlink : public DcbNetlink {
   std::map<std::string, NetdevState, std::less<>> netdevs_;
 };
 
+// Forwards to one FakeDcbNetlink shared by every handle opened (the "kernel" state), for code that
+// opens its own DcbNetlink per command (the CNI: PluginOptions::new_dcb_netlink).
+class SharedDcb : public DcbNetlink {
+ public:
+  explicit SharedDcb(FakeDcbNetlink* f) : f_(f) {}
+  StatusOr<PfcState> GetPfc(std::string_view n) override { return f_->GetPfc(n); }
+  Status SetPfcEnabled(std::string_view n, uint8_t m) override { return f_->SetPfcEnabled(n, m); }
+  StatusOr<std::vector<DcbAppEntry>> GetApp(std::string_view n) override { return f_->GetApp(n); }
+  Status AddApp(std::string_view n, const std::vector<DcbAppEntry>& e) override { return f_->AddApp(n, e); }
+  Status DelApp(std::string_view n, const std::vector<DcbAppEntry>& e) override { return f_->DelApp(n, e); }
+  StatusOr<DcbTrust> GetTrust(std::string_view n) override { return f_->GetTrust(n); }
+  Status SetTrust(std::string_view n, DcbTrust t) override { return f_->SetTrust(n, t); }
+
+ private:
+  FakeDcbNetlink* f_;
+};
+
 }  // namespace rdmak8s

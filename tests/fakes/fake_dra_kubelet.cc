@@ -228,8 +228,34 @@ void FakeDraKubelet::Disconnect() {
   first_health_at_.reset();
 }
 
-StatusOr<v1::NodePrepareResourcesResponse> FakeDraKubelet::NodePrepareResources(
-    const std::vector<DraClaim>& claims, DraApi api) {
+namespace {
+
+// One DRA call (`method`) on `channel`: v1's, or v1beta1's with its answer rewired to v1's
+// message (the two are the same on the wire).
+template <class V1Req, class V1Resp, class BetaReq, class BetaResp>
+StatusOr<V1Resp> CallDra(const std::shared_ptr<grpc::Channel>& channel, bool use_v1,
+                         const std::vector<DraClaim>& claims, const std::string& method,
+                         grpc::Status (v1::DRAPlugin::Stub::*v1_call)(grpc::ClientContext*,
+                                                                      const V1Req&, V1Resp*),
+                         grpc::Status (v1beta1::DRAPlugin::Stub::*beta_call)(
+                             grpc::ClientContext*, const BetaReq&, BetaResp*)) {
+  grpc::ClientContext ctx;
+  Deadline(ctx);
+  if (use_v1) {
+    V1Resp resp;
+    grpc::Status s = (*v1::DRAPlugin::NewStub(channel).*v1_call)(&ctx, RequestOf<V1Req>(claims), &resp);
+    if (!s.ok()) return FromGrpcStatus(s, "v1 " + method);
+    return resp;
+  }
+  BetaResp resp;
+  grpc::Status s = (*v1beta1::DRAPlugin::NewStub(channel).*beta_call)(&ctx, RequestOf<BetaReq>(claims), &resp);
+  if (!s.ok()) return FromGrpcStatus(s, "v1beta1 " + method);
+  return Rewire<V1Resp>(resp);
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<grpc::Channel>> FakeDraKubelet::ChannelFor(DraApi api, bool* use_v1) const {
   std::shared_ptr<grpc::Channel> channel;
   std::string chosen;
   {
@@ -238,48 +264,26 @@ StatusOr<v1::NodePrepareResourcesResponse> FakeDraKubelet::NodePrepareResources(
     chosen = chosen_;
   }
   if (!channel) return FailedPreconditionError("no plugin registered");
-  bool use_v1 = api == DraApi::kV1 || (api == DraApi::kChosen && chosen == kV1);
-  grpc::ClientContext ctx;
-  Deadline(ctx);
-  if (use_v1) {
-    v1::NodePrepareResourcesResponse resp;
-    grpc::Status s = v1::DRAPlugin::NewStub(channel)->NodePrepareResources(
-        &ctx, RequestOf<v1::NodePrepareResourcesRequest>(claims), &resp);
-    if (!s.ok()) return FromGrpcStatus(s, "v1 NodePrepareResources");
-    return resp;
-  }
-  v1beta1::NodePrepareResourcesResponse resp;
-  grpc::Status s = v1beta1::DRAPlugin::NewStub(channel)->NodePrepareResources(
-      &ctx, RequestOf<v1beta1::NodePrepareResourcesRequest>(claims), &resp);
-  if (!s.ok()) return FromGrpcStatus(s, "v1beta1 NodePrepareResources");
-  return Rewire<v1::NodePrepareResourcesResponse>(resp);
+  *use_v1 = api == DraApi::kV1 || (api == DraApi::kChosen && chosen == kV1);
+  return channel;
+}
+
+StatusOr<v1::NodePrepareResourcesResponse> FakeDraKubelet::NodePrepareResources(
+    const std::vector<DraClaim>& claims, DraApi api) {
+  bool use_v1 = false;
+  RDMAK8S_ASSIGN_OR_RETURN(auto channel, ChannelFor(api, &use_v1));
+  return CallDra(channel, use_v1, claims, "NodePrepareResources",
+                 &v1::DRAPlugin::Stub::NodePrepareResources,
+                 &v1beta1::DRAPlugin::Stub::NodePrepareResources);
 }
 
 StatusOr<v1::NodeUnprepareResourcesResponse> FakeDraKubelet::NodeUnprepareResources(
     const std::vector<DraClaim>& claims, DraApi api) {
-  std::shared_ptr<grpc::Channel> channel;
-  std::string chosen;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    channel = channel_;
-    chosen = chosen_;
-  }
-  if (!channel) return FailedPreconditionError("no plugin registered");
-  bool use_v1 = api == DraApi::kV1 || (api == DraApi::kChosen && chosen == kV1);
-  grpc::ClientContext ctx;
-  Deadline(ctx);
-  if (use_v1) {
-    v1::NodeUnprepareResourcesResponse resp;
-    grpc::Status s = v1::DRAPlugin::NewStub(channel)->NodeUnprepareResources(
-        &ctx, RequestOf<v1::NodeUnprepareResourcesRequest>(claims), &resp);
-    if (!s.ok()) return FromGrpcStatus(s, "v1 NodeUnprepareResources");
-    return resp;
-  }
-  v1beta1::NodeUnprepareResourcesResponse resp;
-  grpc::Status s = v1beta1::DRAPlugin::NewStub(channel)->NodeUnprepareResources(
-      &ctx, RequestOf<v1beta1::NodeUnprepareResourcesRequest>(claims), &resp);
-  if (!s.ok()) return FromGrpcStatus(s, "v1beta1 NodeUnprepareResources");
-  return Rewire<v1::NodeUnprepareResourcesResponse>(resp);
+  bool use_v1 = false;
+  RDMAK8S_ASSIGN_OR_RETURN(auto channel, ChannelFor(api, &use_v1));
+  return CallDra(channel, use_v1, claims, "NodeUnprepareResources",
+                 &v1::DRAPlugin::Stub::NodeUnprepareResources,
+                 &v1beta1::DRAPlugin::Stub::NodeUnprepareResources);
 }
 
 FakePluginWatcher::FakePluginWatcher(std::string dir, std::chrono::milliseconds retry,

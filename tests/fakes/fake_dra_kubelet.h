@@ -97,6 +97,9 @@ class FakeDraKubelet {
   void Disconnect();
 
  private:
+  // The registered plugin's channel, and whether `api` means v1 there. FailedPrecondition
+  // before a registration.
+  StatusOr<std::shared_ptr<grpc::Channel>> ChannelFor(DraApi api, bool* use_v1) const;
   void HealthLoop();
 
   mutable std::mutex mu_;

@@ -22,6 +22,7 @@
 #include "cni/state.h"
 #include "rdmak8s/roce_gid.h"
 #include "rdmak8s/netns.h"
+#include "support/exec_capture.h"
 
 namespace rdmak8s::testing {
 
@@ -127,46 +128,12 @@ class CniWorld {
   std::vector<std::string> devices_;
 };
 
-// How an exec'ed plugin ended.
-struct ExecResult {
-  int exit_code = -1;   // -1 when killed
-  int signal = 0;       // the signal that killed it
-  std::string out;
-};
-
-// fork + execve(argv) with `env`, from the calling thread (so in its netns), `input` on stdin.
+// fork + execve(argv) with `env`, from netns `ns`, `input` on stdin (support/exec_capture.h).
 inline ExecResult ExecIn(const Netns& ns, const std::vector<std::string>& argv,
                          const std::vector<std::string>& env, const std::string& input) {
   ExecResult r;
   (void)RunInNetns(ns, [&]() -> Status {
-    int in[2], out[2];
-    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) return InternalError("pipe");
-    pid_t pid = fork();
-    if (pid == 0) {
-      dup2(in[0], 0);
-      dup2(out[1], 1);
-      int null = open("/dev/null", O_WRONLY | O_CLOEXEC);  // (the log file has what stderr gets)
-      dup2(null, 2);
-      std::vector<char*> a, e;
-      for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-      a.push_back(nullptr);
-      for (const auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
-      e.push_back(nullptr);
-      execve(a[0], a.data(), e.data());
-      _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    signal(SIGPIPE, SIG_IGN);
-    (void)!write(in[1], input.data(), input.size());
-    close(in[1]);
-    char buf[4096];
-    for (ssize_t n; (n = read(out[0], buf, sizeof buf)) > 0;) r.out.append(buf, static_cast<size_t>(n));
-    close(out[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+    r = ExecCapture(argv, env, input);
     return Status::Ok();
   });
   return r;

@@ -26,24 +26,16 @@
 #include <vector>
 
 #include "cni/plugin.h"
+#include "fakes/fake_rdma_netlink.h"
+#include "support/cni_stand_in_plugin.h"
 
 namespace {
 
 using namespace rdmak8s;
 
-std::string KeyOf(int fd) {
-  struct stat st {};
-  if (fstat(fd, &st) != 0) return "";
-  return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
-}
-
-std::string ThreadNetnsKey() {
-  int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return "";
-  std::string k = KeyOf(fd);
-  close(fd);
-  return k;
-}
+// Netns keys as the fake RDMA netlink's: "<st_dev>:<st_ino>".
+constexpr auto NetnsKeyOf = &FakeRdmaNetlink::NetnsKey;
+constexpr auto ThreadNetnsKey = &FakeRdmaNetlink::CallerNetnsKey;
 
 std::string Slurp(const std::string& path) {
   std::ifstream f(path);
@@ -130,7 +122,7 @@ class WorldRdmaNetlink : public RdmaNetlink {
     if (w_.Shared()) return FailedPreconditionError("move RDMA device: shared netns mode");
     // As the kernel: the device must be in the socket's netns and in the calling thread's.
     if (w_.Where(dev) != self_ || ThreadNetnsKey() != self_) return NotFoundError("move RDMA device " + dev + ": No such device");
-    return w_.Move(dev, self_, KeyOf(netns_fd));
+    return w_.Move(dev, self_, NetnsKeyOf(netns_fd));
   }
   Status Rename(std::string_view, std::string_view) override { return UnimplementedError("world: no rename"); }
 
@@ -143,7 +135,7 @@ class WorldPodView : public cni::SysfsView {
  public:
   explicit WorldPodView(const World& w) : w_(w) {}
   StatusOr<std::unique_ptr<cni::SysfsRoot>> Open(const Netns& ns) override {
-    return std::make_unique<cni::SysfsRoot>(w_.RootOf(KeyOf(ns.fd())));
+    return std::make_unique<cni::SysfsRoot>(w_.RootOf(NetnsKeyOf(ns.fd())));
   }
 
  private:
@@ -158,15 +150,6 @@ int main() {
     std::fprintf(stderr, "world_plugin: RDMAK8S_TEST_WORLD is not set\n");
     return 2;
   }
-  std::string input;
-  char buf[65536];
-  for (ssize_t n; (n = read(0, buf, sizeof buf)) != 0;) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    input.append(buf, static_cast<size_t>(n));
-  }
   World world(dir);
   WorldPodView view(world);
   cni::PluginOptions options;
@@ -179,11 +162,5 @@ int main() {
   };
   options.new_route_netlink = [] { return NewRouteNetlink(); };
   options.pod_sysfs = &view;
-  auto out = cni::RunPlugin(options, [](const char* k) { return std::getenv(k); }, input);
-  if (!out.stdout_data.empty()) {
-    out.stdout_data += "\n";
-    fwrite(out.stdout_data.data(), 1, out.stdout_data.size(), stdout);
-  }
-  fflush(stdout);
-  return out.exit_code;
+  return testing::RunStandInPlugin(options);
 }

@@ -1,7 +1,7 @@
 // The QoS policy a network asks for: the `qos` block of an rdmak8s netconf (docs/cni.md), parsed
-// and validated into plain values. The CNI applies it to the node (reading, writing and undoing
-// each setting stays in cni/: qos_settings.h, qos_changes.h); the node check (inspect/) judges the node
-// against it. Only the policy and its rules: nothing here reads or writes the node.
+// and validated into plain values. The CNI applies it to the node (the settings it needs, read
+// and written: qos_setting.h; applied and undone: cni/qos_changes.h); the node check (inspect/)
+// judges the node against it. Only the policy and its rules: nothing here reads or writes the node.
 //
 // Untrusted input (a NetworkAttachmentDefinition). Parsing uses nlohmann::json; its exceptions
 // stop here.

@@ -39,22 +39,6 @@ using testing::ReadFile;
 using testing::TempDir;
 using testing::WriteFile;
 
-// Forwards to one FakeDcbNetlink shared by every invocation (the "kernel" state).
-class SharedDcb : public DcbNetlink {
- public:
-  explicit SharedDcb(FakeDcbNetlink* f) : f_(f) {}
-  StatusOr<PfcState> GetPfc(std::string_view n) override { return f_->GetPfc(n); }
-  Status SetPfcEnabled(std::string_view n, uint8_t m) override { return f_->SetPfcEnabled(n, m); }
-  StatusOr<std::vector<DcbAppEntry>> GetApp(std::string_view n) override { return f_->GetApp(n); }
-  Status AddApp(std::string_view n, const std::vector<DcbAppEntry>& e) override { return f_->AddApp(n, e); }
-  Status DelApp(std::string_view n, const std::vector<DcbAppEntry>& e) override { return f_->DelApp(n, e); }
-  StatusOr<DcbTrust> GetTrust(std::string_view n) override { return f_->GetTrust(n); }
-  Status SetTrust(std::string_view n, DcbTrust t) override { return f_->SetTrust(n, t); }
-
- private:
-  FakeDcbNetlink* f_;
-};
-
 // The CNI's view of a pod's sysfs over the NetnsSysfs world: the tree of the pod's netns.
 class TaggedSysfsView : public SysfsView {
  public:

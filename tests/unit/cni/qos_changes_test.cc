@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "cni_test_util.h"
+#include "fakes/fake_dcb_netlink.h"
 
 namespace rdmak8s::cni {
 namespace {
@@ -84,6 +85,44 @@ TEST(QosChangesTest, AQosSettingALiveAttachmentStillNeedsIsNotRestored) {
   EXPECT_EQ(ReadFile(knob), "1");
   ASSERT_TRUE(w.qos_changes.RestoreUnneededQosSettings("n/c1:net1", &pending).ok());  // c1 leaves
   EXPECT_EQ(ReadFile(knob), "0");
+}
+
+// Upgrade: the state of a node an earlier release left (its knobs.json and a live record, the
+// bytes it wrote) is read by this one: the record keeps every setting while it lives, and its
+// DEL restores each kind where it lives.
+TEST(QosChangesTest, TheKnobsJsonAndRecordsAnEarlierReleaseWroteAreRestoredByThisOne) {
+  World w;
+  FakeDcbNetlink dcb;
+  auto& pf = dcb.AddNetdev("pf0");
+  pf.trust = DcbTrust::kDscp;
+  pf.pfc.enabled = 1 << 3;
+  pf.app = {DcbAppEntry{kDcbAppSelDscp, 26, 3}};  // DSCP 26 -> priority 3
+  w.options.new_dcb_netlink = [&dcb]() -> StatusOr<std::unique_ptr<DcbNetlink>> {
+    return std::unique_ptr<DcbNetlink>(new SharedDcb(&dcb));
+  };
+  const std::string sys = w.tmp.path() + "/sys";
+  const std::string files[] = {sys + "/class/net/pf0/ecn/roce_rp/enable/3",
+                               sys + "/class/net/pf0/ecn/roce_np/enable/3",
+                               sys + "/class/infiniband/mlx5_0/tc/1/traffic_class",
+                               w.tmp.path() + "/config/rdma_cm/mlx5_0/ports/1/default_roce_tos"};
+  for (const std::string& f : {files[0], files[1]}) ASSERT_TRUE(WriteFile(f, "1\n"));
+  for (const std::string& f : {files[2], files[3]}) ASSERT_TRUE(WriteFile(f, "106\n"));
+  const std::string old = std::string(RDMAK8S_FIXTURES_DIR) + "/cni_state/v0.1";
+  ASSERT_EQ(system(("cp -r " + old + "/. " + w.store.dir()).c_str()), 0);
+
+  std::vector<std::string> pending;
+  ASSERT_TRUE(w.qos_changes.RestoreUnneededQosSettings("", &pending).ok());
+  EXPECT_TRUE(pending.empty());
+  EXPECT_EQ(w.store.LoadQosOriginals()->size(), 7u) << "the live record needs every one";
+  EXPECT_EQ(ReadFile(files[0]), "1");
+
+  ASSERT_TRUE(w.qos_changes.RestoreUnneededQosSettings("rdma/c1:net1", &pending).ok());
+  EXPECT_TRUE(pending.empty()) << pending.front();
+  EXPECT_TRUE(w.store.LoadQosOriginals()->empty()) << "every original restored";
+  for (const std::string& f : files) EXPECT_EQ(ReadFile(f), "0") << f;
+  EXPECT_EQ(pf.trust, DcbTrust::kPcp);
+  EXPECT_EQ(pf.pfc.enabled, 0);
+  EXPECT_TRUE(pf.app.empty());
 }
 
 }  // namespace

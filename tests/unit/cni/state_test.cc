@@ -304,5 +304,26 @@ TEST(StateStoreTest, LockSerialisesReadModifyWriteAcrossThreads) {
   EXPECT_EQ(s.LoadQosOriginals()->at("n").original, "320");
 }
 
+// knobs.json and records are read by releases old and new: this one writes the bytes an
+// earlier one wrote (tests/fixtures/cni_state/v0.1), not merely something it can read back.
+TEST(StateStoreTest, KnobsJsonAndRecordsAreWrittenInTheBytesOfEarlierReleases) {
+  const std::string old = std::string(RDMAK8S_FIXTURES_DIR) + "/cni_state/v0.1";
+  TempDir tmp;
+  ASSERT_EQ(system(("cp -r " + old + " " + tmp.path() + "/old").c_str()), 0);
+  StateStore from(tmp.path() + "/old");
+  StateStore to(tmp.path() + "/new");
+  auto originals = from.LoadQosOriginals();
+  ASSERT_TRUE(originals.ok()) << originals.status().ToString();
+  ASSERT_EQ(originals->size(), 7u);
+  ASSERT_TRUE(to.SaveQosOriginals(*originals).ok());
+  EXPECT_EQ(testing::ReadFile(tmp.path() + "/new/knobs.json"), testing::ReadFile(old + "/knobs.json"));
+  auto rec = from.Load("rdma", "c1", "net1");
+  ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+  EXPECT_EQ(rec->qos_settings.at("pfc:pf0:3"), "on");
+  ASSERT_TRUE(to.Save(*rec).ok());
+  EXPECT_EQ(testing::ReadFile(tmp.path() + "/new/attachments/rdma/c1:net1.json"),
+            testing::ReadFile(old + "/attachments/rdma/c1:net1.json"));
+}
+
 }  // namespace
 }  // namespace rdmak8s::cni

@@ -243,8 +243,6 @@ TEST_F(DaemonTest, RdmaDeviceRegisteredWithoutANewNetdevIsFoundThroughItsUevent)
   close(sv[1]);
 }
 
-}  // namespace
-}  // namespace rdmak8s::dp
 
 // The device watch's decisions (node/device_watch.h), as the device plugin runs them; the DRA
 // driver's health_watcher_test.cc shows the same for the driver.
@@ -258,6 +256,7 @@ TEST_F(DaemonTest, ABatchOfVerbsEventsIsPublishedOnce) {
   ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) {
     return HealthOf(r, "0000:5e:00.2") == "Healthy" && HealthOf(r, "0000:5e:00.3") == "Healthy";
   }));
+  ASSERT_TRUE(WaitUntilReady());  // every stream open: nothing but the batch moves the count now
   const size_t before = kubelet_->UpdateCount("rdma/vfs");
   WriteFile(sys("class/infiniband/mlx5_1/ports/1/state"), "1: DOWN\n");
   WriteFile(sys("class/infiniband/mlx5_2/ports/1/state"), "1: DOWN\n");
@@ -283,3 +282,6 @@ TEST_F(DaemonTest, AVerbsEventThatFindsTheDeviceGoneStopsWatchingIt) {
   // The watch is updated before the publish: what kubelet saw, the source already follows.
   EXPECT_TRUE(events_->watched().empty()) << "still listening on a device that is gone";
 }
+
+}  // namespace
+}  // namespace rdmak8s::dp

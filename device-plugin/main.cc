@@ -86,7 +86,8 @@ int RealMain(int argc, char** argv) {
     return 2;
   }
   opts.registration = *mode;
-  const node::DeviceWatchOptions watch_opts = node::DeviceWatchOptionsFrom(watch_flags, opts.sysfs_root);
+  const node::DeviceWatchOptions watch_opts =
+      node::DeviceWatchOptionsFrom(watch_flags, opts.sysfs_root);
   opts.rescan_interval = watch_opts.rescan_interval;
   opts.port_poll_interval = watch_opts.port_poll_interval;
   opts.handle_signals = true;

@@ -50,7 +50,8 @@ DeviceSources BuildDeviceSources(const DeviceWatchFlags& flags, const std::strin
                 uevents.status().message());
   }
   if (!flags.no_verbs) {
-    if (auto events = NewIbverbsEventSource(); events.ok()) s.async_events = std::move(events).value();
+    auto events = NewIbverbsEventSource();
+    if (events.ok()) s.async_events = std::move(events).value();
   }
   return s;
 }

@@ -39,9 +39,9 @@ class DeviceWatchTest : public ::testing::Test {
       ++changes_;
       if (rescanned) ++rescans_;
     };
-    watch_ = std::make_unique<DeviceWatch>(std::move(sources),
-                                           DeviceWatchOptions{sys(""), std::chrono::hours(1), port_poll},
-                                           std::move(hooks));
+    watch_ = std::make_unique<DeviceWatch>(
+        std::move(sources), DeviceWatchOptions{sys(""), std::chrono::hours(1), port_poll},
+        std::move(hooks));
     ASSERT_TRUE(watch_->Start().ok());
   }
   std::string sys(const std::string& rel) const { return tmp_.path() + "/sys/" + rel; }

@@ -114,7 +114,8 @@ TEST_F(TrackerEventsTest, LostUeventsAskForARescan) {
 }
 
 TEST_F(TrackerEventsTest, AsyncEventsNameTheirDevicesOnceAndAFatalOneAsksForARescan) {
-  events_.InjectBatch({{"mlx5_0", 1, "port error"}, {"mlx5_0", 2, "port error"}, {"mlx5_1", 1, "port active"}});
+  events_.InjectBatch(
+      {{"mlx5_0", 1, "port error"}, {"mlx5_0", 2, "port error"}, {"mlx5_1", 1, "port active"}});
   AsyncEventsOutcome o = ReadAsyncEvents(events_);
   EXPECT_EQ(o.devices, (std::set<std::string>{"mlx5_0", "mlx5_1"}));
   EXPECT_FALSE(o.rescan);

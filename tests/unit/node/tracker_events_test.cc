@@ -4,12 +4,11 @@
 #include "node/tracker_events.h"
 
 #include <filesystem>
-#include <fstream>
 
 #include <gtest/gtest.h>
 
-#include "support/temp_dir.h"
 #include "unit/device-plugin/fake_event_sources.h"
+#include "unit/node/tracker_fixture.h"
 
 namespace rdmak8s::node {
 namespace {
@@ -33,29 +32,20 @@ class OverrunDeviceEvents final : public DeviceEventSource {
   Status Watch(const std::vector<std::string>&) override { return Status::Ok(); }
 };
 
-class TrackerEventsTest : public ::testing::Test {
+class TrackerEventsTest : public TrackerFixture {
  protected:
-  void UseFixture(const std::string& name) {
-    ASSERT_FALSE(tmp_.path().empty());
-    fs::copy(std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/" + name, sys(""),
-             fs::copy_options::recursive | fs::copy_options::copy_symlinks);
-    discovery_ = std::make_unique<SysfsDiscovery>(DiscoveryOptions{sys(""), nullptr});
-    tracker_ = std::make_unique<DeviceTracker>(discovery_.get(), sys(""));
+  // The fixture's devices, scanned.
+  void StartOn(const std::string& name) {
+    UseFixture(name);
     ASSERT_TRUE(tracker_->Rescan().ok());
   }
-  std::string sys(const std::string& rel) const { return tmp_.path() + "/sys/" + rel; }
-  void Write(const std::string& rel, const std::string& text) { std::ofstream(sys(rel)) << text; }
-  const TrackedDevice& At(const std::string& dev) { return tracker_->devices().at(dev); }
 
-  testing::TempDir tmp_;
-  std::unique_ptr<SysfsDiscovery> discovery_;
-  std::unique_ptr<DeviceTracker> tracker_;
   dp::FakeLinkMonitor links_;
   dp::FakeDeviceEventSource events_;
 };
 
 TEST_F(TrackerEventsTest, ALinkEventOnATrackedNetdevReReadsItsPortsOnly) {
-  UseFixture("rxe_veth");
+  StartOn("rxe_veth");
   ASSERT_TRUE(At("rxe0").health.healthy);
   Write("class/net/veth0/operstate", "down\n");
   links_.Inject("veth0", false);
@@ -67,7 +57,7 @@ TEST_F(TrackerEventsTest, ALinkEventOnATrackedNetdevReReadsItsPortsOnly) {
 }
 
 TEST_F(TrackerEventsTest, ALinkEventOnANetdevWithoutRdmaChangesNothing) {
-  UseFixture("rxe_veth");
+  StartOn("rxe_veth");
   links_.Inject("vethpod0", true);  // a pod's veth: no bus device, no lower netdev
   TrackerEventOutcome o = ApplyLinkEvents(*tracker_, links_);
   EXPECT_FALSE(o.changed);
@@ -76,7 +66,7 @@ TEST_F(TrackerEventsTest, ALinkEventOnANetdevWithoutRdmaChangesNothing) {
 }
 
 TEST_F(TrackerEventsTest, LostLinkEventsAskForARescanAndApplyNothing) {
-  UseFixture("rxe_veth");
+  StartOn("rxe_veth");
   OverrunLinks lost;
   TrackerEventOutcome o = ApplyLinkEvents(*tracker_, lost);
   EXPECT_TRUE(o.rescan);
@@ -84,7 +74,7 @@ TEST_F(TrackerEventsTest, LostLinkEventsAskForARescanAndApplyNothing) {
 }
 
 TEST_F(TrackerEventsTest, ThePortPollReportsAChangeOnlyWhenAPortMoved) {
-  UseFixture("mlx5_ib_2port");
+  StartOn("mlx5_ib_2port");
   TrackerEventOutcome same = PollPortStates(*tracker_);
   EXPECT_FALSE(same.changed) << "nothing moved";
   Write("class/infiniband/mlx5_0/ports/1/state", "1: DOWN\n");
@@ -95,7 +85,7 @@ TEST_F(TrackerEventsTest, ThePortPollReportsAChangeOnlyWhenAPortMoved) {
 }
 
 TEST_F(TrackerEventsTest, AnUnregisteredUeventMakesTheDeviceGoneAndSaysDevicesWereReRead) {
-  UseFixture("rxe_veth");
+  StartOn("rxe_veth");
   fs::remove(sys("class/infiniband/rxe0"));
   events_.Inject({"rxe0", 0, "unregistered"});
   TrackerEventOutcome o = ApplyUevents(*tracker_, events_);
@@ -106,7 +96,7 @@ TEST_F(TrackerEventsTest, AnUnregisteredUeventMakesTheDeviceGoneAndSaysDevicesWe
 }
 
 TEST_F(TrackerEventsTest, LostUeventsAskForARescan) {
-  UseFixture("rxe_veth");
+  StartOn("rxe_veth");
   OverrunDeviceEvents lost;
   TrackerEventOutcome o = ApplyUevents(*tracker_, lost);
   EXPECT_TRUE(o.rescan);

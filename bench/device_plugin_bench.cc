@@ -156,10 +156,10 @@ int InProcess(const std::string& root) {
   o.port_poll_interval = std::chrono::milliseconds(0);  // the figures below are the events'
 
   DaemonDeps deps;
-  deps.discovery = std::make_unique<rdmak8s::SysfsDiscovery>(rdmak8s::DiscoveryOptions{root + "/sys", nullptr});
+  deps.sources.discovery = std::make_unique<rdmak8s::SysfsDiscovery>(rdmak8s::DiscoveryOptions{root + "/sys", nullptr});
   auto links = std::make_unique<FakeLinkMonitor>();
   FakeLinkMonitor* link_ptr = links.get();
-  deps.link_monitor = std::move(links);
+  deps.sources.links = std::move(links);
   Daemon daemon(o, std::move(deps));
   Status s = daemon.Start();
   if (!s.ok()) {

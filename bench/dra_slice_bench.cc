@@ -96,12 +96,15 @@ bool Tainted(const testing::FakeApiServer& server, const std::string& device) {
 bool PortDownToSlice(const std::string& sys, testing::FakeApiServer& server, dra::KubeApi* api,
                      const std::string& rdma_dev, int cycles, std::vector<double>* down_ms) {
   dra::DeviceCatalog catalog("node1");
-  dra::HealthWatcherDeps deps;
-  deps.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{sys, nullptr});
+  node::DeviceSources sources;
+  sources.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{sys, nullptr});
   auto events = std::make_unique<dp::FakeDeviceEventSource>();
   dp::FakeDeviceEventSource* ev = events.get();
-  deps.async_events = std::move(events);
-  dra::HealthWatcher watcher(std::move(deps), sys, &catalog, std::chrono::hours(1));
+  sources.async_events = std::move(events);
+  dra::HealthWatcher watcher(std::move(sources),
+                             node::DeviceWatchOptions{sys, std::chrono::hours(1),
+                                                      std::chrono::milliseconds::zero()},
+                             {}, &catalog);
   if (!watcher.Start().ok()) return false;
   dra::SlicePublisher publisher(api, {"rdma.rdmak8s.io", "node1"});
   dra::SliceSyncOptions o;

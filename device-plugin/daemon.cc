@@ -1,18 +1,14 @@
 #include "device-plugin/daemon.h"
 
-#include "node/tracker_events.h"
-
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -25,9 +21,18 @@ using SteadyClock = std::chrono::steady_clock;
 
 Daemon::Daemon(DaemonOptions options, DaemonDeps deps)
     : options_(std::move(options)),
+      has_discovery_(deps.sources.discovery != nullptr),
       deps_(std::move(deps)),
       config_watch_(options_.config_path, options_.cdi),
-      tracker_(deps_.discovery.get(), options_.sysfs_root),
+      watch_(std::move(deps_.sources),
+             node::DeviceWatchOptions{options_.sysfs_root, options_.rescan_interval,
+                                      options_.port_poll_interval},
+             node::DeviceWatchHooks{
+                 [this](const node::DeviceTracker&, bool rescanned) { DevicesChanged(rescanned); },
+                 [metrics = deps_.metrics](std::chrono::duration<double> took) {
+                   if (metrics) metrics->ObserveDiscovery(took.count());
+                 },
+                 nullptr}),
       publisher_(PublishOptions{options_.cdi, options_.cdi_dir, options_.dev_root, deps_.metrics,
                                 deps_.netns_mode, options_.nfd_features_dir,
                                 options_.node_check_results}) {}
@@ -41,13 +46,13 @@ Daemon::~Daemon() {
     }
     pools_.clear();
   }
-  for (int fd : {epfd_, inotify_fd_, wake_fd_, port_timer_fd_}) {
+  for (int fd : {epfd_, inotify_fd_, wake_fd_}) {
     if (fd >= 0) close(fd);
   }
 }
 
 Status Daemon::Start() {
-  if (!deps_.discovery) return InvalidArgumentError("daemon: no discovery given");
+  if (!has_discovery_) return InvalidArgumentError("daemon: no discovery given");
   mode_ = ResolveRegistrationMode(options_.registration, options_.kubelet_dir,
                                   options_.plugins_registry_dir);
   registrations_ = std::make_unique<PoolRegistrations>(PoolRegistrations::Options{
@@ -96,24 +101,11 @@ Status Daemon::Start() {
   }
   RDMAK8S_RETURN_IF_ERROR(registrations_->Start());
   RDMAK8S_RETURN_IF_ERROR(add_fd(registrations_->fd()));
-  if (deps_.link_monitor) RDMAK8S_RETURN_IF_ERROR(add_fd(deps_.link_monitor->fd()));
-  if (deps_.device_events) RDMAK8S_RETURN_IF_ERROR(add_fd(deps_.device_events->fd()));
-  if (deps_.uevents) RDMAK8S_RETURN_IF_ERROR(add_fd(deps_.uevents->fd()));
-  if (options_.port_poll_interval.count() > 0) {
-    port_timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (port_timer_fd_ < 0) return ErrnoError(errno, "timerfd_create (port poll)");
-    const auto ns = std::chrono::nanoseconds(options_.port_poll_interval).count();
-    itimerspec every{};
-    every.it_interval.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
-    every.it_interval.tv_nsec = static_cast<long>(ns % 1'000'000'000);
-    every.it_value = every.it_interval;
-    if (timerfd_settime(port_timer_fd_, 0, &every, nullptr) != 0) {
-      return ErrnoError(errno, "timerfd_settime (port poll)");
-    }
-    RDMAK8S_RETURN_IF_ERROR(add_fd(port_timer_fd_));
-  }
+  for (int fd : watch_.fds()) RDMAK8S_RETURN_IF_ERROR(add_fd(fd));
 
-  FullRescan();
+  // A discovery that fails as a whole is logged; the pools serve what is known, and the next
+  // rescan tries again.
+  if (Status s = watch_.Start(); !s.ok()) SPDLOG_ERROR("{}", s.message());
   for (const auto& cfg : config_.pools) {
     RDMAK8S_RETURN_IF_ERROR(StartPool(cfg));
   }
@@ -126,7 +118,6 @@ Status Daemon::Start() {
     }
   }
   registrations_->RegisterAll();
-  next_rescan_ = SteadyClock::now() + options_.rescan_interval;
   if (deps_.metrics) {
     // Run() wakes at least every rescan interval (its epoll timeout is capped at an hour): a loop
     // silent for twice that plus a minute is stuck.
@@ -178,26 +169,9 @@ Status Daemon::ServePool(const std::string& name) {
   return Status::Ok();
 }
 
-void Daemon::FullRescan() {
-  auto t0 = SteadyClock::now();
-  Status s = tracker_.Rescan();
-  if (deps_.metrics) {
-    deps_.metrics->ObserveDiscovery(std::chrono::duration<double>(SteadyClock::now() - t0).count());
-  }
-  if (!s.ok()) {
-    SPDLOG_ERROR("{}", s.message());
-    return;
-  }
-  publisher_.RecheckNetnsMode(config_, /*pools_changed=*/false);
-  WatchDeviceEvents();
-  RebuildPools();
-}
-void Daemon::WatchDeviceEvents() {
-  if (Status s = async_watch_.Update(tracker_); !s.ok()) SPDLOG_WARN("async events: {}", s.message());
-}
-
-void Daemon::RefreshDevice(const std::string& rdma_dev) {
-  tracker_.Refresh(rdma_dev);
+void Daemon::DevicesChanged(bool rescanned) {
+  // A rescan is when the node's RDMA netns mode is asked again (it changes with no event).
+  if (rescanned) publisher_.RecheckNetnsMode(config_, /*pools_changed=*/false);
   RebuildPools();
 }
 
@@ -206,7 +180,7 @@ void Daemon::RebuildPools() {
   std::vector<PoolPublisher::Target> targets;
   targets.reserve(pools_.size());
   for (auto& [name, pool] : pools_) targets.push_back({name, pool.resource, pool.cfg, *pool.server});
-  publisher_.Publish(config_, tracker_.devices(), targets);
+  publisher_.Publish(config_, watch_.tracker().devices(), targets);
 }
 
 void Daemon::ApplyConfig(PluginConfig cfg) {
@@ -310,8 +284,7 @@ void Daemon::HandleSignal() {
       // The operator's "look again": the config (a file inotify cannot see) and the devices.
       SPDLOG_INFO("SIGHUP: reloading {} and rescanning", options_.config_path);
       DoReload();
-      FullRescan();
-      next_rescan_ = SteadyClock::now() + options_.rescan_interval;
+      watch_.Rescan();
     } else {
       SPDLOG_INFO("signal {}: shutting down", got->name());
       stop_ = true;
@@ -319,52 +292,11 @@ void Daemon::HandleSignal() {
   }
 }
 
-void Daemon::HandleLinkEvents() {
-  node::TrackerEventOutcome o = node::ApplyLinkEvents(tracker_, *deps_.link_monitor);
-  if (o.rescan) {
-    FullRescan();
-    return;
-  }
-  if (!o.changed) return;
-  RebuildPools();
-  if (o.devices_reread) WatchDeviceEvents();  // a device that came (back) gets its async events
-}
-
-void Daemon::HandleDeviceEvents() {
-  node::AsyncEventsOutcome o = node::ReadAsyncEvents(*deps_.device_events);
-  if (o.rescan) {
-    async_watch_.Forget();  // the source dropped the fatal device's context: let it reopen what is back
-    FullRescan();
-    return;
-  }
-  for (const auto& d : o.devices) RefreshDevice(d);
-}
-
-void Daemon::HandleUevents() {
-  node::TrackerEventOutcome o = node::ApplyUevents(tracker_, *deps_.uevents);
-  if (o.rescan) {
-    FullRescan();
-    return;
-  }
-  if (!o.changed) return;
-  RebuildPools();
-  WatchDeviceEvents();  // published first; then a new device's async events, none of a gone one
-}
-
-void Daemon::HandlePortPoll() {
-  uint64_t expirations = 0;
-  (void)!read(port_timer_fd_, &expirations, sizeof(expirations));
-  node::TrackerEventOutcome o = node::PollPortStates(tracker_);
-  if (!o.changed) return;
-  RebuildPools();
-  if (o.devices_reread) WatchDeviceEvents();
-}
-
 Status Daemon::Run() {
   epoll_event evs[16];
   while (!stop_) {
     auto now = SteadyClock::now();
-    auto wake_at = registrations_->NextWakeup(next_rescan_);
+    auto wake_at = registrations_->NextWakeup(watch_.NextWakeup());
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - now).count();
     // With neither the socket directory nor its parent watched, no event tells the directory's
     // return: look again each second.
@@ -387,23 +319,17 @@ Status Daemon::Run() {
         HandleSignal();
       } else if (fd == registrations_->fd()) {
         registrations_->HandleRegistrations(SteadyClock::now());
-      } else if (deps_.link_monitor && fd == deps_.link_monitor->fd()) {
-        HandleLinkEvents();
-      } else if (deps_.device_events && fd == deps_.device_events->fd()) {
-        HandleDeviceEvents();
-      } else if (deps_.uevents && fd == deps_.uevents->fd()) {
-        HandleUevents();
-      } else if (fd == port_timer_fd_) {
-        HandlePortPoll();
+      } else {
+        watch_.HandleReadable(fd);
       }
     }
     if (stop_) break;
     if (!socket_watch_.watching()) HandleSocketDir();  // tries to watch again
     if (reload_.exchange(false)) DoReload();
-    now = SteadyClock::now();
-    if (rescan_.exchange(false) || now >= next_rescan_) {
-      FullRescan();
-      next_rescan_ = SteadyClock::now() + options_.rescan_interval;
+    if (rescan_.exchange(false)) {
+      watch_.Rescan();
+    } else {
+      watch_.OnTimer(SteadyClock::now());
     }
     registrations_->OnTimer(SteadyClock::now());
   }

@@ -7,28 +7,24 @@
 //     kubelet.sock looked at again;
 //   - inotify on the config file's directory (also ConfigMap "..data" symlink swaps) and SIGHUP
 //     -> reload; an invalid file is logged and the running config kept; SIGHUP then rescans;
-//   - rtnetlink link events (LinkMonitor) and verbs async events (node::DeviceEventSource) -> re-read
-//     the affected devices (an unknown netdev -> the RDMA devices it carries, if any: how
-//     hot-plugged devices are found without a rescan);
-//   - kernel uevents of RDMA devices (registered/unregistered) -> read or drop that device;
-//   - a light poll of every present device's ports/<n>/{state,phys_state} (a timerfd, every
-//     port_poll_interval): a port that goes down without a netdev event (InfiniBand, and no
-//     verbs async events with --no-verbs) is seen within seconds, not at the next rescan;
-//   - a slow periodic rescan (the safety net; SIGHUP forces one), and retries of failed registrations and of a
-//     socket that could not be served again;
+//   - the node's devices (node/device_watch.h, the device watch the DRA driver runs too): rtnetlink
+//     link events, kernel uevents, verbs async events, a light poll of every present device's
+//     port state (every port_poll_interval) and a slow periodic rescan (the safety net; SIGHUP
+//     forces one); every change it reports is published to the pools;
+//   - retries of failed registrations and of a socket that could not be served again;
 //   - results of Register calls, which run on a KubeletRegistrar thread so that a kubelet.sock
 //     nobody answers on never stalls this loop;
 //   - SIGTERM/SIGINT (or Stop()) -> stop servers, remove our sockets, return from Run().
 // Every change kubelet should see is published to the pool's ListAndWatch streams at once.
 //
 // The daemon owns the fds (epoll, the config's inotify, the socket directory's watch, the
-// signalfd, its wakeup eventfd) and the pools, and
+// signalfd, its wakeup eventfd; the device watch's sources are the watch's) and the pools, and
 // dispatches; each reaction is a file of its own: kubelet/pool_registration.h (serving again,
 // the registration state machine and its backoff; the Register call and the registration modes
 // in kubelet/register_call.h), config_watcher.h (the config file,
 // its watch and the diff a reload applies), pool_publisher.h (from tracked devices to what each
-// pool publishes: IDs, ListAndWatch, CDI specs, pool metrics), device_tracker.h (the devices
-// and their health).
+// pool publishes: IDs, ListAndWatch, CDI specs, pool metrics), node/device_watch.h (the devices,
+// their events and their health).
 //
 // Thread safety: Start() and Run() on one thread; Stop(), Reload(), Rescan() and the accessors
 // from any thread.
@@ -51,14 +47,10 @@
 #include "device-plugin/kubelet/plugin_server.h"
 #include "device-plugin/pools/pool_publisher.h"
 #include "device-plugin/pools/pool_state.h"
-#include "node/async_events_watch.h"
-#include "node/device_events.h"
-#include "node/device_tracker.h"
+#include "node/device_watch.h"
 #include "node/socket_dir_watch.h"
 #include "node/stop_signals.h"
-#include "rdmak8s/discovery.h"
 #include "rdmak8s/rdma_netlink.h"
-#include "rdmak8s/route_netlink.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dp {
@@ -73,6 +65,7 @@ struct DaemonOptions {
   std::string dev_root = "/dev";
   bool cdi = false;
   std::string cdi_dir = "/var/run/cdi";
+  // The device watch's periods (node::DeviceWatchOptions).
   std::chrono::seconds rescan_interval{300};
   // Period of the port-state poll; 0 turns it off.
   std::chrono::milliseconds port_poll_interval{2000};
@@ -87,14 +80,10 @@ struct DaemonOptions {
 };
 
 struct DaemonDeps {
-  std::unique_ptr<Discovery> discovery;  // required
+  // The device watch's: discovery (required) and the event sources (optional).
+  node::DeviceSources sources;
   // The node's RDMA netns mode, asked for exclusive pools. Null: reported as unknown.
   std::function<StatusOr<RdmaNetnsMode>()> netns_mode;
-  std::unique_ptr<LinkMonitor> link_monitor;         // optional
-  std::unique_ptr<node::DeviceEventSource> device_events;  // optional
-  // RDMA devices registered / unregistered (kernel uevents, uevent.h): "registered" and
-  // "unregistered" events. Optional.
-  std::unique_ptr<node::DeviceEventSource> uevents;
   Metrics* metrics = nullptr;                        // optional, not owned
   // Every pool server's ServerHooks::before_rename (tests: a kubelet's sweep in that window).
   std::function<void(const std::string& staging_path)> before_socket_rename;
@@ -140,40 +129,33 @@ class Daemon {
   void StopPool(const std::string& name, bool remove_cdi);
   // Starts serving a pool StartPool added, then registers it.
   Status ServePool(const std::string& name);
-  void FullRescan();
-  void RefreshDevice(const std::string& rdma_dev);
+  // The device watch's "devices changed".
+  void DevicesChanged(bool rescanned);
   void RebuildPools();
   void ApplyConfig(PluginConfig cfg);
   void DoReload();
   void HandleInotify();
   void HandleSocketDir();
   void HandleSignal();
-  void HandleLinkEvents();
-  void HandleDeviceEvents();
-  void HandleUevents();
-  void HandlePortPoll();
-  void WatchDeviceEvents();
 
   DaemonOptions options_;
+  const bool has_discovery_;
   DaemonDeps deps_;
   RegistrationMode mode_ = RegistrationMode::kDevicePlugin;
 
   PluginConfig config_;
   ConfigWatcher config_watch_;                  // the --config file and its watch
-  node::DeviceTracker tracker_;                       // the devices and their health
+  node::DeviceWatch watch_;                     // the devices, their events and health
   PoolPublisher publisher_;                     // tracked devices -> each pool's published state
   std::unique_ptr<PoolRegistrations> registrations_;           // serving and registration (after Start)
-  node::AsyncEventsWatch async_watch_{deps_.device_events.get()};  // what device_events listens on
   mutable std::mutex pools_mu_;                 // guards pools_ map shape for the accessors
   std::map<std::string, Pool> pools_;           // pool name -> pool
 
   int epfd_ = -1;
   int inotify_fd_ = -1;
   int wake_fd_ = -1;
-  int port_timer_fd_ = -1;  // timerfd of the port-state poll
   node::SocketDirWatch socket_watch_;          // kubelet.sock and our sockets in socket_dir()
   std::optional<node::StopSignals> signals_;   // with handle_signals
-  std::chrono::steady_clock::time_point next_rescan_{};
   std::atomic<bool> stop_{false};
   std::atomic<bool> reload_{false};
   std::atomic<bool> rescan_{false};

@@ -12,17 +12,13 @@
 #include "device-plugin/metrics/ethtool_stats.h"
 #include "device-plugin/metrics/metrics.h"
 #include "device-plugin/nfd_features.h"
-#include "node/device_events.h"
+#include "node/device_watch_setup.h"
 #include "node/listen_retry.h"
 #include "node/program_main.h"
 #include "node/stop_signals.h"
-#include "node/uevent.h"
 #include "rdmak8s/command_line.h"
-#include "rdmak8s/discovery.h"
 #include "rdmak8s/path_flag.h"
 #include "rdmak8s/rdma_netlink.h"
-#include "rdmak8s/route_netlink.h"
-#include "rdmak8s/verbs.h"
 
 namespace {
 
@@ -34,10 +30,8 @@ int RealMain(int argc, char** argv) {
   // it on every address of the node. The DaemonSet binds the node's IP (status.hostIP), where
   // kubelet's probes and Prometheus reach it.
   std::string metrics_address = "127.0.0.1:9470";
-  int rescan_s = 300;
-  double port_poll_s = 2;
+  node::DeviceWatchFlags watch_flags;  // --rescan-interval, --port-poll-interval, --no-verbs
   int verbosity = 0;
-  bool no_verbs = false;
   CLI::App app{"rdmak8s-device-plugin: advertises RDMA devices (InfiniBand HCAs, RoCE and iWARP "
                "NICs) to kubelet as <prefix>/<pool> resources. See docs/device-plugin.md."};
   app.set_version_flag("--version", "rdmak8s-device-plugin " RDMAK8S_VERSION);
@@ -81,17 +75,7 @@ int RealMain(int argc, char** argv) {
                  "the lossless-ready node feature; empty: none")
       ->capture_default_str()
       ->transform(rdmak8s::AbsolutePath());
-  app.add_option("--rescan-interval", rescan_s,
-                 "seconds between safety-net full rescans (events drive everything else)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 86400));
-  app.add_option("--port-poll-interval", port_poll_s,
-                 "seconds between re-reads of every device's port state files (a port that goes "
-                 "down without a netdev event, e.g. InfiniBand without verbs); 0 disables")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 3600.0));
-  app.add_flag("--no-verbs", no_verbs,
-               "do not open devices with libibverbs (no enrichment, no async events)");
+  node::AddDeviceWatchFlags(app, watch_flags);
   app.add_option("-v,--v", verbosity, "log verbosity: 0 info, 1 debug, 2 trace")
       ->capture_default_str();
   if (std::optional<int> rc = ParseCommandLine(app, argc, argv)) return *rc;
@@ -102,8 +86,10 @@ int RealMain(int argc, char** argv) {
     return 2;
   }
   opts.registration = *mode;
-  opts.rescan_interval = std::chrono::seconds(rescan_s);
-  opts.port_poll_interval = std::chrono::milliseconds(static_cast<int64_t>(port_poll_s * 1000));
+  const node::DeviceWatchOptions watch_opts =
+      node::DeviceWatchOptionsFrom(watch_flags, opts.sysfs_root);
+  opts.rescan_interval = watch_opts.rescan_interval;
+  opts.port_poll_interval = watch_opts.port_poll_interval;
   opts.handle_signals = true;
 
   node::UseKlogStderrLogger(verbosity);
@@ -128,33 +114,12 @@ int RealMain(int argc, char** argv) {
     metrics_listen = std::move(*listen);
   }
 
-  std::unique_ptr<VerbsQuery> verbs;
-  if (!no_verbs) verbs = NewIbverbsQuery();
   dp::DaemonDeps deps;
-  deps.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{opts.sysfs_root, verbs.get()});
+  deps.sources = node::BuildDeviceSources(watch_flags, opts.sysfs_root);
   deps.netns_mode = []() -> StatusOr<RdmaNetnsMode> {
     RDMAK8S_ASSIGN_OR_RETURN(auto nl, NewRdmaNetlink());
     return nl->GetNetnsMode();
   };
-  auto links = NewLinkMonitor();
-  if (links.ok()) {
-    deps.link_monitor = std::move(links).value();
-  } else {
-    SPDLOG_WARN("link events unavailable ({}): health follows the periodic rescan",
-                 links.status().message());
-  }
-  if (!no_verbs) {
-    auto events = node::NewIbverbsEventSource();
-    if (events.ok()) deps.device_events = std::move(events).value();
-  }
-  auto uevents = node::NewKernelUeventSource();
-  if (uevents.ok()) {
-    deps.uevents = std::move(uevents).value();
-  } else {
-    SPDLOG_WARN("uevents unavailable ({}): RDMA devices registered without a new netdev are "
-                 "found by the periodic rescan",
-                 uevents.status().message());
-  }
   deps.metrics = &metrics;
 
   dp::Daemon daemon(opts, std::move(deps));

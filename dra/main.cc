@@ -26,17 +26,13 @@
 #include "dra/metrics.h"
 #include "dra/plugin.h"
 #include "dra/preparer.h"
-#include "node/device_events.h"
+#include "node/device_watch_setup.h"
 #include "node/listen_retry.h"
 #include "node/program_main.h"
 #include "node/socket_dir_watch.h"
 #include "node/stop_signals.h"
-#include "node/uevent.h"
 #include "rdmak8s/command_line.h"
-#include "rdmak8s/discovery.h"
 #include "rdmak8s/path_flag.h"
-#include "rdmak8s/route_netlink.h"
-#include "rdmak8s/verbs.h"
 
 namespace {
 
@@ -152,11 +148,9 @@ int RealMain(int argc, char** argv) {
   std::string sysfs_root = "/sys";
   std::string kubeconfig;
   std::string service_account_dir = dra::kServiceAccountDir;
-  int rescan_s = 300;
-  double port_poll_s = 2;
+  node::DeviceWatchFlags watch_flags;  // --rescan-interval, --port-poll-interval, --no-verbs
   int shares = 0;
   int verbosity = 0;
-  bool no_verbs = false;
   bool no_api_server = false;
   bool delete_slices_on_exit = false;
   // As the device plugin's: loopback unless told (the paths have no authentication); the
@@ -214,15 +208,7 @@ int RealMain(int argc, char** argv) {
                  "where the host's /dev is mounted (CDI host paths; container paths stay "
                  "/dev/infiniband/...)")->capture_default_str()
       ->transform(AbsolutePath());
-  app.add_option("--rescan-interval", rescan_s, "seconds between safety-net full rescans")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 86400));
-  app.add_option("--port-poll-interval", port_poll_s,
-                 "seconds between re-reads of every device's port state files (a port that goes "
-                 "down without a netdev event, e.g. InfiniBand without verbs); 0 disables")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 3600.0));
-  app.add_flag("--no-verbs", no_verbs, "do not open devices with libibverbs");
+  node::AddDeviceWatchFlags(app, watch_flags);
   std::string taint_effect = dra::kDefaultTaintEffect;
   app.add_option("--unhealthy-taint-effect", taint_effect,
                  "the effect of the taint on a device whose port is not usable: NoSchedule (new "
@@ -318,31 +304,13 @@ int RealMain(int argc, char** argv) {
     reader = std::make_unique<dra::ApiClaimReader>(api.get(), versions.get());
   }
 
-  std::unique_ptr<VerbsQuery> verbs;
-  if (!no_verbs) verbs = NewIbverbsQuery();
-  dra::HealthWatcherDeps deps;
-  deps.filter = std::move(filter);
-  deps.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{sysfs_root, verbs.get()});
   // The loop wakes at least once per rescan; a rescan (discovery) itself is short.
-  const auto watch_stall = 2 * std::chrono::seconds(rescan_s) + std::chrono::minutes(1);
-  deps.on_wakeup = [&metrics, watch_stall] { metrics.Heartbeat("device watch loop", watch_stall); };
-  if (auto links = NewLinkMonitor(); links.ok()) {
-    deps.links = std::move(links).value();
-  } else {
-    SPDLOG_WARN("link events unavailable ({}): health follows the periodic rescan",
-                links.status().message());
-  }
-  if (auto uevents = node::NewKernelUeventSource(); uevents.ok()) {
-    deps.uevents = std::move(uevents).value();
-  } else {
-    SPDLOG_WARN("uevents unavailable ({})", uevents.status().message());
-  }
-  if (!no_verbs) {
-    if (auto events = node::NewIbverbsEventSource(); events.ok()) deps.async_events = std::move(events).value();
-  }
-
-  dra::HealthWatcher watcher(std::move(deps), sysfs_root, &catalog, std::chrono::seconds(rescan_s),
-                             std::chrono::milliseconds(static_cast<int64_t>(port_poll_s * 1000)));
+  const auto watch_stall = 2 * std::chrono::seconds(watch_flags.rescan_s) + std::chrono::minutes(1);
+  dra::HealthWatcher watcher(node::BuildDeviceSources(watch_flags, sysfs_root),
+                             node::DeviceWatchOptionsFrom(watch_flags, sysfs_root),
+                             std::move(filter), &catalog, [&metrics, watch_stall] {
+                               metrics.Heartbeat("device watch loop", watch_stall);
+                             });
   if (Status s = watcher.Start(); !s.ok()) {
     SPDLOG_ERROR("start: {}", s.message());
     return 1;

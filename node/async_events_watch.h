@@ -1,10 +1,10 @@
 // Which devices a verbs async event source (device_events.h) listens on, kept equal to the
-// tracker's present devices, the one rule both agents' event loops follow: Watch() is called
-// only when the present devices differ from what the source last listened on (it reopens every
-// context, so a rescan that changed nothing must not), and again after a fatal event even when
-// the list is the same (the source dropped that device's context: what is back must be
-// reopened). A failed Watch is forgotten too, so the next Update retries. A source starts
-// listening on nothing, so no device present means no Watch call.
+// tracker's present devices, the rule the device watch (device_watch.h) applies after every
+// change: Watch() is called only when the present devices differ from what the source last
+// listened on (it reopens every context, so a rescan that changed nothing must not), and again
+// after a fatal event even when the list is the same (the source dropped that device's context:
+// what is back must be reopened). A failed Watch is forgotten too, so the next Update retries.
+// A source starts listening on nothing, so no device present means no Watch call.
 // Not thread safe: the event loop's thread.
 #pragma once
 

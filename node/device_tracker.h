@@ -23,7 +23,7 @@
 // is never listed by Present(), so nobody opens a verbs context on it.
 //
 // Every method logs the decisions it makes (found, now unhealthy, moved, forgotten) once, here;
-// the caller publishes the result. Not thread safe: one thread (the daemon's event loop).
+// the caller publishes the result. Not thread safe: the device watch's thread.
 #pragma once
 
 #include <map>

@@ -1,7 +1,7 @@
 // What the node's events mean for a DeviceTracker: one batch of link events (rtnetlink), kernel
 // uevents or verbs async events applied to the tracker, and what the caller must do next. The
-// device plugin's daemon and the DRA driver's health watcher both drive their tracker through
-// these, so a port going down means the same thing in both.
+// device watch both agents run (device_watch.h) drives its tracker through these and decides
+// what the outcomes lead to (when to publish, when to re-watch).
 //
 // Each function reads what is queued on its source without blocking, logs what it decided
 // (once, here), and reports:

@@ -243,5 +243,45 @@ TEST_F(DaemonTest, RdmaDeviceRegisteredWithoutANewNetdevIsFoundThroughItsUevent)
   close(sv[1]);
 }
 
+
+// The device watch's decisions (node/device_watch.h), as the device plugin runs them; the DRA
+// driver's health_watcher_test.cc shows the same for the driver.
+
+// Two ports that went down together, told in one batch of verbs events: kubelet gets one
+// update saying both, never one saying the first is down and the second still up.
+TEST_F(DaemonTest, ABatchOfVerbsEventsIsPublishedOnce) {
+  UseFixture("mlx5_roce_sriov");
+  WriteConfig(kSriovConfig);
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) {
+    return HealthOf(r, "0000:5e:00.2") == "Healthy" && HealthOf(r, "0000:5e:00.3") == "Healthy";
+  }));
+  ASSERT_TRUE(WaitUntilReady());  // every stream open: nothing but the batch moves the count now
+  const size_t before = kubelet_->UpdateCount("rdma/vfs");
+  WriteFile(sys("class/infiniband/mlx5_1/ports/1/state"), "1: DOWN\n");
+  WriteFile(sys("class/infiniband/mlx5_2/ports/1/state"), "1: DOWN\n");
+  events_->InjectBatch({{"mlx5_1", 1, "port error"}, {"mlx5_2", 1, "port error"}});
+  ASSERT_TRUE(WaitFor("rdma/vfs", [](const Resp& r) {
+    return HealthOf(r, "0000:5e:00.2") == "Unhealthy" && HealthOf(r, "0000:5e:00.3") == "Unhealthy";
+  }));
+  EXPECT_EQ(kubelet_->UpdateCount("rdma/vfs"), before + 1) << "one batch, more than one update";
+}
+
+// A verbs event whose re-read finds the device gone (hot-unplugged): the present devices changed,
+// so the async events follow them, whatever source told it.
+TEST_F(DaemonTest, AVerbsEventThatFindsTheDeviceGoneStopsWatchingIt) {
+  UseFixture("mlx5_ib_2port");
+  WriteConfig(R"({"pools": [{"name": "p", "mode": "exclusive", "selectors": {}}]})");
+  ASSERT_TRUE(StartDaemon().ok());
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "0000:3b:00.0") == "Healthy"; }));
+  ASSERT_EQ(events_->watched(), std::vector<std::string>{"mlx5_0"});
+  fs::rename(sys("class/infiniband/mlx5_0"), root_ + "/mlx5_0.link");
+  fs::rename(sys("bus/pci/devices/0000:3b:00.0"), root_ + "/hca.link");
+  events_->Inject({"mlx5_0", 1, "port error"});
+  ASSERT_TRUE(WaitFor("rdma/p", [](const Resp& r) { return HealthOf(r, "0000:3b:00.0") == "Unhealthy"; }));
+  // The watch is updated before the publish: what kubelet saw, the source already follows.
+  EXPECT_TRUE(events_->watched().empty()) << "still listening on a device that is gone";
+}
+
 }  // namespace
 }  // namespace rdmak8s::dp

@@ -148,15 +148,15 @@ class DaemonTest : public ::testing::Test {
     auto discovery = std::make_unique<CountingDiscovery>(
         std::make_unique<SysfsDiscovery>(DiscoveryOptions{root_ + "/sys", nullptr}));
     discovery_ = discovery.get();
-    deps.discovery = std::move(discovery);
+    deps.sources.discovery = std::move(discovery);
     deps.netns_mode = [this]() -> StatusOr<RdmaNetnsMode> { return netns_mode_.load(); };
     auto links = std::make_unique<FakeLinkMonitor>();
     links_ = links.get();
-    deps.link_monitor = std::move(links);
+    deps.sources.links = std::move(links);
     auto events = std::make_unique<FakeDeviceEventSource>();
     events_ = events.get();
-    deps.device_events = std::move(events);
-    if (uevent_fd_ >= 0) deps.uevents = node::NewUeventSourceOnFd(std::exchange(uevent_fd_, -1));
+    deps.sources.async_events = std::move(events);
+    if (uevent_fd_ >= 0) deps.sources.uevents = node::NewUeventSourceOnFd(std::exchange(uevent_fd_, -1));
     deps.metrics = metrics_.get();
     deps.before_socket_rename = before_socket_rename_;
     daemon_ = std::make_unique<Daemon>(options_, std::move(deps));

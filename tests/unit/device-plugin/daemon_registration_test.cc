@@ -132,7 +132,7 @@ TEST_F(DaemonTest, AnOldInstanceStoppingLeavesTheNewInstancesSocket) {
   ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));
 
   DaemonDeps deps;
-  deps.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{root_ + "/sys", nullptr});
+  deps.sources.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{root_ + "/sys", nullptr});
   deps.netns_mode = []() -> StatusOr<RdmaNetnsMode> { return RdmaNetnsMode::kExclusive; };
   Daemon next(options_, std::move(deps));
   ASSERT_TRUE(next.Start().ok());
@@ -294,7 +294,7 @@ TEST_F(DaemonTest, ConfigInTheKubeletDirDoesNotHideKubeletRestarts) {
   ASSERT_TRUE(kubelet_->Start().ok());
   options_.config_path = cfg;
   DaemonDeps deps;
-  deps.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{root_ + "/sys", nullptr});
+  deps.sources.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{root_ + "/sys", nullptr});
   options_.kubelet_dir = kubelet_dir_;
   options_.plugins_registry_dir = root_ + "/registry";
   options_.sysfs_root = root_ + "/sys";

@@ -21,10 +21,12 @@ class EventQueue {
   EventQueue() : fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
   ~EventQueue() { close(fd_); }
   int fd() const { return fd_; }
-  void Push(Event e) {
+  void Push(Event e) { PushAll({std::move(e)}); }
+  // One batch: whoever reads the fd sees all of them in one read.
+  void PushAll(std::vector<Event> es) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      q_.push_back(std::move(e));
+      for (auto& e : es) q_.push_back(std::move(e));
     }
     uint64_t one = 1;
     (void)!write(fd_, &one, sizeof(one));
@@ -80,6 +82,8 @@ class FakeDeviceEventSource : public node::DeviceEventSource {
   }
   // Thread safe.
   void Inject(node::DeviceEvent e) { q_.Push(std::move(e)); }
+  // Several events the source delivers in one read (one batch).
+  void InjectBatch(std::vector<node::DeviceEvent> es) { q_.PushAll(std::move(es)); }
   std::vector<std::string> watched() const {
     std::lock_guard<std::mutex> lock(mu_);
     return watched_;

@@ -31,8 +31,7 @@ class HealthWatcherTest : public ::testing::Test {
     sys_ = tmp_.path() + "/sys";
     fs::copy(std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/" + fixture, sys_,
              fs::copy_options::recursive | fs::copy_options::copy_symlinks);
-    HealthWatcherDeps deps;
-    deps.filter = std::move(filter);
+    node::DeviceSources deps;
     deps.discovery = std::make_unique<SysfsDiscovery>(DiscoveryOptions{sys_, nullptr});
     auto links = std::make_unique<dp::FakeLinkMonitor>();
     auto events = std::make_unique<dp::FakeDeviceEventSource>();
@@ -41,8 +40,9 @@ class HealthWatcherTest : public ::testing::Test {
     deps.links = std::move(links);
     deps.async_events = std::move(events);
     // No periodic rescan within the test: only the events can make the change visible.
-    watcher_ = std::make_unique<HealthWatcher>(std::move(deps), sys_, &catalog_, std::chrono::hours(1),
-                                               port_poll);
+    watcher_ = std::make_unique<HealthWatcher>(
+        std::move(deps), node::DeviceWatchOptions{sys_, std::chrono::hours(1), port_poll},
+        std::move(filter), &catalog_);
     ASSERT_TRUE(watcher_->Start().ok());
     run_ = std::thread([this] { run_status_ = watcher_->Run(); });
   }
@@ -207,6 +207,40 @@ TEST_F(HealthWatcherTest, ARescanWithTheSameDevicesDoesNotReopenAsyncEventsButAF
   ASSERT_TRUE(AfterChange(while_down, "mlx5-0", true).has_value()) << "the fatal event's rescan did not run";
   EXPECT_EQ(events_->watch_calls(), 2) << "after a fatal event the device must be watched again";
   EXPECT_EQ(events_->watched(), std::vector<std::string>{"mlx5_0"});
+}
+
+// The device watch's decisions (node/device_watch.h), as the driver runs them; the device
+// plugin's daemon_device_events_test.cc shows the same for the plugin.
+
+// Two ports that went down together, told in one batch of verbs events: one catalog update
+// saying both.
+TEST_F(HealthWatcherTest, ABatchOfVerbsEventsIsPublishedOnce) {
+  StartOn("mlx5_roce_sriov");
+  ASSERT_TRUE(catalog_.Find(kPool, "mlx5-1").has_value());
+  ASSERT_TRUE(catalog_.Find(kPool, "mlx5-2").has_value());
+  const uint64_t before = catalog_.generation();
+  Write("class/infiniband/mlx5_1/ports/1/state", "1: DOWN\n");
+  Write("class/infiniband/mlx5_2/ports/1/state", "1: DOWN\n");
+  events_->InjectBatch({{"mlx5_1", 1, "port error"}, {"mlx5_2", 1, "port error"}});
+  ASSERT_TRUE(AfterChange(before, "mlx5-2", false).has_value());
+  auto first = catalog_.Find(kPool, "mlx5-1");
+  ASSERT_TRUE(first.has_value());
+  EXPECT_FALSE(first->health.healthy);
+  EXPECT_EQ(catalog_.generation(), before + 1) << "one batch, more than one update";
+}
+
+// A verbs event whose re-read finds the device gone (hot-unplugged): the present devices changed,
+// so the async events follow them, whatever source told it.
+TEST_F(HealthWatcherTest, AVerbsEventThatFindsTheDeviceGoneStopsWatchingIt) {
+  StartOn("mlx5_ib_2port");
+  ASSERT_EQ(events_->watched(), std::vector<std::string>{"mlx5_0"});
+  const uint64_t before = catalog_.generation();
+  fs::rename(sys_ + "/class/infiniband/mlx5_0", tmp_.path() + "/mlx5_0.link");
+  fs::rename(sys_ + "/bus/pci/devices/0000:3b:00.0", tmp_.path() + "/hca.link");
+  events_->Inject({"mlx5_0", 1, "port error"});
+  ASSERT_NE(catalog_.WaitForChange(before, std::chrono::steady_clock::now() + kWait), before);
+  // The watch is updated before the publish: what the catalog shows, the source already follows.
+  EXPECT_TRUE(events_->watched().empty()) << "still listening on a device that is gone";
 }
 
 }  // namespace

@@ -7,32 +7,17 @@
 
 #include <gtest/gtest.h>
 
-#include "support/temp_dir.h"
 #include "unit/device-plugin/node_sysfs.h"
+#include "unit/node/tracker_fixture.h"
 
 namespace rdmak8s::node {
 namespace {
 
 namespace fs = std::filesystem;
 
-class DeviceTrackerTest : public ::testing::Test {
+class DeviceTrackerTest : public TrackerFixture {
  protected:
-  void UseFixture(const std::string& name) {
-    ASSERT_FALSE(tmp_.path().empty());
-    fs::copy(std::string(RDMAK8S_FIXTURES_DIR) + "/sysfs/" + name, sys(""),
-             fs::copy_options::recursive | fs::copy_options::copy_symlinks);
-    discovery_ = std::make_unique<SysfsDiscovery>(DiscoveryOptions{sys(""), nullptr});
-    tracker_ = std::make_unique<DeviceTracker>(discovery_.get(), sys(""));
-  }
-  std::string sys(const std::string& rel) const { return tmp_.path() + "/sys/" + rel; }
-  void Write(const std::string& rel, const std::string& text) { std::ofstream(sys(rel)) << text; }
-
-  const TrackedDevice& At(const std::string& dev) { return tracker_->devices().at(dev); }
-
-  testing::TempDir tmp_;
   testing::NodeSysfs node_{tmp_.path() + "/sys", tmp_.path() + "/pod"};
-  std::unique_ptr<SysfsDiscovery> discovery_;
-  std::unique_ptr<DeviceTracker> tracker_;
 };
 
 TEST_F(DeviceTrackerTest, RescanTracksEveryDeviceOfTheNodeWithItsHealth) {

@@ -268,9 +268,17 @@ StatusOr<std::vector<AttachmentFacts>> ReadAttachmentFacts(const std::string& di
     RDMAK8S_RETURN_IF_ERROR_CTX(trusted, "attachment facts");
   }
   RDMAK8S_ASSIGN_OR_RETURN(std::vector<std::string> names, Names(claim_dir, kSuffix));
+  // <driver>.<device>.<attachment>.json: the device (a DNS label) and the attachment (hex) have
+  // no '.', so the driver is what precedes the last two ('.'s of its own included).
   std::vector<std::string> ours;
   for (auto& n : names) {
-    if (n.rfind(driver + ".", 0) == 0) ours.push_back(std::move(n));
+    const std::string stem = n.substr(0, n.size() - (sizeof(kSuffix) - 1));
+    const size_t key_dot = stem.rfind('.');
+    const size_t device_dot = key_dot == std::string::npos || key_dot == 0 ? std::string::npos
+                                                                           : stem.rfind('.', key_dot - 1);
+    if (device_dot != std::string::npos && stem.compare(0, device_dot, driver) == 0 && device_dot == driver.size()) {
+      ours.push_back(std::move(n));
+    }
   }
   if (ours.size() > kMaxAttachmentFactsFiles) {
     return FailedPreconditionError("attachment facts " + claim_dir + ": " + std::to_string(ours.size()) +

@@ -52,6 +52,9 @@ TEST(AttachmentFacts, WrittenFactsAreReadBackForTheirClaimAndDriverOnly) {
   other.driver = "gpu.example.com";
   other.device = "gpu-0";
   ASSERT_TRUE(WriteAttachmentFacts(dir, other).ok());
+  AttachmentFacts longer = Facts();  // a driver whose name starts with ours and a '.'
+  longer.driver = "rdma.rdmak8s.io.example";
+  ASSERT_TRUE(WriteAttachmentFacts(dir, longer).ok());
   auto read = ReadAttachmentFacts(dir, "claim-1", "rdma.rdmak8s.io");
   ASSERT_TRUE(read.ok()) << read.status().message();
   ASSERT_EQ(read->size(), 1u);

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/attachment_facts_sample.h"
 #include "support/temp_dir.h"
 
 namespace rdmak8s {
@@ -18,20 +19,8 @@ namespace {
 namespace fs = std::filesystem;
 
 AttachmentFacts Facts(std::string claim = "claim-1", std::string container = "c1") {
-  AttachmentFacts f;
-  f.claim_uid = std::move(claim);
-  f.driver = "rdma.rdmak8s.io";
-  f.device = "mlx5-1";
-  f.rdma_dev = "mlx5_1";
-  f.network = "roce";
-  f.container_id = std::move(container);
-  f.ifname = "net1";
-  f.ports = {1};
-  f.ips = {"10.0.0.5/24", "fd00::5/64"};
-  f.hardware_address = "02:00:00:00:00:05";
-  f.gid = "0000:0000:0000:0000:0000:ffff:0a00:0005";
-  f.gid_index = 3;
-  f.qos = {"trust", "roceTos"};
+  AttachmentFacts f = testing::SampleAttachmentFacts(std::move(claim), std::move(container));
+  f.ips.push_back("fd00::5/64");
   return f;
 }
 

@@ -12,8 +12,10 @@
 #include "dra/preparer.h"
 #include "fakes/fake_api_server.h"
 #include "fakes/fake_claim_reader.h"
+#include "support/attachment_facts_sample.h"
 #include "support/log_capture.h"
 #include "support/temp_dir.h"
+#include "unit/dra/api/fake_api_client.h"
 #include "unit/device-plugin/test_devices.h"
 
 namespace rdmak8s::dra {
@@ -47,31 +49,13 @@ ResourceClaim ClaimModel() {
   return c;
 }
 
-AttachmentFacts Facts() {
-  AttachmentFacts f;
-  f.claim_uid = "uid-1";
-  f.driver = kDriver;
-  f.device = "mlx5-2";
-  f.rdma_dev = "mlx5_2";
-  f.network = "roce";
-  f.container_id = "c1";
-  f.ifname = "net1";
-  f.ports = {1};
-  f.ips = {"10.0.0.5/24"};
-  f.hardware_address = "02:00:0a:00:00:05";
-  f.gid = "0000:0000:0000:0000:0000:ffff:0a00:0005";
-  f.gid_index = 3;
-  return f;
-}
+AttachmentFacts Facts() { return rdmak8s::testing::SampleAttachmentFacts("uid-1", "c1", "mlx5-2"); }
 
 class ClaimStatusReporterTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(server_.Start(tmp_.path() + "/api.sock"));
-    KubeConfig c;
-    c.server = server_.url();
-    c.unix_socket = tmp_.path() + "/api.sock";
-    client_ = std::move(*CurlKubeClient::Create(c));
+    client_ = ClientOf(server_, tmp_.path() + "/api.sock");
     versions_ = std::make_unique<ApiVersionSource>(client_.get());
     writer_ = std::make_unique<ApiClaimStatusWriter>(client_.get(), versions_.get(), kDriver);
     server_.AddClaim(ClaimJson());

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "support/attachment_facts_sample.h"
 #include "unit/device-plugin/test_devices.h"
 
 namespace rdmak8s::dra {
@@ -30,20 +31,8 @@ RdmaDevice RoceDev() {
 }
 
 AttachmentFacts Attached() {
-  AttachmentFacts f;
-  f.claim_uid = "uid-1";
-  f.driver = "rdma.rdmak8s.io";
-  f.device = "mlx5-2";
-  f.rdma_dev = "mlx5_2";
-  f.network = "roce";
-  f.container_id = "c1";
-  f.ifname = "net1";
-  f.ports = {1};
-  f.ips = {"10.0.0.5/24"};
+  AttachmentFacts f = testing::SampleAttachmentFacts("uid-1", "c1", "mlx5-2");
   f.hardware_address = "02:00:0a:00:00:05";
-  f.gid = "0000:0000:0000:0000:0000:ffff:0a00:0005";
-  f.gid_index = 3;
-  f.qos = {"trust", "roceTos"};
   return f;
 }
 

@@ -18,6 +18,7 @@
 #include "fakes/fake_claim_reader.h"
 #include "support/temp_dir.h"
 #include "rdmak8s/attachment_facts.h"
+#include "support/attachment_facts_sample.h"
 #include "unit/device-plugin/test_devices.h"
 
 namespace rdmak8s::dra {
@@ -176,16 +177,7 @@ TEST_F(TrustTableTest, EachOpaqueOptionIsAcceptedOrRefusedAsItsRowSays) {
 }
 
 TEST_F(TrustTableTest, EachAttachmentFactsKeyIsReadAndEveryKeyTheReaderTakesHasItsRow) {
-  AttachmentFacts good;
-  good.claim_uid = "uid-1";
-  good.driver = kDriver;
-  good.device = "mlx5-1";
-  good.rdma_dev = "mlx5_1";
-  good.network = "roce";
-  good.container_id = "c1";
-  good.ifname = "net1";
-  good.ports = {1};
-  good.gid_index = 3;
+  AttachmentFacts good = testing::SampleAttachmentFacts();
   good.pkey = 0x8001;
   const json base = json::parse(AttachmentFactsToJson(good));
   std::set<std::string> rows;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fakes/fake_api_server.h"
+#include "unit/dra/api/fake_api_client.h"
 #include "support/temp_dir.h"
 
 namespace rdmak8s::dra {
@@ -60,10 +61,7 @@ class ClaimStatusWriterTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(server_.Start(dir_.path() + "/api.sock"));
-    KubeConfig c;
-    c.server = server_.url();
-    c.unix_socket = dir_.path() + "/api.sock";
-    client_ = std::move(*CurlKubeClient::Create(c));
+    client_ = ClientOf(server_, dir_.path() + "/api.sock");
     versions_ = std::make_unique<ApiVersionSource>(client_.get());
     writer_ = std::make_unique<ApiClaimStatusWriter>(client_.get(), versions_.get(), kDriver);
     server_.AddClaim(Claim());

@@ -66,17 +66,19 @@ size_t ClaimStatusReporter::pending() const {
   return claims_.size();
 }
 
-std::string ClaimStatusReporter::Inputs(const Claim& c, std::vector<AttachmentFacts>* facts) const {
+std::string ClaimStatusReporter::Inputs(const Claim& c, std::vector<AttachmentFacts>* facts,
+                                        std::string* facts_error) const {
   StatusOr<std::vector<AttachmentFacts>> read =
       ReadAttachmentFacts(options_.pod_devices_dir, c.uid, options_.driver_name);
+  facts->clear();
+  facts_error->clear();
   if (read.ok()) {
     *facts = *std::move(read);
   } else {
     // The status then says what the driver knows; the bad file is the CNI's (or an intruder's).
-    SPDLOG_WARN("claim {}/{}: attachment facts not used: {}", c.namespace_name, c.name, read.status().message());
-    facts->clear();
+    *facts_error = read.status().message();
   }
-  json in = json::array();
+  json in = json::array({*facts_error});
   for (const auto& d : c.devices) in.push_back(DeviceInputs(catalog_->Find(d.pool, d.device)));
   for (const auto& f : *facts) in.push_back(AttachmentFactsToJson(f));
   return in.dump();
@@ -152,8 +154,13 @@ void ClaimStatusReporter::SyncOnce() {
   }
   for (const Claim& c : due) {
     std::vector<AttachmentFacts> facts;
-    const std::string inputs = c.remove ? std::string() : Inputs(c, &facts);
+    std::string facts_error;
+    const std::string inputs = c.remove ? std::string() : Inputs(c, &facts, &facts_error);
     if (!c.remove && inputs == c.written) continue;
+    // Logged when it changes (it is part of the inputs), not on every pass.
+    if (!facts_error.empty()) {
+      SPDLOG_WARN("claim {}/{}: attachment facts not used: {}", c.namespace_name, c.name, facts_error);
+    }
     Status s = Write(c, facts);
     const bool gone = s.code() == StatusCode::kNotFound || s.code() == StatusCode::kFailedPrecondition;
     if (!s.ok() && !gone) {

@@ -77,8 +77,9 @@ class ClaimStatusReporter {
     int failures = 0;
     bool forbidden_logged = false;
   };
-  // What the entries of `c` are built from now, and the facts read (for the build).
-  std::string Inputs(const Claim& c, std::vector<AttachmentFacts>* facts) const;
+  // What the entries of `c` are built from now, the facts read (for the build) and why they
+  // could not be read ("" when they could).
+  std::string Inputs(const Claim& c, std::vector<AttachmentFacts>* facts, std::string* facts_error) const;
   Status Write(const Claim& c, const std::vector<AttachmentFacts>& facts);
   void Failed(const std::string& uid, const Status& s);
   void Run();

@@ -153,6 +153,25 @@ TEST_F(ClaimStatusReporterTest, WithoutTheRbacThePrepareSucceedsAndTheMissingGra
       << metrics_.Scrape();
 }
 
+TEST_F(ClaimStatusReporterTest, AFactsFileOthersCouldWriteIsLeftOutAndNamedInTheLogOnce) {
+  server_.GrantClaimStatus({kDriver});
+  ASSERT_TRUE(WriteAttachmentFacts(tmp_.path() + "/pods", Facts()).ok());
+  std::string planted;
+  for (const auto& e : fs::directory_iterator(tmp_.path() + "/pods/.attachments/uid-1")) planted = e.path();
+  fs::permissions(planted, fs::perms::others_write, fs::perm_options::add);
+  rdmak8s::testing::LogCapture log;
+  ASSERT_TRUE(preparer_->Prepare(Ref()).ok());
+  reporter_->SyncOnce();
+  reporter_->SyncOnce();
+  ASSERT_EQ(Devices().size(), 1u);
+  EXPECT_FALSE(Devices()[0].contains("networkData"));
+  EXPECT_EQ(Conditions(), "Ready=True PortActive=True GidPresent=Unknown QosApplied=Unknown ");
+  const std::string text = log.Text();
+  const size_t first = text.find("W claim team/nic-claim: attachment facts not used: " + planted);
+  ASSERT_NE(first, std::string::npos) << text;
+  EXPECT_EQ(text.find("W claim team/nic-claim: attachment", first + 1), std::string::npos) << text;
+}
+
 TEST_F(ClaimStatusReporterTest, TheLoopWritesAPreparedClaimWithoutBeingAsked) {
   server_.GrantClaimStatus({kDriver});
   reporter_->Start();

@@ -226,7 +226,7 @@ Status RemoveAttachmentFacts(const std::string& dir, const std::string& network,
   const std::string root = dir + "/" + kDirName;
   Status trusted = CheckOwnedDir(root);
   if (trusted.code() == StatusCode::kNotFound) return Status::Ok();
-  RDMAK8S_RETURN_IF_ERROR_CTX(trusted, "remove attachment facts");
+  if (!trusted.ok()) return trusted.Prepend("remove attachment facts");
   const std::string suffix = "." + AttachmentKey(network, container_id, ifname) + kSuffix;
   DIR* d = ::opendir(root.c_str());
   if (d == nullptr) return ErrnoError(errno, "open " + root);
@@ -265,7 +265,7 @@ StatusOr<std::vector<AttachmentFacts>> ReadAttachmentFacts(const std::string& di
   for (const std::string* d : {&dir, &root, &claim_dir}) {
     Status trusted = CheckOwnedDir(*d);
     if (trusted.code() == StatusCode::kNotFound) return out;
-    RDMAK8S_RETURN_IF_ERROR_CTX(trusted, "attachment facts");
+    if (!trusted.ok()) return trusted.Prepend("attachment facts");
   }
   RDMAK8S_ASSIGN_OR_RETURN(std::vector<std::string> names, Names(claim_dir, kSuffix));
   // <driver>.<device>.<attachment>.json: the device (a DNS label) and the attachment (hex) have
@@ -314,7 +314,7 @@ Status RemoveClaimAttachmentFacts(const std::string& dir, const std::string& cla
   const std::string claim_dir = dir + "/" + kDirName + "/" + claim_uid;
   Status trusted = CheckOwnedDir(claim_dir);
   if (trusted.code() == StatusCode::kNotFound) return Status::Ok();
-  RDMAK8S_RETURN_IF_ERROR_CTX(trusted, "remove attachment facts");
+  if (!trusted.ok()) return trusted.Prepend("remove attachment facts");
   RDMAK8S_ASSIGN_OR_RETURN(std::vector<std::string> names, Names(claim_dir, ""));
   for (const auto& name : names) {
     if (name == "." || name == "..") continue;

@@ -169,6 +169,28 @@ TEST_F(ClaimStatusWriterTest, TheFakeServerRefusesWhatTheRealOneValidates) {
   EXPECT_NE(s.message().find("Duplicate value"), std::string::npos) << s.message();
 }
 
+TEST_F(ClaimStatusWriterTest, AShareOfAConsumableCapacityDeviceIsNamedByItsShareId) {
+  constexpr char kShare[] = "0b5ae5c4-1f60-4e0e-9d55-1c2b6f3b7d01";
+  json c = Claim();
+  c["status"]["allocation"]["devices"]["results"][0]["shareID"] = kShare;
+  server_.AddClaim(c);
+  std::vector<AllocatedDevice> seen;
+  auto with_share = [&](const std::vector<AllocatedDevice>& ours, const json& current) {
+    seen = ours;
+    json out = Entries()(ours, current);
+    for (size_t i = 0; i < ours.size(); ++i) out[i]["shareID"] = ours[i].share_id;
+    return out;
+  };
+  Status s = writer_->Update("ml", "train", "claim-uid", with_share, Soon());
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(seen, (std::vector<AllocatedDevice>{{"nic", "node1", "mlx5-1", kShare}}));
+  EXPECT_EQ(Devices()[0]["shareID"], kShare);
+  // The same device without its share is not the allocated one.
+  ASSERT_TRUE(writer_->Update("ml", "train", "claim-uid", None(), Soon()).ok());
+  s = writer_->Update("ml", "train", "claim-uid", Entries(), Soon());
+  EXPECT_NE(s.message().find("must be an allocated device in the claim"), std::string::npos) << s.message();
+}
+
 TEST_F(ClaimStatusWriterTest, AClaimGoneOrReplacedOrDeallocatedIsNotWritten) {
   EXPECT_EQ(writer_->Update("ml", "gone", "claim-uid", Entries(), Soon()).code(), StatusCode::kNotFound);
   EXPECT_EQ(writer_->Update("ml", "train", "other-uid", Entries(), Soon()).code(), StatusCode::kFailedPrecondition);

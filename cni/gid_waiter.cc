@@ -32,7 +32,8 @@ Status GidWaiter::EnsureIpv6(const Netns& pod) {
 }
 
 Status GidWaiter::CheckGids(const AttachmentRecord& rec, const Netns& pod,
-                             const std::vector<uint32_t>& ports, int timeout_ms, bool report) {
+                             const std::vector<uint32_t>& ports, int timeout_ms, bool report,
+                             std::vector<FoundGid>* found_out) {
   auto route = OpenRouteNetlink(o_, &pod);
   if (!route.ok()) return failure_.Fail(kErrIo, route.status().Prepend("open rtnetlink in the pod"));
   auto link = (*route)->GetLinkByName(ifname_);
@@ -88,6 +89,7 @@ Status GidWaiter::CheckGids(const AttachmentRecord& rec, const Netns& pod,
       // The index a RoCE application passes as its GID index (ibv_modify_qp's sgid_index,
       // NCCL_IB_GID_INDEX, perftest -x): it varies per pod, so the log says which it is.
       for (const auto& [gid, where] : found) {
+        if (found_out != nullptr) found_out->push_back({wanted[gid], gid, where.first, where.second});
         if (report) {
           log_.Info("RoCE v2 GID index " + std::to_string(where.second) + " for " + wanted[gid] +
                     " on " + rec.rdma_dev + " port " + std::to_string(where.first));

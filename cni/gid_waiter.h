@@ -20,6 +20,14 @@
 
 namespace rdmak8s::cni {
 
+// A RoCE v2 GID of a pod address, where the port's GID table has it.
+struct FoundGid {
+  std::string ip;    // the pod's address ("10.0.0.5")
+  std::string gid;   // GidForIp's form
+  uint32_t port = 0;
+  uint32_t index = 0;  // what RoCE applications pass as their GID index
+};
+
 class GidWaiter {
  public:
   // `options`: the rtnetlink factory and gid_poll_interval_ms. `ifname`: CNI_IFNAME, the pod
@@ -39,8 +47,9 @@ class GidWaiter {
   // GidScope::kFilledPrefix); the whole table only when the prefix stays the same across two
   // polls and on the last look at the deadline (so at once when timeout_ms is 0), a GID past a
   // hole is found then. Nothing is read from the table when the interface has no IP.
+  // `found` (when given) gets each GID found, on success.
   Status CheckGids(const AttachmentRecord& rec, const Netns& pod, const std::vector<uint32_t>& ports,
-                   int timeout_ms, bool report);
+                   int timeout_ms, bool report, std::vector<FoundGid>* found = nullptr);
 
  private:
   const PluginOptions& o_;

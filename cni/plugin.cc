@@ -14,6 +14,7 @@
 
 #include "cni/crash_point.h"
 #include "cni/device_resolver.h"
+#include "cni/dra_attachment.h"
 #include "cni/failure_code.h"
 #include "cni/gid_waiter.h"
 #include "cni/qos_settings.h"
@@ -45,6 +46,7 @@ class Invocation {
         conf_(std::move(conf)),
         log_(log),
         sysfs_root_(paths.sysfs_root),
+        pod_devices_dir_(paths.pod_devices_dir),
         store_(paths.state_dir, [&log](const std::string& m) { log.Error(m); }),
         // The pod's view is the node's sysfs seen from the pod's netns: for the node's own sysfs
         // root, however it was named. Another root (a netconf override: a fixture tree) is read
@@ -76,6 +78,7 @@ class Invocation {
   NetConf conf_;
   Logger& log_;
   std::string sysfs_root_;
+  std::string pod_devices_dir_;  // the DRA records, and the attachment facts for the driver
   StateStore store_;
   FailureCode failure_;
   DeviceResolver resolver_;
@@ -146,6 +149,8 @@ Status Invocation::Add(json* result) {
 
   std::unique_ptr<DcbNetlink> dcb;
   RDMAK8S_RETURN_IF_ERROR(qos_changes_.PlanQosSettings(&rec, *dev, &dcb));
+  AddOutcome added;  // what the DRA driver's claim status gets (cni/dra_attachment.h)
+  added.pkey = conf_.pkey;
 
   // Refuse a QoS conflict before anything is written or moved.
   RDMAK8S_RETURN_IF_ERROR(qos_changes_.CheckQosConflicts(rec));
@@ -195,7 +200,7 @@ Status Invocation::Add(json* result) {
     // invocations see this attachment as live (its device, its knobs); a DEL or GC may even
     // release it, which is why it is read back under the lock before deciding.
     lock.reset();
-    Status waited = gids_.CheckGids(rec, *pod, ports, conf_.gid_timeout_ms, /*report=*/true);
+    Status waited = gids_.CheckGids(rec, *pod, ports, conf_.gid_timeout_ms, /*report=*/true, &added.gids);
     const int wait_code = failure_.code();
     auto relock = store_.Acquire();
     if (!relock.ok()) {  // no rollback without the lock: the record stays for DEL/GC
@@ -232,6 +237,11 @@ Status Invocation::Add(json* result) {
     }
   }
   *result = std::move(*converted);
+  // Informative only: the pod is wired whether or not the claim's status can say so.
+  added.result = result;
+  if (Status s = RecordDraAttachment(pod_devices_dir_, env_.args, rec, added); !s.ok()) {
+    log_.Warning("DRA claim status: " + s.message());
+  }
   CrashPoint("add.done");
   return Status::Ok();
 }
@@ -255,7 +265,9 @@ Status Invocation::Del() {
     }
     return failure_.Fail(kErrState, rec.status());
   }
-  return mover_.Release(*rec);
+  RDMAK8S_RETURN_IF_ERROR(mover_.Release(*rec));
+  if (Status s = ForgetDraAttachment(pod_devices_dir_, *rec); !s.ok()) log_.Warning("DRA claim status: " + s.message());
+  return Status::Ok();
 }
 
 Status Invocation::Check() {
@@ -300,6 +312,8 @@ Status Invocation::Gc() {
     if (Status s = mover_.Release(rec); !s.ok() && first.ok()) {
       first = s.Prepend("GC " + rec.Key());
       first_code = failure_.code();
+    } else if (Status f = ForgetDraAttachment(pod_devices_dir_, rec); !f.ok()) {
+      log_.Warning("DRA claim status: " + f.message());
     }
   }
   if (!released) {  // (each Release already retried them)

@@ -16,11 +16,13 @@
 #include <spdlog/spdlog.h>
 
 #include "dra/api/claim_reader.h"
+#include "dra/api/claim_status_writer.h"
 #include "dra/api/kube_client.h"
 #include "dra/api/kube_config.h"
 #include "dra/api/slice_publisher.h"
 #include "dra/api/slice_sync.h"
 #include "dra/claim_reader.h"
+#include "dra/claim_status_reporter.h"
 #include "dra/device_catalog.h"
 #include "dra/health_watcher.h"
 #include "dra/metrics.h"
@@ -283,6 +285,7 @@ int RealMain(int argc, char** argv) {
   std::unique_ptr<dra::ApiVersionSource> versions;
   std::unique_ptr<dra::SlicePublisher> publisher;
   std::unique_ptr<dra::ClaimReader> reader;
+  std::unique_ptr<dra::ClaimStatusWriter> status_writer;
   if (no_api_server) {
     SPDLOG_WARN("--no-api-server: no ResourceSlices are published and every claim fails");
     reader = std::make_unique<NoApiServerClaimReader>();
@@ -302,6 +305,7 @@ int RealMain(int argc, char** argv) {
     publisher_opts.taint_effect = taint_effect;
     publisher = std::make_unique<dra::SlicePublisher>(api.get(), publisher_opts, versions.get());
     reader = std::make_unique<dra::ApiClaimReader>(api.get(), versions.get());
+    status_writer = std::make_unique<dra::ApiClaimStatusWriter>(api.get(), versions.get(), prep.driver_name);
   }
 
   // The loop wakes at least once per rescan; a rescan (discovery) itself is short.
@@ -319,6 +323,21 @@ int RealMain(int argc, char** argv) {
   if (!preparer.ok()) {
     SPDLOG_ERROR("start: {}", preparer.status().message());
     return 1;
+  }
+  // The claims' status.devices entries (claim_status_reporter.h): the checkpoint's claims are
+  // reported again (the CNI's facts may have come while the driver was down).
+  std::unique_ptr<dra::ClaimStatusReporter> status_reporter;
+  if (status_writer) {
+    dra::ClaimStatusReporterOptions status_opts;
+    status_opts.driver_name = prep.driver_name;
+    status_opts.pod_devices_dir = prep.pod_devices_dir;
+    status_reporter = std::make_unique<dra::ClaimStatusReporter>(status_opts, status_writer.get(),
+                                                                 &catalog, &metrics);
+    for (const auto& [uid, claim] : (*preparer)->Claims()) {
+      if (claim.phase == dra::ClaimPhase::kPrepared) status_reporter->Prepared(claim);
+    }
+    (*preparer)->ReportStatusTo(status_reporter.get());
+    status_reporter->Start();
   }
   // The slice loop: publishes at start, on catalog changes, on every event of its watch on our
   // slices (kubelet and the garbage collector delete them), on each kubelet registration and
@@ -371,6 +390,7 @@ int RealMain(int argc, char** argv) {
 
   if (api) api->StopRetries();  // a publish in a 429/5xx backoff ends now
   plugin.Stop();
+  if (status_reporter) status_reporter->Stop();
   watcher.Stop();
   watch.join();
   catalog.Shutdown();  // ends the slice loop

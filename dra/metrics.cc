@@ -87,6 +87,11 @@ class DraMetrics::Impl {
                             .Register(*registry)
                             .Add({}, prometheus::Histogram::BucketBoundaries{
                                          0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 45})),
+        claim_status_writes(prometheus::BuildCounter()
+                                .Name("rdmak8s_dra_claim_status_writes_total")
+                                .Help("Writes of this driver's status.devices entries of a claim, by "
+                                      "result (ok, forbidden: the RBAC is missing, error)")
+                                .Register(*registry)),
         api_errors(prometheus::BuildCounter()
                        .Name("rdmak8s_dra_api_errors_total")
                        .Help("API server answers that were errors (code: HTTP status; none: no "
@@ -115,6 +120,7 @@ class DraMetrics::Impl {
   prometheus::Family<prometheus::Counter>& prepares;
   prometheus::Family<prometheus::Counter>& unprepares;
   prometheus::Histogram& prepare_seconds;
+  prometheus::Family<prometheus::Counter>& claim_status_writes;
   prometheus::Family<prometheus::Counter>& api_errors;
   prometheus::Gauge& ready;
   // /metrics and the probes (node/agent_http.h), made by DraMetrics' constructor: its answers
@@ -152,6 +158,11 @@ void DraMetrics::ObservePrepare(bool ok, std::chrono::duration<double> took) {
 void DraMetrics::CountUnprepare(bool ok) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->unprepares.Add({{"result", ok ? "ok" : "error"}}).Increment();
+}
+
+void DraMetrics::CountClaimStatusWrite(std::string_view result) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->claim_status_writes.Add({{"result", std::string(result)}}).Increment();
 }
 
 void DraMetrics::ObservePublish(bool ok, int slices, int devices) {

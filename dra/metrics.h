@@ -52,6 +52,9 @@ class DraMetrics {
   void ObservePrepare(bool ok, std::chrono::duration<double> took);
   // One claim of a NodeUnprepareResources call.
   void CountUnprepare(bool ok);
+  // One write of a claim's status.devices entries (claim_status_reporter.h): "ok",
+  // "forbidden" (the server refused it: RBAC), "error".
+  void CountClaimStatusWrite(std::string_view result);
   // One publish pass of the slice loop; on success, what the server now holds of this node's
   // pool.
   void ObservePublish(bool ok, int slices, int devices);

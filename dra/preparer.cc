@@ -11,6 +11,7 @@
 #include "dra/claim_cdi_spec.h"
 #include "node/allocate.h"
 #include "node/cdi_spec.h"
+#include "rdmak8s/attachment_facts.h"
 #include "rdmak8s/json_reader.h"
 #include "rdmak8s/pod_devices.h"
 #include "rdmak8s/strings.h"
@@ -251,6 +252,7 @@ StatusOr<std::vector<PreparedDevice>> Preparer::Prepare(const ClaimRef& ref,
   claims_ = std::move(next);
   SPDLOG_INFO("prepared {}: {} device(s) for {} pod(s)", Named(ref), rec.devices.size(),
               rec.pod_uids.size());
+  if (reporter_ != nullptr) reporter_->Prepared(rec);
   return rec.devices;
 }
 
@@ -294,6 +296,9 @@ Status Preparer::Unprepare(const ClaimRef& ref) {
   if (::unlink(spec.c_str()) != 0 && errno != ENOENT) {
     return ErrnoError(errno, "remove " + spec).Prepend("unprepare " + Named(ref));
   }
+  RDMAK8S_RETURN_IF_ERROR_CTX(RemoveClaimAttachmentFacts(options_.pod_devices_dir, ref.uid),
+                              "unprepare " + Named(ref));
+  if (reporter_ != nullptr) reporter_->Unprepared(ref.uid);
   if (it == claims_.end()) return Status::Ok();
   ClaimMap next = claims_;
   next.erase(ref.uid);

@@ -28,8 +28,8 @@
 //   The pod UIDs of status.reservedFor must be plain names too (kInvalidArgument before the
 //   write-ahead): they name the pod records.
 //   Returns the devices kubelet gets, with their CDI device IDs.
-// Unprepare(ref): never waits on the API server. Removes the claim's CDI spec and pod records and
-//   forgets it (a pod UID that cannot name a record, left by an older driver, is skipped). A claim the
+// Unprepare(ref): never waits on the API server. Removes the claim's CDI spec, pod records and the
+//   CNI's attachment facts (rdmak8s/attachment_facts.h) and forgets it (a pod UID that cannot name a record, left by an older driver, is skipped). A claim the
 //   checkpoint does not know is success (its spec file, if one was left, is still removed): an
 //   unprepare may run twice, and after a restart that lost nothing there is nothing to undo.
 //
@@ -52,6 +52,7 @@
 
 #include "dra/checkpoint.h"
 #include "dra/claim_reader.h"
+#include "dra/claim_status_reporter.h"
 #include "dra/device_catalog.h"
 #include "rdmak8s/status.h"
 
@@ -98,6 +99,12 @@ class Preparer {
   // What the checkpoint holds now.
   ClaimMap Claims() const;
 
+  // From now on, each claim prepared (read from the API server and written) is handed to
+  // `reporter` (not owned; outlives the preparer), and each unprepared one taken from it: the
+  // claim's status.devices entries (claim_status_reporter.h). Never fails a prepare. Call before
+  // serving kubelet.
+  void ReportStatusTo(ClaimStatusReporter* reporter) { reporter_ = reporter; }
+
  private:
   Preparer(PreparerOptions options, ClaimReader* reader, const DeviceCatalog* catalog,
            ClaimMap claims);
@@ -119,6 +126,7 @@ class Preparer {
   std::map<std::string, int> reads_in_flight_;        // claim UID -> API reads running; mu_
   std::map<std::string, uint64_t> unprepared_at_;     // claim UID -> unprepares_ then; mu_
   uint64_t unprepares_ = 0;                           // unprepares during reads; mu_
+  ClaimStatusReporter* reporter_ = nullptr;
 };
 
 }  // namespace rdmak8s::dra

@@ -274,4 +274,25 @@ std::string Dirname(std::string_view path) {
   return slash == std::string_view::npos ? std::string() : std::string(path.substr(0, slash));
 }
 
+Status CheckOwnedByUs(const std::string& path, const struct stat& st, bool want_dir) {
+  if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+    return FailedPreconditionError(path + " is not a " + (want_dir ? "directory" : "regular file"));
+  }
+  if (st.st_uid != ::geteuid()) {
+    return FailedPreconditionError(path + " is owned by uid " + std::to_string(st.st_uid) +
+                                   ", not " + std::to_string(::geteuid()));
+  }
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    return FailedPreconditionError(path + " is writable by group or others");
+  }
+  return Status::Ok();
+}
+
+Status CheckOwnedDir(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return ErrnoError(errno, "stat " + path);
+  if (S_ISLNK(st.st_mode)) return FailedPreconditionError(path + " is a symlink");
+  return CheckOwnedByUs(path, st, /*want_dir=*/true);
+}
+
 }  // namespace rdmak8s

@@ -25,29 +25,6 @@ constexpr int kVersion = 1;
 constexpr size_t kMaxRecordBytes = 1 << 20;
 constexpr char kSuffix[] = ".json";
 
-// What the writer makes: ours, not a symlink, nobody else may write.
-Status CheckTrusted(const std::string& path, const struct stat& st, bool want_dir) {
-  if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
-    return FailedPreconditionError(path + " is not a " + (want_dir ? "directory" : "regular file"));
-  }
-  if (st.st_uid != ::geteuid()) {
-    return FailedPreconditionError(path + " is owned by uid " + std::to_string(st.st_uid) +
-                                   ", not " + std::to_string(::geteuid()));
-  }
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-    return FailedPreconditionError(path + " is writable by group or others");
-  }
-  return Status::Ok();
-}
-
-// kNotFound when missing; a symlink or an untrusted directory is refused.
-Status CheckTrustedDir(const std::string& path) {
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) return ErrnoError(errno, "stat " + path);
-  if (S_ISLNK(st.st_mode)) return FailedPreconditionError(path + " is a symlink");
-  return CheckTrusted(path, st, /*want_dir=*/true);
-}
-
 json ToJson(const PodClaimRecord& r) {
   json devices = json::array();
   for (const auto& d : r.devices) {
@@ -102,7 +79,7 @@ StatusOr<PodClaimRecord> ReadRecord(const std::string& path) {
   bool untrusted = false;  // CheckTrusted's own error already names the path
   StatusOr<std::string> text = ReadRegularFile(
       path, kMaxRecordBytes, FileLinks::kRefuse, [&](const struct stat& st) {
-        Status trusted = CheckTrusted(path, st, /*want_dir=*/false);
+        Status trusted = CheckOwnedByUs(path, st, /*want_dir=*/false);
         untrusted = !trusted.ok();
         return trusted;
       });
@@ -204,13 +181,13 @@ Status RemovePodClaimRecord(const std::string& dir, const std::string& pod_uid,
 StatusOr<std::vector<PodClaimRecord>> ReadPodClaimRecords(const std::string& dir,
                                                           const std::string& pod_uid) {
   RDMAK8S_RETURN_IF_ERROR(CheckRecordUid("pod UID", pod_uid));
-  Status root = CheckTrustedDir(dir);
+  Status root = CheckOwnedDir(dir);
   if (root.code() == StatusCode::kNotFound) {
     return NotFoundError("no DRA device records for pod " + pod_uid + " (" + dir + " missing)");
   }
   RDMAK8S_RETURN_IF_ERROR(root);
   std::string pod_dir = dir + "/" + pod_uid;
-  Status pod = CheckTrustedDir(pod_dir);
+  Status pod = CheckOwnedDir(pod_dir);
   if (pod.code() == StatusCode::kNotFound) {
     return NotFoundError("no DRA device records for pod " + pod_uid);
   }

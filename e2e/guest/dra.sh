@@ -100,7 +100,7 @@ dra_control_plane_up() {
   shift
   mkdir -p "$DRA_DIR/claims" "$DRA_DIR/tls" /var/lib/kubelet/plugins_registry "$CDI_DIR"
   rdmak8s-fake-api-server --tls-dir "$DRA_DIR/tls" --claims-dir "$DRA_DIR/claims" \
-    --node "$NODE:$uid" > "$API_LOG" 2>&1 < /dev/null &
+    --node "$NODE:$uid" --grant-claim-status "$DRIVER" > "$API_LOG" 2>&1 < /dev/null &
   echo $! > /run/e2e/fake-api-server.pid
   end=$(($(now_ms) + 30000))
   while [ ! -f "$DRA_DIR/tls/kubeconfig" ] && [ "$(now_ms)" -lt $end ] &&
@@ -227,6 +227,35 @@ EOF_POD
     pod_network_up "$pod" "$pod-cni-add-by-pod-uid" || return 1
   done
   pods_reachable
+}
+
+# dra_claim_status: each pod's claim, as the API server holds it, has one status.devices entry of
+# our driver (KEP-4817, docs/dra.md#claim-status-what-the-pod-got) with the pod's address and the
+# RoCE v2 GID index of it, which only the CNI's ADD knew (its attachment facts, read by the
+# driver every 2 s): waited for at most 15 s. Check POD-claim-status; prints the entries.
+dra_claim_status() {
+  local s pod slot puid cuid req name st end
+  local want='length == 1 and .[0].data.gidIndex != null and (.[0].networkData.ips | length) >= 1 and
+              ([.[0].conditions[] | select(.type == "Ready" and .status == "True")] | length) == 1'
+  for s in $DRA_PODS; do
+    IFS=: read -r pod slot puid cuid req <<EOF_POD
+$s
+EOF_POD
+    name=$(claim_name "$pod")
+    end=$(($(now_ms) + 15000))
+    while :; do
+      st=$(api_get "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/$name" |
+           jq -c --arg drv "$DRIVER" '[.status.devices[]? | select(.driver == $drv)]' 2>/dev/null)
+      if echo "$st" | jq -e "$want" >/dev/null 2>&1 || [ "$(now_ms)" -ge $end ]; then break; fi
+      sleep 0.2
+    done
+    if echo "$st" | jq -e "$want" >/dev/null 2>&1; then
+      result "$pod-claim-status" PASS "$(echo "$st" | jq -c '.[0] | {device, conditions: [.conditions[] | "\(.type)=\(.status)"], gidIndex: .data.gidIndex, gid: .data.gid, ips: .networkData.ips}')"
+    else
+      result "$pod-claim-status" FAIL "status.devices of default/$name after 15 s: $st"
+      show "$DRA_LOG" 20
+    fi
+  done
 }
 
 # Steady-state health as kubelet shows it: every device Healthy in kubelet's view (a 30 s

@@ -1,5 +1,7 @@
 #include "fakes/fake_api_server.h"
 
+#include "fakes/fake_claim_status.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -31,6 +33,7 @@ std::string Reason(int status) {
     case 201: return "Created";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 409: return "Conflict";
     case 410: return "Gone";
@@ -528,7 +531,58 @@ void FakeApiServer::AddClaim(json claim) {
   std::lock_guard<std::mutex> lock(mu_);
   const auto& m = claim.at("metadata");
   const std::string key = m.at("namespace").get<std::string>() + "/" + m.at("name").get<std::string>();
+  claim["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
   claims_[key] = std::move(claim);
+}
+json FakeApiServer::Claim(const std::string& ns, const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = claims_.find(ns + "/" + name);
+  return it == claims_.end() ? json() : it->second;
+}
+void FakeApiServer::GrantClaimStatus(std::set<std::string> drivers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  status_grants_ = std::move(drivers);
+}
+void FakeApiServer::ConflictNextClaimStatusUpdates(json entry, int count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  status_conflict_entry_ = std::move(entry);
+  status_conflicts_ = count;
+}
+FakeApiServer::Response FakeApiServer::HandleClaimStatus(const std::string& key, const std::string& body) {
+  auto it = claims_.find(key);
+  const std::string name = key.substr(key.find('/') + 1);
+  if (it == claims_.end()) return {404, NotFoundBody("resource.k8s.io", "resourceclaims", name), ""};
+  if (status_conflicts_ > 0) {  // another writer's update lands first
+    --status_conflicts_;
+    it->second["status"]["devices"].push_back(status_conflict_entry_);
+    it->second["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
+  }
+  json update = json::parse(body, nullptr, false);
+  if (update.is_discarded() || !update.is_object() || !update.contains("metadata")) {
+    return {400, StatusBody(400, "BadRequest", "the body is not a ResourceClaim"), ""};
+  }
+  const json& meta = update["metadata"];
+  if (meta.value("uid", it->second["metadata"].value("uid", "")) != it->second["metadata"].value("uid", "")) {
+    return {409, StatusBody(409, "Conflict", "Precondition failed: UID in precondition does not match"), ""};
+  }
+  if (meta.value("resourceVersion", "") != it->second["metadata"].value("resourceVersion", "")) {
+    return {409, StatusBody(409, "Conflict",
+                            "Operation cannot be fulfilled on resourceclaims.resource.k8s.io \"" + name +
+                                "\": the object has been modified; please apply your changes to the latest "
+                                "version and try again"),
+            ""};
+  }
+  if (auto refused = CheckClaimStatusUpdate(it->second, update, status_grants_)) {
+    return {refused->code, StatusBody(refused->code, refused->reason, refused->message), ""};
+  }
+  json devices = update.contains("status") ? update["status"].value("devices", json::array()) : json::array();
+  if (devices.empty()) {
+    if (it->second.contains("status")) it->second["status"].erase("devices");
+  } else {
+    it->second["status"]["devices"] = devices;
+  }
+  it->second["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
+  return {200, it->second.dump(), ""};
 }
 void FakeApiServer::FailNext(int status, int count, std::string retry_after) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -653,6 +707,16 @@ FakeApiServer::Response FakeApiServer::Handle(const std::string& method, const s
     if (!served) return {404, StatusBody(404, "NotFound", "the server could not find the requested resource"), ""};
     if (parts[4] == "resourceslices") {
       return HandleSlices(method, version, parts.size() > 5 ? parts[5] : "", query, body);
+    }
+    if (parts.size() == 9 && parts[4] == "namespaces" && parts[6] == "resourceclaims" &&
+        parts[8] == "status" && method == "PUT") {
+      Response r = HandleClaimStatus(parts[5] + "/" + parts[7], body);
+      if (r.status == 200) {
+        json c = json::parse(r.body);
+        c["apiVersion"] = "resource.k8s.io/" + version;
+        r.body = c.dump();
+      }
+      return r;
     }
     if (parts.size() == 8 && parts[4] == "namespaces" && parts[6] == "resourceclaims" && method == "GET") {
       auto it = claims_.find(parts[5] + "/" + parts[7]);

@@ -24,6 +24,8 @@
 // taints per device with a qualified-name key, a label value and effect NoSchedule or NoExecute.
 // DELETE of the collection with a fieldSelector (kubelet's DeleteCollection at its start).
 // The resource.k8s.io versions it serves can change while it runs (an upgrade).
+// ResourceClaim status updates (PUT .../status) as v1.36 takes them: resourceVersion checked (409),
+// status.devices validated and authorized per driver (fake_claim_status.h), the rest kept.
 // Injected faults: the next N answers of a given status (429 with Retry-After, 503), N
 // conflicting writers, N expired continue tokens (410), raw answers of any body.
 //
@@ -36,6 +38,7 @@
 #include <optional>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -84,8 +87,18 @@ class FakeApiServer {
   void EndWatches();
   // Watches being served now.
   int open_watches() const;
-  // `claim` is a ResourceClaim object (metadata.namespace / name).
+  // `claim` is a ResourceClaim object (metadata.namespace / name); it gets a resourceVersion.
   void AddClaim(nlohmann::json claim);
+  // The stored claim (v1 shape), null when there is none.
+  nlohmann::json Claim(const std::string& namespace_name, const std::string& name) const;
+  // Which drivers' status.devices entries the caller's token may change (resourceclaims/driver
+  // with that resourceName: the DRAResourceClaimGranularStatusAuthorization rule,
+  // fake_claim_status.h). None by default, as a token without the RBAC.
+  void GrantClaimStatus(std::set<std::string> drivers);
+  // The next `count` status updates of a claim meet another writer first: `entry` (another
+  // driver's status.devices entry) is added to the stored claim, its resourceVersion moves on,
+  // and the update gets 409.
+  void ConflictNextClaimStatusUpdates(nlohmann::json entry, int count = 1);
 
   // The next `count` requests (of any kind) are answered `status` with a Status body.
   void FailNext(int status, int count = 1, std::string retry_after = "");
@@ -144,6 +157,8 @@ class FakeApiServer {
   void Serve(int fd);
   Response Handle(const std::string& method, const std::string& target,
                   const std::map<std::string, std::string>& headers, const std::string& body);
+  // PUT .../resourceclaims/<name>/status (fake_claim_status.h's rules); under mu_.
+  Response HandleClaimStatus(const std::string& key, const std::string& body);
   Response HandleSlices(const std::string& method, const std::string& version,
                         const std::string& name, const std::map<std::string, std::string>& query,
                         const std::string& body);
@@ -166,6 +181,9 @@ class FakeApiServer {
   std::map<std::string, nlohmann::json> slices_;  // name -> v1 object
   std::map<std::string, nlohmann::json> claims_;  // "ns/name" -> object
   std::map<std::string, std::string> nodes_;      // name -> uid
+  std::set<std::string> status_grants_;           // GrantClaimStatus
+  nlohmann::json status_conflict_entry_;          // ConflictNextClaimStatusUpdates
+  int status_conflicts_ = 0;
   int64_t resource_version_ = 100;
   int fail_count_ = 0, fail_status_ = 0;
   std::string fail_retry_after_;

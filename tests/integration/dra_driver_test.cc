@@ -310,6 +310,38 @@ TEST_F(DraDriverBinaryTest, PreparesAnAllocatedClaimForItsPodsAndUnpreparesIt) {
   ASSERT_NO_FATAL_FAILURE(UnprepareClaim1AndExpectNothingLeft());
 }
 
+// Issue 34 item 1: the binary writes the claim's status.devices entry and removes it at unprepare.
+TEST_F(DraDriverBinaryTest, APreparedClaimsStatusSaysWhatThePodGotUntilItIsUnprepared) {
+  StartApiServer();
+  server_->GrantClaimStatus({kDriver});
+  Spawn(DriverArgs());
+  Register();
+  AddClaim1();
+  ASSERT_NO_FATAL_FAILURE(PrepareClaim1());
+  auto devices = [&] { return server_->Claim("ml", "nic")["status"].value("devices", json::array()); };
+  ASSERT_TRUE(WaitUntil([&] { return !devices().empty(); })) << ReadAll(root_ + "/stderr.log");
+  const json entry = devices()[0];
+  EXPECT_EQ(entry["driver"], kDriver);
+  EXPECT_EQ(entry["device"], "mlx5-0");
+  EXPECT_EQ(entry["data"]["rdmaDev"], "mlx5_0");
+  EXPECT_EQ(entry["conditions"][0]["type"], "Ready");
+  ASSERT_NO_FATAL_FAILURE(UnprepareClaim1AndExpectNothingLeft());
+  EXPECT_TRUE(WaitUntil([&] { return devices().empty(); })) << ReadAll(root_ + "/stderr.log");
+}
+
+TEST_F(DraDriverBinaryTest, WithoutTheStatusRbacTheClaimPreparesAndTheLogNamesWhatIsMissing) {
+  StartApiServer();  // no GrantClaimStatus: a token without resourceclaims/driver
+  Spawn(DriverArgs());
+  Register();
+  AddClaim1();
+  ASSERT_NO_FATAL_FAILURE(PrepareClaim1());
+  EXPECT_TRUE(WaitUntil([&] {
+    return ReadAll(root_ + "/stderr.log").find("requires resource=\"resourceclaims/driver\"") != std::string::npos;
+  })) << ReadAll(root_ + "/stderr.log");
+  EXPECT_EQ(server_->Claim("ml", "nic")["status"].value("devices", json::array()), json::array());
+  ASSERT_NO_FATAL_FAILURE(UnprepareClaim1AndExpectNothingLeft());
+}
+
 TEST_F(DraDriverBinaryTest, PortDownRepublishesTheSliceAndSigtermWithDeleteOnExitRemovesIt) {
   StartApiServer();
   auto args = DriverArgs();

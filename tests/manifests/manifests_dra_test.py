@@ -106,6 +106,27 @@ class ManifestsDraTest(unittest.TestCase):
         for flag in ("--plugins-registry-dir", "--cdi-dir", "--state-dir", "--sysfs-root", "--dev-root"):
             self.assertIn(args[flag], mounts.values(), flag)
 
+    def test_dra_driver_rbac_is_least_privilege_and_may_write_only_its_own_claim_status(self):
+        # Issue 34 item 1: the driver writes its status.devices entries of a claim (PUT .../status);
+        # v1.36's granular status authorization also asks for resourceclaims/driver with the
+        # driver's name, on the claim's own node only (associated-node).
+        for rel in DRA_OVERLAY, DRA_V1BETA1_OVERLAY, DRA_SPLIT_OVERLAY:
+            with self.subTest(rel):
+                objs = render(rel)
+                driver = args_map(one(objs, "DaemonSet", "rdmak8s-dra-driver")["spec"]["template"]["spec"]
+                                  ["containers"][0])["--driver-name"]
+                role = one(objs, "ClusterRole", "rdmak8s-dra-driver")
+                rules = sorted((tuple(r["apiGroups"]), tuple(r["resources"]), tuple(r.get("resourceNames", [])),
+                                tuple(sorted(r["verbs"]))) for r in role["rules"])
+                self.assertEqual(rules, sorted([
+                    (("",), ("nodes",), (), ("get",)),
+                    (("resource.k8s.io",), ("resourceclaims",), (), ("get",)),
+                    (("resource.k8s.io",), ("resourceclaims/driver",), (driver,), ("associated-node:update",)),
+                    (("resource.k8s.io",), ("resourceclaims/status",), (), ("update",)),
+                    (("resource.k8s.io",), ("resourceslices",), (),
+                     ("create", "delete", "get", "list", "update", "watch")),
+                ]))
+
     def test_dra_driver_probes_livez_and_readyz_on_the_scraped_port_bound_to_the_node_ip(self):
         # Issue 26: the DRA DaemonSet has metrics and probes as the device plugin's has
         # (docs/dra.md#metrics-and-the-probes): liveness on /livez (its own loops), readiness on

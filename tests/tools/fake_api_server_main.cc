@@ -7,7 +7,8 @@
 // Claims come from a directory: each *.json file written into --claims-dir (closed after
 // writing, or renamed into it) is a ResourceClaim object the server then holds, as if a
 // scheduler had allocated it; a file written again replaces the claim. Slices are read back with
-// any HTTP client (curl --unix-socket S http://localhost/apis/resource.k8s.io/v1/resourceslices).
+// any HTTP client (curl --unix-socket S http://localhost/apis/resource.k8s.io/v1/resourceslices), and
+// so are the claims, with the status.devices drivers wrote (--grant-claim-status lets them).
 // Exit status: 0 after a signal, 1 when it cannot serve, 2 on bad usage.
 #include <pthread.h>
 #include <signal.h>
@@ -100,7 +101,7 @@ int main(int argc, char** argv) {
   CLI::App app{"rdmak8s-fake-api-server: a stand-in kube-apiserver for resource.k8s.io "
                "(ResourceSlices, ResourceClaims) and nodes, over HTTP on a unix socket."};
   std::string socket, tls_dir, claims_dir;
-  std::vector<std::string> nodes;
+  std::vector<std::string> nodes, status_grants;
   bool no_v1 = false;
   auto* socket_opt = app.add_option("--socket", socket, "unix socket to serve HTTP on");
   app.add_option("--tls-dir", tls_dir,
@@ -110,6 +111,9 @@ int main(int argc, char** argv) {
                  "directory whose *.json files are ResourceClaims (loaded at start and on write)");
   app.add_option("--node", nodes, "NAME:UID of a Node object (repeatable)");
   app.add_flag("--no-v1", no_v1, "serve resource.k8s.io v1beta1 only, as a 1.32/1.33 server");
+  app.add_option("--grant-claim-status", status_grants,
+                 "DRIVER whose status.devices entries of a claim the caller may change (repeatable; "
+                 "resourceclaims/driver, as the shipped RBAC grants the DRA driver); none by default");
   CLI11_PARSE(app, argc, argv);
 
   sigset_t stop_signals;
@@ -150,6 +154,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  server.GrantClaimStatus({status_grants.begin(), status_grants.end()});
   if (!socket.empty()) unlink(socket.c_str());
   if (!server.Start(socket)) {
     std::cerr << "rdmak8s-fake-api-server: cannot serve on " << (socket.empty() ? "127.0.0.1" : socket)

@@ -61,6 +61,14 @@ Status MakeDirs(const std::string& path, mode_t mode);
 // controls what we read back from it.
 Status EnsurePrivateDir(const std::string& path);
 
+// What a file or directory only we could have written looks like (records the DRA driver and the
+// CNI hand each other on the node's disk): of the type wanted (`want_dir`), owned by the user we
+// run as, and writable by nobody else. kFailedPrecondition naming the path and what is wrong.
+Status CheckOwnedByUs(const std::string& path, const struct stat& st, bool want_dir);
+// CheckOwnedByUs on the directory `path` itself, never through a symlink (lstat): kNotFound when
+// missing, kFailedPrecondition for a symlink or an untrusted directory.
+Status CheckOwnedDir(const std::string& path);
+
 // Reads `fd` from its current offset to end of file (EINTR retried); the fd stays open, the
 // caller closes it. `path` only names the file in errors (empty: errors say only what failed).
 // More than `max_bytes` is InvalidArgument (a file we parse is small; a huge one is not ours).

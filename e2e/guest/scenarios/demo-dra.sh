@@ -2,7 +2,7 @@
 # e2e-needs: rdmak8s-dra-driver rdmak8s-fake-api-server rdmak8s-fake-dra-kubelet cni-driver rdmak8s
 # e2e-timeout: 900
 # e2e-default: no
-# make demo-dra: the dra-rxe-exclusive flow, narrated (make demo's narration, the DRA way). Every
+# make demo-dra: the dra-rxe-exclusive flow, narrated (with each claim's status, what the pod got) (make demo's narration, the DRA way). Every
 # narration line starts with "DEMO| "; the checks are the suite's own, so a demo whose traffic
 # did not happen fails like the suite does.
 . /e2e/dra.sh
@@ -60,8 +60,21 @@ EOF_POD
     tail -n 3 "/tmp/$c.client" 2>/dev/null | sayin
   done
   DRA_UP=1
+
+  step "7. What each pod got, as the claim's status says it (kubectl get resourceclaim -o yaml)"
+  say "The driver writes one status.devices entry per device of its claims: conditions, the RDMA facts,"
+  say "and, from the CNI's ADD, the pod's address and the GID index RDMA applications must use."
+  dra_claim_status
+  for s in $DRA_PODS; do
+    IFS=: read -r pod slot puid cuid req <<EOF_POD
+$s
+EOF_POD
+    say "$pod: default/$(claim_name "$pod")"
+    api_get "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/$(claim_name "$pod")" |
+      jq '{status: {devices: .status.devices}}' | sayin
+  done
 fi
 
-step "7. Teardown as kubelet does it: CNI DEL, NodeUnprepareResources; uninstall removes the slices"
+step "8. Teardown as kubelet does it: CNI DEL, NodeUnprepareResources; uninstall removes the slices"
 dra_down
 say "done: see the checks above (E2E-RESULT lines in the console log)"

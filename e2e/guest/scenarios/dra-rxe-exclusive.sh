@@ -14,13 +14,15 @@
 # a kubelet restart deletes the slices (DeleteCollection, as the real one at its start): the
 # driver publishes them again and a new pod (podC, on podB's freed device) is allocated from
 # them, prepared and gets traffic; then CNI DEL, unprepare, and the driver's exit removes its
-# slices.
+# slices. After the traffic each claim's status.devices says what the pod got: its address and
+# RoCE v2 GID index (issue 34).
 . /e2e/dra.sh
 
 if dra_up; then
   check_devices_moved "podA rxe_slot1" "podB rxe_slot2"
   battery_raw_verbs dra podA rxe_slot1 "$A_IP" podB rxe_slot2 "$B_IP"
   DRA_UP=1
+  dra_claim_status
   dra_health_steady
   # kubelet restarts and deletes the slices: published again, a new pod allocated from them.
   dra_kubelet_restart_republishes

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "plugin_fixture.h"
+#include "rdmak8s/attachment_facts.h"
 #include "rdmak8s/pod_devices.h"
+#include "rdmak8s/roce_gid.h"
 
 namespace rdmak8s::cni {
 namespace {
@@ -69,6 +71,34 @@ TEST_F(PluginDraTest, AddWithoutDeviceIdTakesThePodsDraDeviceAndDelTakesItHomeAf
   ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
   EXPECT_TRUE(In(node_key_, "mlx5_1"));
   EXPECT_EQ(Records(), 0u);
+}
+
+// Issue 34 item 1: what only the CNI learns reaches the driver's claim status through a file.
+TEST_F(PluginDraTest, AddOfAClaimedDeviceLeavesItsFactsForTheDriverAndDelRemovesThem) {
+  Pod pod = NewPod("10.78.0.9");
+  AddGid("mlx5_1", pod.ip);
+  PodClaimRecord r{"team", "nic", "uid-nic", {{"rdma", "rdma.rdmak8s.io", "node-a", "mlx5-1", "mlx5_1", ""}}};
+  ASSERT_TRUE(WritePodClaimRecord(pods_, kUid, "rdma.rdmak8s.io", r).ok());
+  json conf = Conf("1.0.0", &pod);
+  auto out = Run("ADD", "c1", &pod, conf);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  auto facts = ReadAttachmentFacts(pods_, "uid-nic", "rdma.rdmak8s.io");
+  ASSERT_TRUE(facts.ok()) << facts.status().ToString();
+  ASSERT_EQ(facts->size(), 1u);
+  const AttachmentFacts& f = (*facts)[0];
+  EXPECT_EQ(f.device, "mlx5-1");
+  EXPECT_EQ(f.rdma_dev, "mlx5_1");
+  EXPECT_EQ(f.ifname, "net1");
+  EXPECT_EQ(f.container_id, "c1");
+  EXPECT_EQ(f.ips, std::vector<std::string>{"10.78.0.9/24"});
+  EXPECT_EQ(f.hardware_address, "02:00:00:00:00:01");
+  EXPECT_EQ(f.gid, GidForIp("10.78.0.9"));
+  EXPECT_TRUE(f.gid_index.has_value());
+  out = Run("DEL", "c1", &pod, conf);
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  facts = ReadAttachmentFacts(pods_, "uid-nic", "rdma.rdmak8s.io");
+  ASSERT_TRUE(facts.ok());
+  EXPECT_TRUE(facts->empty());
 }
 
 TEST_F(PluginDraTest, GcReleasesADraAttachmentWhoseClaimIsGone) {

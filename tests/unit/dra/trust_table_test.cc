@@ -17,6 +17,8 @@
 #include "dra/preparer.h"
 #include "fakes/fake_claim_reader.h"
 #include "support/temp_dir.h"
+#include "rdmak8s/attachment_facts.h"
+#include "support/attachment_facts_sample.h"
 #include "unit/device-plugin/test_devices.h"
 
 namespace rdmak8s::dra {
@@ -34,6 +36,8 @@ constexpr char kNad[] = "NetworkAttachmentDefinition";
 constexpr char kKubelet[] = "kubelet pod-resources";
 constexpr char kCheck[] = "node check";  // rdmak8s-inspect check's policy flags (the admin's)
 constexpr char kAgent[] = "agent flags";  // the DaemonSets' flags of both agents (the admin's)
+constexpr char kFacts[] = "attachment facts";  // the CNI's files for the DRA driver's claim status
+constexpr char kCni[] = "CNI";                   // their only writer (root on the node)
 constexpr char kUser[] = "namespace user";
 constexpr char kAdmin[] = "admin";
 constexpr char kAdminOnly[] = "admin only";
@@ -124,12 +128,14 @@ class TrustTableTest : public ::testing::Test {
 };
 
 TEST_F(TrustTableTest, EveryRowNamesAKnownPlaceAndOwner) {
-  const std::set<std::string> places = {kClaim, kClass, kPool, kNode, kNad, kCheck, kAgent, kKubelet};
+  const std::set<std::string> places = {kClaim, kClass, kPool, kNode, kNad, kCheck, kAgent, kKubelet, kFacts};
   for (const auto& r : rows_) {
     EXPECT_TRUE(places.count(r.place)) << "row " << r.key << ": unknown place \"" << r.place << "\"";
     const bool user_place = r.place == kClaim || r.place == kNad;
     if (user_place) {
       EXPECT_TRUE(r.owner == kUser || r.owner == kAdminOnly) << r.place << " " << r.key << ": " << r.owner;
+    } else if (r.place == kFacts) {
+      EXPECT_EQ(r.owner, kCni) << r.place << " " << r.key;  // no setting: what the CNI learned
     } else if (r.place == kKubelet) {
       EXPECT_EQ(r.owner, "kubelet") << r.place << " " << r.key;  // no setting: a peer's answer
     } else {
@@ -168,6 +174,29 @@ TEST_F(TrustTableTest, EachOpaqueOptionIsAcceptedOrRefusedAsItsRowSays) {
     }
   }
   EXPECT_GT(n, 0);
+}
+
+TEST_F(TrustTableTest, EachAttachmentFactsKeyIsReadAndEveryKeyTheReaderTakesHasItsRow) {
+  AttachmentFacts good = testing::SampleAttachmentFacts();
+  good.pkey = 0x8001;
+  const json base = json::parse(AttachmentFactsToJson(good));
+  std::set<std::string> rows;
+  for (const auto& r : rows_) {
+    if (r.place != kFacts) continue;
+    SCOPED_TRACE(r.key);
+    rows.insert(r.key);
+    json doc = base;
+    doc[r.key] = json::parse(r.example);
+    if (r.key == "claimUid" || r.key == "driver" || r.key == "device") continue;  // name the file too
+    auto read = AttachmentFactsFromJson(doc.dump());
+    EXPECT_TRUE(read.ok()) << doc.dump() << ": " << read.status().ToString();
+  }
+  std::set<std::string> keys;
+  for (auto it = base.begin(); it != base.end(); ++it) keys.insert(it.key());
+  EXPECT_EQ(rows, keys);
+  json unknown = base;
+  unknown["podDevicesDir"] = "/tmp";
+  EXPECT_FALSE(AttachmentFactsFromJson(unknown.dump()).ok());
 }
 
 TEST_F(TrustTableTest, EachPoolKeyIsAcceptedInThePoolConfiguration) {

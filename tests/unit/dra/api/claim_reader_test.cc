@@ -16,6 +16,7 @@
 
 #include "support/large_claim.h"
 #include "support/temp_dir.h"
+#include "unit/dra/api/fake_api_client.h"
 #include "unit/device-plugin/test_devices.h"
 
 namespace rdmak8s::dra {
@@ -69,10 +70,7 @@ class ClaimReaderTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(server_.Start(dir_.path() + "/api.sock"));
-    KubeConfig c;
-    c.server = server_.url();
-    c.unix_socket = dir_.path() + "/api.sock";
-    client_ = std::move(*CurlKubeClient::Create(c));
+    client_ = ClientOf(server_, dir_.path() + "/api.sock");
     server_.AddClaim(Claim());
   }
   rdmak8s::testing::TempDir dir_;

@@ -61,7 +61,9 @@ HeaderList RequestHeaders(const HttpRequest& request, const std::string& token) 
     headers = curl_slist_append(headers, "Content-Type: application/json");
     headers = curl_slist_append(headers, "Expect:");
   }
-  if (!token.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + token).c_str());
+  if (!token.empty()) {
+    headers = curl_slist_append(headers, ("Authorization: Bearer " + token).c_str());
+  }
   return HeaderList(headers, curl_slist_free_all);
 }
 

@@ -1,8 +1,8 @@
 // The RoCE checks of one device (docs/node-check.md): port ACTIVE; on the PF netdev (where DCB
-// and ECN live): DCB trust, the DSCP -> priority entries the policy's ToS / traffic class use,
-// PFC on exactly the priorities RoCE uses (plus qos.pfc and --allow-pfc), ECN on them where the
-// driver exposes it; per port: the netdev MTU against the active RDMA MTU, and a RoCE v2 GID for
-// every address of the port's netdevs.
+// and ECN live, check_dcb.h): DCB trust, the DSCP -> priority entries the policy's ToS / traffic
+// class use, PFC on exactly the priorities RoCE uses (plus qos.pfc and --allow-pfc), ECN on them
+// where the driver exposes it; per port: the netdev MTU against the active RDMA MTU (and the
+// fabric's, --fabric-mtu), and a RoCE v2 GID for every address of the port's netdevs.
 //
 // Reads through env's DCB and route netlink roles and sysfs; each problem is one ✘ line, never
 // an early return: the operator sees everything at once.

@@ -1,19 +1,24 @@
+// The KubeApi role's shared helpers (path and query escaping, ApiError: an answer decoded into a
+// Status) and CurlKubeClient's one-shot requests (Send): a pooled libcurl handle each, the attempt
+// bounded by the caller's deadline, 429/5xx retried with backoff until StopRetries. What every
+// request carries: kube_request.h; streamed answers (watches): kube_client_stream.cc.
+
 #include "dra/api/kube_client.h"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
-#include <thread>
 
 #include <curl/curl.h>
 #include <nlohmann/json.hpp>
 
-#include "rdmak8s/file_util.h"
+#include "dra/api/kube_request.h"
 #include "rdmak8s/json_reader.h"
 #include "rdmak8s/numbers.h"
 
 namespace rdmak8s::dra {
 namespace {
+
+using internal::Url;
 
 // What the libcurl callbacks fill in. A callback that returns less than it was given makes
 // libcurl end the request (CURLE_WRITE_ERROR); `refused` then says why.
@@ -58,18 +63,6 @@ size_t WriteHeader(char* data, size_t size, size_t n, void* user) {
   return size * n;
 }
 
-// A service-account token is a few KiB; the projected volume's file is a link into ..data/.
-constexpr size_t kMaxTokenBytes = 64 * 1024;
-
-StatusOr<std::string> ReadToken(const std::string& path) {
-  StatusOr<std::string> text = ReadRegularFile(path, kMaxTokenBytes, FileLinks::kFollow);
-  if (!text.ok()) return text.status().Prepend("read token " + path);
-  std::string token = std::move(*text);
-  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
-  if (token.empty()) return InvalidArgumentError("read token " + path + ": empty");
-  return token;
-}
-
 bool Retryable(long status) {
   return status == kHttpTooManyRequests || status == 500 || status == 502 || status == 503 || status == 504;
 }
@@ -86,32 +79,6 @@ std::optional<std::chrono::milliseconds> RetryAfter(const std::string& v, std::c
   }
   if (*secs > static_cast<uint64_t>(cap.count() / 1000)) return cap;
   return std::chrono::milliseconds(static_cast<int64_t>(*secs) * 1000);
-}
-
-std::string Url(const std::string& server, const HttpRequest& r) { return server + r.path; }
-
-// The transport and TLS settings of every request, one-shot or streamed: the unix socket (tests),
-// the server verified against our CA unless the kubeconfig opted out, the client certificate.
-// The blobs are CURL_BLOB_COPY: libcurl keeps its own copy, so they may go out of scope here.
-void SetTransport(CURL* curl, const KubeConfig& config) {
-  if (!config.unix_socket.empty()) curl_easy_setopt(curl, CURLOPT_UNIX_SOCKET_PATH, config.unix_socket.c_str());
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, config.insecure_skip_tls_verify ? 0L : 1L);
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, config.insecure_skip_tls_verify ? 0L : 2L);
-  if (!config.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, config.ca_file.c_str());
-  curl_blob ca_blob{const_cast<char*>(config.ca_pem.data()), config.ca_pem.size(), CURL_BLOB_COPY};
-  if (!config.ca_pem.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &ca_blob);
-  if (!config.client_cert_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLCERT, config.client_cert_file.c_str());
-  if (!config.client_key_file.empty()) curl_easy_setopt(curl, CURLOPT_SSLKEY, config.client_key_file.c_str());
-  curl_blob cert_blob{const_cast<char*>(config.client_cert_pem.data()), config.client_cert_pem.size(), CURL_BLOB_COPY};
-  curl_blob key_blob{const_cast<char*>(config.client_key_pem.data()), config.client_key_pem.size(), CURL_BLOB_COPY};
-  if (!config.client_cert_pem.empty()) {
-    curl_easy_setopt(curl, CURLOPT_SSLCERT_BLOB, &cert_blob);
-    curl_easy_setopt(curl, CURLOPT_SSLCERTTYPE, "PEM");
-  }
-  if (!config.client_key_pem.empty()) {
-    curl_easy_setopt(curl, CURLOPT_SSLKEY_BLOB, &key_blob);
-    curl_easy_setopt(curl, CURLOPT_SSLKEYTYPE, "PEM");
-  }
 }
 
 }  // namespace
@@ -200,10 +167,7 @@ StatusOr<HttpResponse> CurlKubeClient::SendOnce(void* handle, const HttpRequest&
   CURL* curl = static_cast<CURL*>(handle);
   const std::string url = Url(config_.server, request);
   const std::string what = request.method + " " + url;
-  std::string token = config_.token;
-  if (!config_.token_file.empty()) {
-    RDMAK8S_ASSIGN_OR_RETURN(token, ReadToken(config_.token_file));
-  }
+  RDMAK8S_ASSIGN_OR_RETURN(const std::string token, internal::BearerToken(config_));
 
   // This attempt's time: what is left before the request's deadline, at most kRequestTimeout.
   auto timeout = kRequestTimeout;
@@ -213,47 +177,29 @@ StatusOr<HttpResponse> CurlKubeClient::SendOnce(void* handle, const HttpRequest&
     if (left <= std::chrono::milliseconds(0)) return DeadlineExceededError(what + ": deadline passed before it was sent");
     timeout = std::min(timeout, left);
   }
+  {
+    std::lock_guard<std::mutex> stop(stop_mu_);
+    if (stopping_) timeout = std::min(timeout, kStoppedRequestTimeout);
+  }
 
   curl_easy_reset(curl);  // keeps the connection cache
   HttpResponse response;
   Reception reception{&response, std::min(max_response_bytes_, request.max_response_bytes.value_or(max_response_bytes_)), ""};
   char errbuf[CURL_ERROR_SIZE] = {0};
-  curl_slist* headers = nullptr;
-  headers = curl_slist_append(headers, "Accept: application/json");
-  if (!request.body.empty() || request.method == "POST" || request.method == "PUT") {
-    headers = curl_slist_append(headers, "Content-Type: application/json");
-    // No "Expect: 100-continue" round trip: our bodies are small and the server takes them.
-    headers = curl_slist_append(headers, "Expect:");
-  }
-  std::string auth;
-  if (!token.empty()) {
-    auth = "Authorization: Bearer " + token;
-    headers = curl_slist_append(headers, auth.c_str());
-  }
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  {
-    std::lock_guard<std::mutex> stop(stop_mu_);
-    if (stopping_) timeout = std::min(timeout, kStoppedRequestTimeout);
-  }
+  const internal::HeaderList headers = internal::RequestHeaders(request, token);
+  internal::SetRequestOptions(curl, url, request, headers.get(), errbuf, config_);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min<int64_t>(timeout.count(), 10000)));
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, "rdmak8s-dra-driver/" RDMAK8S_VERSION);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, WriteBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reception);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, WriteHeader);
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &reception);
-  if (request.method == "POST" || request.method == "PUT" || !request.body.empty()) {
+  if (internal::HasBody(request)) {
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.c_str());
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(request.body.size()));
   }
-  SetTransport(curl, config_);
 
   CURLcode rc = curl_easy_perform(curl);
-  curl_slist_free_all(headers);
   if (rc != CURLE_OK && !reception.refused.empty()) {
     return UnavailableError(what + ": " + reception.refused);
   }
@@ -261,11 +207,7 @@ StatusOr<HttpResponse> CurlKubeClient::SendOnce(void* handle, const HttpRequest&
     return DeadlineExceededError(what + ": no answer within " + std::to_string(timeout.count()) +
                                  " ms (the caller's deadline)");
   }
-  if (rc != CURLE_OK) {
-    std::string detail = errbuf[0] ? errbuf : curl_easy_strerror(rc);
-    while (!detail.empty() && detail.back() == '\n') detail.pop_back();
-    return UnavailableError(what + ": " + curl_easy_strerror(rc) + ": " + detail);
-  }
+  if (rc != CURLE_OK) return internal::CurlFailure(what, rc, errbuf);
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
   return response;
 }
@@ -327,125 +269,6 @@ StatusOr<HttpResponse> CurlKubeClient::SendLoop(const HttpRequest& request) {
     stop.unlock();
     backoff = std::min(backoff * 2, retry_.max_backoff);
   }
-}
-
-
-
-// ---- Streaming answers (watches). Kept apart from Send: a watch runs on a connection of its
-// own for minutes, and must not hold Send's lock.
-
-StatusOr<HttpResponse> KubeApi::Stream(const HttpRequest& request,
-                                       const std::function<bool(std::string_view)>&,
-                                       const std::function<bool()>&) {
-  return UnimplementedError(request.method + " " + server() + request.path + ": streaming not supported");
-}
-
-namespace {
-
-struct StreamState {
-  CURL* curl = nullptr;
-  const std::function<bool(std::string_view)>* on_line = nullptr;
-  const std::function<bool()>* cancelled = nullptr;
-  const std::function<bool()>* stopping = nullptr;
-  long status = 0;  // once the first byte of the body came
-  std::string pending;  // a line not ended yet
-  std::string error_body;  // the body of a non-200 answer
-  bool ended_by_caller = false;
-};
-
-size_t StreamBody(char* data, size_t size, size_t n, void* user) {
-  auto* st = static_cast<StreamState*>(user);
-  const size_t len = size * n;
-  if (st->status == 0) curl_easy_getinfo(st->curl, CURLINFO_RESPONSE_CODE, &st->status);
-  if (st->status != 200) {
-    if (st->error_body.size() < 64 * 1024) st->error_body.append(data, std::min<size_t>(len, 64 * 1024));
-    return len;
-  }
-  st->pending.append(data, len);
-  size_t start = 0;
-  for (size_t nl = st->pending.find('\n'); nl != std::string::npos; nl = st->pending.find('\n', start)) {
-    std::string_view line(st->pending.data() + start, nl - start);
-    start = nl + 1;
-    if (!line.empty() && !(*st->on_line)(line)) {
-      st->ended_by_caller = true;
-      return 0;  // curl ends the transfer (CURLE_WRITE_ERROR)
-    }
-  }
-  st->pending.erase(0, start);
-  // One event is at most an object: a line that never ends is not a watch.
-  if (st->pending.size() > 16 * 1024 * 1024) return 0;
-  return len;
-}
-
-int StreamProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  auto* st = static_cast<StreamState*>(user);
-  if ((*st->cancelled)() || (*st->stopping)()) {
-    st->ended_by_caller = true;
-    return 1;  // abort
-  }
-  return 0;
-}
-
-}  // namespace
-
-StatusOr<HttpResponse> CurlKubeClient::Stream(const HttpRequest& request,
-                                              const std::function<bool(std::string_view)>& on_line,
-                                              const std::function<bool()>& cancelled) {
-  const std::string url = Url(config_.server, request);
-  const std::string what = request.method + " " + url;
-  std::string token = config_.token;
-  if (!config_.token_file.empty()) {
-    RDMAK8S_ASSIGN_OR_RETURN(token, ReadToken(config_.token_file));
-  }
-  std::unique_ptr<CURL, void (*)(CURL*)> handle(curl_easy_init(), curl_easy_cleanup);
-  if (!handle) return InternalError(what + ": curl_easy_init failed");
-  CURL* curl = handle.get();
-  std::function<bool()> stopping = [this] {
-    std::lock_guard<std::mutex> stop(stop_mu_);
-    return stopping_;
-  };
-  StreamState st;
-  st.curl = curl;
-  st.on_line = &on_line;
-  st.cancelled = &cancelled;
-  st.stopping = &stopping;
-  std::array<char, CURL_ERROR_SIZE> errbuf{};
-  curl_slist* headers = curl_slist_append(nullptr, "Accept: application/json");
-  std::string auth;
-  if (!token.empty()) {
-    auth = "Authorization: Bearer " + token;
-    headers = curl_slist_append(headers, auth.c_str());
-  }
-  std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_list(headers, curl_slist_free_all);
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf.data());
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 10L);
-  // No overall timeout: the request's timeoutSeconds ends a watch; keepalive finds a dead peer.
-  curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, "rdmak8s-dra-driver/" RDMAK8S_VERSION);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, StreamBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &st);
-  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, StreamProgress);
-  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &st);
-  SetTransport(curl, config_);
-
-  CURLcode rc = curl_easy_perform(curl);
-  HttpResponse response;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
-  if (rc != CURLE_OK && !st.ended_by_caller) {
-    std::string detail = errbuf[0] != '\0' ? errbuf.data() : curl_easy_strerror(rc);
-    while (!detail.empty() && detail.back() == '\n') detail.pop_back();
-    StatusOr<HttpResponse> failed = UnavailableError(what + ": " + curl_easy_strerror(rc) + ": " + detail);
-    Observe("WATCH", failed);
-    return failed;
-  }
-  if (response.status != 200) response.body = std::move(st.error_body);
-  Observe("WATCH", response);
-  return response;
 }
 
 }  // namespace rdmak8s::dra

@@ -153,4 +153,33 @@ inline CheckPolicy PolicyWithQos(const std::string& qos_json) {
   return p;
 }
 
+// The subject of the RoCE checks on mlx5_roce_sriov's PF.
+inline constexpr const char* kPf = "mlx5_0 on ens1f0np0";
+// ToS 106 = DSCP 26 (AF31), mapped to priority 3, the lossless one.
+inline constexpr const char* kQos =
+    R"({"trust":"dscp","roceTos":106,"dscpToPriority":{"26":3},"pfc":[3],"ecn":[3]})";
+
+// The RoCE checks' tests (check_roce_test.cc, check_dcb_test.cc): the ConnectX-6 Dx fixture
+// (mlx5_roce_sriov) set up the way kQos asks, every netdev of the fixture up with the addresses
+// its GIDs show.
+class RoceCheckTest : public ::testing::Test {
+ protected:
+  RoceCheckTest() : node("mlx5_roce_sriov") {
+    auto& pf = node.dcb.AddNetdev("ens1f0np0");
+    pf.trust = DcbTrust::kDscp;
+    pf.app = {{kDcbAppSelDscp, 26, 3}};
+    pf.pfc.enabled = 1 << 3;
+    node.AddEcnKnobs("ens1f0np0");
+    node.SetEcn("ens1f0np0", 3);
+    for (const char* n : {"ens1f0np0", "ens1f0np0.100", "mv0", "ens1f0v0", "ens1f0v1", "enp94s0f0s2"}) {
+      node.route.AddLink(n, 9000);
+    }
+    node.route.AddAddress("ens1f0np0", "192.168.10.1");
+    node.route.AddAddress("ens1f0np0.100", "192.168.100.1");
+    node.route.AddAddress("mv0", "192.168.10.50");
+    node.route.AddAddress("ens1f0v0", "10.0.0.2");
+  }
+  CheckNode node;
+};
+
 }  // namespace rdmak8s::inspect::testing

@@ -135,8 +135,9 @@ Status ClaimWatch::List(std::string* resource_version, const std::function<void(
     HttpRequest req;
     req.path = CollectionPath(version) + "?limit=" + std::to_string(kListPageSize);
     if (!cont.empty()) req.path += "&continue=" + QueryValue(cont);
+    // Bounded, so that a hung server cannot hold the driver's exit (it joins this thread).
+    req.deadline = std::chrono::steady_clock::now() + kListPageTimeout;
     RDMAK8S_ASSIGN_OR_RETURN(HttpResponse resp, api_->Send(req));
-    if (resp.status == kHttpNotFound) versions_->Forget(version);
     if (resp.status != 200) return ApiError(*api_, req, resp).Prepend("list ResourceClaims");
     const std::string what = "list ResourceClaims: " + api_->server() + req.path;
     auto page = [&]() -> Status {
@@ -201,7 +202,6 @@ Status ClaimWatch::WatchOnce(std::string* resource_version, int timeout_seconds,
     return failed.ok();
   };
   RDMAK8S_ASSIGN_OR_RETURN(HttpResponse resp, api_->Stream(req, on_line, cancelled));
-  if (resp.status == kHttpNotFound) versions_->Forget(version);
   if (resp.status == kHttpGone) return FailedPreconditionError(what + ": 410 Gone");
   if (resp.status != 200) return ApiError(*api_, req, resp).Prepend("watch ResourceClaims");
   if (!failed.ok()) return failed.Prepend(what);

@@ -21,12 +21,16 @@
 // The shapes are the same in v1, v1beta2 and v1beta1 (k8s.io/api/resource/*/types.go).
 //
 // Watch semantics as SliceWatch's (slice_watch.h): 410 Gone, as a status or an ERROR event, is
-// kFailedPrecondition (list again); a malformed event ends the watch naming its path.
+// kFailedPrecondition (list again); a malformed event ends the watch naming its path. A 404 is
+// an error retried after the backoff; it does not make the ApiVersionSource forget the version
+// (the publisher's and the claim reader's 404s do that), so a server that does not serve the
+// collection costs one request per backoff, not a discovery each time.
 //
 // Thread safety: one ClaimWatch on one thread; it shares the KubeApi (whose Stream does not
 // hold up Send) and the ApiVersionSource (thread safe).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -41,6 +45,7 @@ namespace rdmak8s::dra {
 class ClaimWatch {
  public:
   static constexpr int kListPageSize = 100;
+  static constexpr std::chrono::seconds kListPageTimeout{20};
 
   // `api` and `versions` are not owned and must outlive the watch.
   ClaimWatch(KubeApi* api, ApiVersionSource* versions, std::string driver, std::string pool);

@@ -16,6 +16,11 @@
 //   PKeyMember  InfiniBand only: the netconf's PKey is in the port's PKey table (True
 //               NoPKeyRequested without one); Unknown until the CNI attached the device
 //   Ready       PortActive is True and no other condition is False
+// On a device published with binding conditions (an IB port waiting for the subnet manager,
+// dra/binding_conditions.h), PortActive is also the binding condition the scheduler waits for,
+// and one more condition may come:
+//   PortActivationFailed  True (reason PortNotActive) when the port was not ACTIVE within the
+//               binding timeout: the binding failure condition (the scheduler tries elsewhere)
 // An Unknown condition stays so for a pod that uses the device without our CNI.
 // lastTransitionTime is `now` when a condition's status changed from `previous`' (or is new),
 // else `previous`' time: an entry built again from the same facts equals the one stored.
@@ -43,6 +48,7 @@ inline constexpr char kConditionPortActive[] = "PortActive";
 inline constexpr char kConditionGidPresent[] = "GidPresent";
 inline constexpr char kConditionQosApplied[] = "QosApplied";
 inline constexpr char kConditionPKeyMember[] = "PKeyMember";
+inline constexpr char kConditionPortActivationFailed[] = "PortActivationFailed";
 inline constexpr size_t kMaxStatusPkeys = 32;
 inline constexpr size_t kMaxStatusDataBytes = 8192;
 

@@ -5,10 +5,13 @@
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
+#include <condition_variable>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -17,11 +20,13 @@
 
 #include "dra/api/claim_reader.h"
 #include "dra/api/claim_status_writer.h"
+#include "dra/api/claim_watch.h"
 #include "dra/api/kube_client.h"
 #include "dra/api/kube_config.h"
 #include "dra/api/slice_publisher.h"
 #include "dra/api/slice_sync.h"
 #include "dra/claim_reader.h"
+#include "dra/binding_conditions.h"
 #include "dra/claim_status_reporter.h"
 #include "dra/device_catalog.h"
 #include "dra/health_watcher.h"
@@ -225,6 +230,13 @@ int RealMain(int argc, char** argv) {
                  "flapping port's later changes are published once the minute allows")
       ->capture_default_str()
       ->check(CLI::Range(1, 60));
+  int binding_timeout_s = static_cast<int>(dra::BindingConditionOptions{}.timeout.count());
+  app.add_option("--binding-timeout", binding_timeout_s,
+                 "seconds an InfiniBand port the subnet manager has not brought up may hold a "
+                 "pod at binding before the driver sets PortActivationFailed (the scheduler then "
+                 "tries another device); under the scheduler's own bindingTimeout (600 s)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 590));
   std::string devices_file;
   app.add_option("--devices", devices_file,
                  "which RDMA devices this driver takes: a JSON file {\"selectors\": {...}} with "
@@ -339,6 +351,18 @@ int RealMain(int argc, char** argv) {
     (*preparer)->ReportStatusTo(status_reporter.get());
     status_reporter->Start();
   }
+  // Binding conditions (binding_conditions.h): claims the scheduler allocated on a port waiting
+  // for the subnet manager, found by a watch of every namespace's claims, answered PortActive
+  // once the device watch sees the port ACTIVE (or PortActivationFailed after the timeout).
+  std::unique_ptr<dra::BindingConditionSetter> binding_setter;
+  std::unique_ptr<dra::ClaimWatch> claim_watch;
+  if (status_writer) {
+    dra::BindingConditionOptions binding_opts;
+    binding_opts.driver_name = prep.driver_name;
+    binding_opts.timeout = std::chrono::seconds(binding_timeout_s);
+    binding_setter = std::make_unique<dra::BindingConditionSetter>(binding_opts, status_writer.get(), &catalog);
+    claim_watch = std::make_unique<dra::ClaimWatch>(api.get(), versions.get(), prep.driver_name, catalog.pool());
+  }
   // The slice loop: publishes at start, on catalog changes, on every event of its watch on our
   // slices (kubelet and the garbage collector delete them), on each kubelet registration and
   // every minute (slice_sync.h). Made before the plugin, which calls it on a registration.
@@ -385,6 +409,25 @@ int RealMain(int argc, char** argv) {
   std::thread watch([&] { run_status = watcher.Run(); });
   std::thread sync;
   if (slice_sync) sync = std::thread([&] { slice_sync->Run(); });
+  std::mutex claims_mu;
+  std::condition_variable claims_cv;
+  bool claims_stop = false;  // guarded by claims_mu
+  std::thread binding, claims;
+  if (binding_setter) {
+    binding = std::thread([&] { binding_setter->Run(); });
+    claims = std::thread([&] {
+      claim_watch->Run(
+          binding_setter.get(),
+          [&] {
+            std::lock_guard<std::mutex> lock(claims_mu);
+            return claims_stop;
+          },
+          [&](std::chrono::milliseconds backoff) {
+            std::unique_lock<std::mutex> lock(claims_mu);
+            return !claims_cv.wait_for(lock, backoff, [&] { return claims_stop; });
+          });
+    });
+  }
 
   WaitForSignal(*signals, plugin, registration_watch, watcher, metrics);
 
@@ -393,8 +436,15 @@ int RealMain(int argc, char** argv) {
   if (status_reporter) status_reporter->Stop();
   watcher.Stop();
   watch.join();
-  catalog.Shutdown();  // ends the slice loop
+  {
+    std::lock_guard<std::mutex> lock(claims_mu);
+    claims_stop = true;  // the claim watch's stream asks about once a second
+  }
+  claims_cv.notify_all();
+  if (claims.joinable()) claims.join();
+  catalog.Shutdown();  // ends the slice loop and the binding-condition loop
   if (sync.joinable()) sync.join();
+  if (binding.joinable()) binding.join();
   int rc = 0;
   if (delete_slices_on_exit && publisher &&
       !DeleteSlicesOnExit(*publisher, prep.driver_name, node_name)) {

@@ -65,6 +65,9 @@ json EncodeDeviceBody(const SliceDevice& d) {
     }
     body["taints"] = std::move(taints);
   }
+  if (d.binds_to_node) body["bindsToNode"] = true;
+  if (!d.binding_conditions.empty()) body["bindingConditions"] = d.binding_conditions;
+  if (!d.binding_failure_conditions.empty()) body["bindingFailureConditions"] = d.binding_failure_conditions;
   return body;
 }
 
@@ -121,6 +124,14 @@ StatusOr<SliceDevice> DecodeDevice(const json& device, const std::string& path, 
       RDMAK8S_ASSIGN_OR_RETURN(t.value, StringAt((*taints)[i], at, "value"));
       RDMAK8S_ASSIGN_OR_RETURN(t.effect, StringAt((*taints)[i], at, "effect", /*required=*/true));
       d.taints.push_back(std::move(t));
+    }
+  }
+  RDMAK8S_ASSIGN_OR_RETURN(d.binds_to_node, BoolAt(*body, body_path, "bindsToNode", false));
+  for (auto [field, out] : {std::pair{"bindingConditions", &d.binding_conditions},
+                            std::pair{"bindingFailureConditions", &d.binding_failure_conditions}}) {
+    RDMAK8S_ASSIGN_OR_RETURN(const json* list, ArrayAt(*body, body_path, field));
+    if (list) {
+      RDMAK8S_ASSIGN_OR_RETURN(*out, StringList(*list, Field(body_path, field)));
     }
   }
   return d;

@@ -2,9 +2,9 @@
 // API versions we speak (resource.k8s.io v1 and v1beta1).
 //
 // Shapes (k8s.io/api/resource/{v1,v1beta1}/types.go):
-//   v1       spec.devices[] = {name, attributes, capacity, allowMultipleAllocations, taints}
-//   v1beta1  spec.devices[] = {name, basic: {attributes, capacity, allowMultipleAllocations,
-//                                            taints}}
+//   v1       spec.devices[] = {name, attributes, capacity, allowMultipleAllocations, taints,
+//                              bindsToNode, bindingConditions, bindingFailureConditions}
+//   v1beta1  spec.devices[] = {name, basic: {the same}}
 // Everything else we use (metadata, spec.driver, spec.nodeName, spec.pool{name, generation,
 // resourceSliceCount}) is the same in both.
 //
@@ -13,6 +13,10 @@
 //   kMaxAttributesAndCapacities (32 per device), attribute names (a C identifier of at most 32
 //   characters, optionally "<DNS subdomain of at most 63>/" before it), string values of at most
 //   64 characters, device names that are DNS labels (at most 63).
+// Binding conditions (KEP-5007, pkg/apis/resource/validation validateDeviceBindingParameters):
+//   at most kMaxBindingConditions of each list, each a label name (a qualified name), no
+//   duplicates, no type in both lists, and either both lists set or neither; bindsToNode is
+//   independent of them.
 //
 // Pure code: no I/O. Thread safety: values and free functions.
 #pragma once
@@ -48,6 +52,7 @@ inline constexpr size_t kMaxAttributeValueLength = 64;
 inline constexpr size_t kMaxIdLength = 32;
 inline constexpr size_t kMaxDomainLength = 63;
 inline constexpr size_t kMaxDeviceTaints = 4;
+inline constexpr size_t kMaxBindingConditions = 4;  // BindingConditionsMaxSize, and the failure list's
 
 // One attribute value: the API's int, bool or string (we publish no semver values).
 using AttributeValue = std::variant<int64_t, bool, std::string>;
@@ -75,6 +80,12 @@ struct SliceDevice {
   std::map<std::string, DeviceCapacity> capacity;
   bool allow_multiple_allocations = false;
   std::vector<DeviceTaint> taints;
+  // KEP-5007: the scheduler binds a pod using this device only once every binding condition is
+  // True in the claim's status.devices entry, and gives up (tries again elsewhere) when any
+  // failure condition is True. Both set or both empty.
+  std::vector<std::string> binding_conditions;
+  std::vector<std::string> binding_failure_conditions;
+  bool binds_to_node = false;  // the allocation is pinned to the node it was made for
   friend bool operator==(const SliceDevice&, const SliceDevice&) = default;
 };
 

@@ -144,6 +144,16 @@ void AddAttributes(const DeviceInput& in, const std::vector<DeviceInput>& all,
 
 }  // namespace
 
+bool AwaitsSubnetManager(const RdmaDevice& device) {
+  if (device.transport != Transport::kIb) return false;
+  bool waiting = false;
+  for (const Port& p : device.ports) {
+    if (p.state == PortState::kActive) return false;
+    waiting |= p.state == PortState::kInit || p.state == PortState::kArmed;
+  }
+  return waiting;
+}
+
 std::vector<DeviceInput> DeviceInputsOf(const std::vector<RdmaDevice>& devices) {
   std::vector<DeviceInput> out;
   out.reserve(devices.size());
@@ -166,7 +176,9 @@ SliceDevicesResult BuildSliceDevices(const std::vector<DeviceInput>& inputs,
   result.notes = names.notes();
   for (const DeviceInput& in : inputs) {
     const std::string& rdma_dev = in.device.name;
-    if (!in.healthy && !features.device_taints) {
+    // A port the SM has not brought up yet: allocatable, but held at binding (KEP-5007).
+    const bool held_at_binding = !in.healthy && features.binding_conditions && AwaitsSubnetManager(in.device);
+    if (!in.healthy && !held_at_binding && !features.device_taints) {
       result.notes.push_back(rdma_dev + ": withdrawn while unhealthy (" + in.unhealthy_reason +
                              "): the server takes no device taints");
       continue;
@@ -176,7 +188,10 @@ SliceDevicesResult BuildSliceDevices(const std::vector<DeviceInput>& inputs,
     if (base.name.empty()) continue;  // said in names.notes()
     AttributeSet attrs(base.attributes, result.notes, rdma_dev);
     AddAttributes(in, inputs, options, attrs);
-    if (!in.healthy) {
+    if (held_at_binding) {
+      base.binding_conditions = {kBindingConditionPortActive};
+      base.binding_failure_conditions = {kBindingFailurePortActivation};
+    } else if (!in.healthy) {
       std::string reason = DraDeviceName(in.unhealthy_reason);
       base.taints.push_back({options.driver + "/" + kUnhealthyTaintKey, reason, options.taint_effect});
     }

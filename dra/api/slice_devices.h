@@ -16,6 +16,14 @@
 //   k8s.cni.cncf.io/resourceName  "<driver>/<transport>": a NAD's k8s.v1.cni.cncf.io/resourceName
 // A value the API would reject (a string longer than 64) is left out and said in `notes`.
 //
+// An unhealthy device is tainted (<driver>/unhealthy=<reason>), but an InfiniBand device
+// waiting for its subnet manager (AwaitsSubnetManager: no port ACTIVE, one INIT or ARMED) is
+// published untainted with bindingConditions [PortActive] and bindingFailureConditions
+// [PortActivationFailed] (KEP-5007) when the server keeps them: the scheduler may allocate it
+// but binds the pod only once the driver set PortActive=True in the claim's status
+// (dra/binding_conditions.h). RoCE and iWARP have no subnet manager: a port that is not usable
+// is tainted, as is an IB port DOWN or on a server that drops binding conditions.
+//
 // Pure code: no I/O (the PCIe root is discovery's, PciInfo::pcie_root).
 #pragma once
 
@@ -23,6 +31,7 @@
 #include <vector>
 
 #include "dra/api/resource_slice.h"
+#include "dra/claim_status.h"
 #include "dra/device_name.h"
 #include "rdmak8s/device.h"
 
@@ -35,6 +44,10 @@ inline constexpr char kUnhealthyTaintKey[] = "unhealthy";  // "<driver>/unhealth
 inline constexpr char kDefaultTaintEffect[] = "NoSchedule";
 // The effects a device taint may have (resource.k8s.io/v1 DeviceTaintEffect, KEP-5055 beta).
 inline constexpr const char* kTaintEffects[] = {"NoSchedule", "NoExecute", "None"};
+// The driver's own condition types (KEP-5007) on a device whose IB port waits for the SM: the
+// PortActive the claim status entries carry, and its failure (dra/claim_status.h).
+inline constexpr const char* kBindingConditionPortActive = kConditionPortActive;
+inline constexpr const char* kBindingFailurePortActivation = kConditionPortActivationFailed;
 
 struct DeviceInput {
   RdmaDevice device;
@@ -56,6 +69,7 @@ struct SliceDeviceOptions {
 struct ServerFeatures {
   bool device_taints = true;        // KEP-5055: else unhealthy devices are withdrawn
   bool consumable_capacity = true;  // KEP-5075: else N named devices per function
+  bool binding_conditions = true;   // KEP-5007: else a port waiting for the SM is tainted
   friend bool operator==(const ServerFeatures&, const ServerFeatures&) = default;
 };
 
@@ -65,6 +79,11 @@ struct SliceDevicesResult {
   std::vector<std::pair<std::string, std::string>> rdma_dev_of;
   std::vector<std::string> notes;    // attributes or devices left out, and why
 };
+
+// Whether `device` is an InfiniBand device none of whose ports is ACTIVE but one is INIT or
+// ARMED: the subnet manager has not brought it up yet (it will in seconds, or never when no SM
+// runs: the binding timeout decides).
+bool AwaitsSubnetManager(const RdmaDevice& device);
 
 // The publisher's input for discovered devices, all healthy (the caller marks the unhealthy
 // ones).

@@ -249,6 +249,14 @@ Status SlicePublisher::PublishOnce(const std::vector<DeviceInput>& devices, bool
                     "(DRADeviceTaints off: Kubernetes 1.34/1.35 defaults): unusable devices are "
                     "withdrawn from the slices instead of tainted", d.devices[i].name);
       }
+      if (!d.devices[i].binding_conditions.empty() && stored.devices[i].binding_conditions.empty() &&
+          features_.binding_conditions) {
+        features_.binding_conditions = false;
+        *features_changed = true;
+        SPDLOG_WARN("ResourceSlices: the API server dropped the binding conditions sent with {} "
+                    "(DRADeviceBindingConditions off: Kubernetes 1.34/1.35 defaults): an InfiniBand "
+                    "port waiting for the subnet manager is tainted instead", d.devices[i].name);
+      }
       if (d.devices[i].allow_multiple_allocations && !stored.devices[i].allow_multiple_allocations &&
           features_.consumable_capacity) {
         features_.consumable_capacity = false;

@@ -10,10 +10,12 @@
 // API version: resource.k8s.io/v1 when the server's discovery (GET /apis/resource.k8s.io) lists
 // it, else v1beta1 (Kubernetes 1.32/1.33); Unimplemented when neither is served. Asked of an
 // ApiVersionSource (api_version.h) at the first Publish or DeleteAll, not at construction.
-// Features the server may not have (device taints, KEP-5055; consumable capacity, KEP-5075) are
+// Features the server may not have (device taints, KEP-5055; consumable capacity, KEP-5075;
+// binding conditions, KEP-5007) are
 // learned from its answers: a server without the feature gate drops the field from the object
 // it stores, so when the returned object lacks what we sent, the feature is off and the pool is
-// rebuilt without it (unhealthy devices withdrawn; N named shares per device).
+// rebuilt without it (unhealthy devices withdrawn; N named shares per device; a port waiting
+// for the subnet manager tainted).
 //
 // Owner: the Node's UID is read before every pass that writes (and again after a 409 or 422
 // answer, or an answer that kept another owner), so no write carries the UID of a Node that was

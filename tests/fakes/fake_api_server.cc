@@ -142,6 +142,41 @@ bool IsLabelKey(const std::string& s) {
 }
 bool IsLabelValue(const std::string& s) { return s.empty() || (s.size() <= 63 && IsLabelKey(s) && s.find('/') == std::string::npos); }
 
+// KEP-5007's rules for a device's bindingConditions / bindingFailureConditions
+// (pkg/apis/resource/validation validateDeviceBindingParameters); "" when valid.
+std::string ValidateBindingConditions(const json& d, const std::string& at) {
+  const char* kLists[] = {"bindingConditions", "bindingFailureConditions"};
+  std::set<std::string> seen[2];
+  for (int l = 0; l < 2; ++l) {
+    if (!d.contains(kLists[l])) continue;
+    const json& list = d[kLists[l]];
+    const std::string lat = at + "." + kLists[l];
+    if (!list.is_array()) return lat + ": Invalid value: must be a list";
+    if (list.size() > 4) {
+      return lat + ": Too many: " + std::to_string(list.size()) + ": must have at most 4 items";
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string iat = lat + "[" + std::to_string(i) + "]";
+      const std::string c = list[i].is_string() ? list[i].get<std::string>() : "";
+      if (!IsLabelKey(c)) {
+        return iat + ": Invalid value: \"" + c + "\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+      }
+      if (!seen[l].insert(c).second) return iat + ": Duplicate value: \"" + c + "\"";
+      if (l == 1 && seen[0].count(c)) {
+        return iat + ": Invalid value: \"" + c + "\": bindingFailureConditions must not overlap with bindingConditions";
+      }
+    }
+  }
+  if (seen[0].empty() && !seen[1].empty()) {
+    return at + ".bindingConditions: Invalid value: null: bindingConditions are required to use bindingFailureConditions";
+  }
+  if (seen[1].empty() && !seen[0].empty()) {
+    return at + ".bindingFailureConditions: Invalid value: null: bindingFailureConditions are required to use bindingConditions";
+  }
+  if (d.contains("bindsToNode") && !d["bindsToNode"].is_boolean()) return at + ".bindsToNode: Invalid value: must be a boolean";
+  return "";
+}
+
 // What the v1 API server's validation says of a slice in v1 shape; "" when valid.
 std::string ValidateSlice(const json& obj) {
   const json& meta = obj.value("metadata", json::object());
@@ -199,6 +234,7 @@ std::string ValidateSlice(const json& obj) {
         }
       }
     }
+    if (std::string invalid = ValidateBindingConditions(d, at); !invalid.empty()) return invalid;
   }
   return "";
 }
@@ -847,6 +883,9 @@ FakeApiServer::Response FakeApiServer::HandleSlices(const std::string& method, c
       }
     }
     if (!options_.device_taints) d.erase("taints");
+    if (!options_.device_binding_conditions) {
+      for (const char* f : {"bindingConditions", "bindingFailureConditions", "bindsToNode"}) d.erase(f);
+    }
     if (!options_.consumable_capacity) {
       d.erase("allowMultipleAllocations");
       if (d.contains("capacity")) for (auto& [k, c] : d["capacity"].items()) c.erase("requestPolicy");

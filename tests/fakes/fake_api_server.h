@@ -7,7 +7,7 @@
 // Real rules the tests lean on: resourceVersion checked on PUT (409), name taken on POST (409),
 // paged lists (limit/continue) with fieldSelector spec.nodeName / spec.driver, the API's slice
 // limits (422), a bearer token checked per request (401), fields of disabled feature gates
-// (device taints, allowMultipleAllocations) dropped from what is stored.
+// (device taints, allowMultipleAllocations, binding conditions) dropped from what is stored.
 // Watches on resourceslices (watch=true, with the fieldSelector, resourceVersion,
 // timeoutSeconds, BOOKMARK-less): without a resourceVersion the current objects come first as
 // ADDED, then every change as a chunked stream of one JSON event per line, as the real server
@@ -21,7 +21,9 @@
 // capacity names qualified names (a C identifier of at most 32 after an optional DNS-subdomain
 // domain of at most 63 and "/"), string and version values at most 64, at most 32 attributes
 // and capacities per device, at most 128 devices per slice (64 when any has taints), at most 4
-// taints per device with a qualified-name key, a label value and effect NoSchedule or NoExecute.
+// taints per device with a qualified-name key, a label value and effect NoSchedule or NoExecute;
+// bindingConditions and bindingFailureConditions (KEP-5007, validateDeviceBindingParameters): at
+// most 4 each, each a label name, no duplicates, none in both, each list requiring the other.
 // DELETE of the collection with a fieldSelector (kubelet's DeleteCollection at its start).
 // The resource.k8s.io versions it serves can change while it runs (an upgrade).
 // ResourceClaim status updates (PUT .../status) as v1.36 takes them: resourceVersion checked (409),
@@ -53,6 +55,9 @@ struct FakeApiServerOptions {
   bool serve_v1beta1 = true;
   bool device_taints = true;        // DRADeviceTaints gate
   bool consumable_capacity = true;  // DRAConsumableCapacity gate
+  // DRADeviceBindingConditions gate (with DRAResourceClaimDeviceStatus): off, a device's
+  // bindingConditions, bindingFailureConditions and bindsToNode are dropped, as 1.34/1.35 do.
+  bool device_binding_conditions = true;
   std::string token;                // when set, requests must carry "Bearer <token>"
   // TLS (both set): serve HTTPS on 127.0.0.1 instead of HTTP on a unix socket.
   std::string tls_cert_pem, tls_key_pem;

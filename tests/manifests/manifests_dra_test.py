@@ -120,7 +120,9 @@ class ManifestsDraTest(unittest.TestCase):
                                 tuple(sorted(r["verbs"]))) for r in role["rules"])
                 self.assertEqual(rules, sorted([
                     (("",), ("nodes",), (), ("get",)),
-                    (("resource.k8s.io",), ("resourceclaims",), (), ("get",)),
+                    # Issue 34 item 4: claims held at binding on our devices are found by a
+                    # list+watch of every namespace's claims (no create, update or delete).
+                    (("resource.k8s.io",), ("resourceclaims",), (), ("get", "list", "watch")),
                     (("resource.k8s.io",), ("resourceclaims/driver",), (driver,), ("associated-node:update",)),
                     (("resource.k8s.io",), ("resourceclaims/status",), (), ("update",)),
                     (("resource.k8s.io",), ("resourceslices",), (),

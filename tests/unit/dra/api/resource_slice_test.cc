@@ -69,6 +69,38 @@ TEST(ResourceSliceTest, DecodeReadsBackWhatEncodeWroteInBothVersions) {
   }
 }
 
+// KEP-5007 fields: on the device in v1, under basic in v1beta1, and read back.
+TEST(ResourceSliceTest, BindingConditionsAndBindsToNodeGoOutAndComeBackInBothVersions) {
+  ResourceSlice s = OneSlice();
+  s.devices[0].taints.clear();
+  s.devices[0].binding_conditions = {"PortActive"};
+  s.devices[0].binding_failure_conditions = {"PortActivationFailed"};
+  s.devices[0].binds_to_node = true;
+  const json v1 = EncodeResourceSlice(s, ResourceApiVersion::kV1)["spec"]["devices"][0];
+  EXPECT_EQ(v1["bindingConditions"], json::array({"PortActive"}));
+  EXPECT_EQ(v1["bindingFailureConditions"], json::array({"PortActivationFailed"}));
+  EXPECT_EQ(v1["bindsToNode"], true);
+  const json beta = EncodeResourceSlice(s, ResourceApiVersion::kV1beta1)["spec"]["devices"][0];
+  EXPECT_EQ(beta["basic"]["bindingConditions"], json::array({"PortActive"}));
+  for (auto v : {ResourceApiVersion::kV1, ResourceApiVersion::kV1beta1}) {
+    auto back = DecodeResourceSlice(EncodeResourceSlice(s, v), v);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(back->devices, s.devices);
+  }
+  // A device without them sends none of the three.
+  const json plain = EncodeResourceSlice(OneSlice(), ResourceApiVersion::kV1)["spec"]["devices"][0];
+  EXPECT_FALSE(plain.contains("bindingConditions") || plain.contains("bindingFailureConditions") ||
+               plain.contains("bindsToNode"));
+}
+
+TEST(ResourceSliceTest, DecodeRefusesABindingConditionThatIsNotAString) {
+  json j = EncodeResourceSlice(OneSlice(), ResourceApiVersion::kV1);
+  j["spec"]["devices"][0]["bindingConditions"] = json::array({7});
+  auto r = DecodeResourceSlice(j, ResourceApiVersion::kV1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("bindingConditions[0]"), std::string::npos) << r.status().message();
+}
+
 TEST(ResourceSliceTest, DecodeNamesWhatIsMissing) {
   auto r = DecodeResourceSlice(json{{"metadata", {{"name", "x"}}}}, ResourceApiVersion::kV1);
   ASSERT_FALSE(r.ok());

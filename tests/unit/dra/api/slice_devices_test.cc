@@ -208,6 +208,63 @@ TEST(SliceDevicesTest, UnhealthyDevicesAreTaintedOrWithdrawn) {
   EXPECT_NE(withdrawn.notes[0].find("withdrawn"), std::string::npos);
 }
 
+// Every port of `in` in `state`, and the device unhealthy as the health rule then says.
+void SetPorts(DeviceInput& in, PortState state) {
+  for (Port& p : in.device.ports) p.state = state;
+  in.healthy = false;
+  in.unhealthy_reason = "PortNotActive";
+}
+
+// KEP-5007: an IB port the subnet manager has not brought up yet (INIT, ARMED) is allocatable
+// but holds the pod at binding until the driver says PortActive=True; a DOWN one is tainted.
+TEST(SliceDevicesTest, AnInfiniBandPortWaitingForTheSubnetManagerCarriesBindingConditionsNotATaint) {
+  for (PortState state : {PortState::kInit, PortState::kArmed}) {
+    auto inputs = Inputs("mlx5_ib_2port");
+    ASSERT_EQ(inputs.size(), 1u);
+    SetPorts(inputs[0], state);
+    auto r = BuildSliceDevices(inputs, kExclusive, {});
+    ASSERT_EQ(r.devices.size(), 1u) << PortStateName(state);
+    const SliceDevice& d = r.devices[0];
+    EXPECT_TRUE(d.taints.empty()) << PortStateName(state);
+    EXPECT_EQ(d.binding_conditions, std::vector<std::string>{"PortActive"});
+    EXPECT_EQ(d.binding_failure_conditions, std::vector<std::string>{"PortActivationFailed"});
+  }
+}
+
+TEST(SliceDevicesTest, AnInfiniBandPortDownIsTaintedWithoutBindingConditions) {
+  auto inputs = Inputs("mlx5_ib_2port");
+  SetPorts(inputs[0], PortState::kDown);
+  auto r = BuildSliceDevices(inputs, kExclusive, {});
+  ASSERT_EQ(r.devices.size(), 1u);
+  EXPECT_EQ(r.devices[0].taints.size(), 1u);
+  EXPECT_TRUE(r.devices[0].binding_conditions.empty());
+  EXPECT_TRUE(r.devices[0].binding_failure_conditions.empty());
+}
+
+// RoCE and iWARP have no subnet manager: a port that is not ACTIVE is tainted whatever its state.
+TEST(SliceDevicesTest, ARocePortNotActiveIsTaintedEvenInInit) {
+  auto inputs = Inputs("mlx5_roce_sriov");
+  SetPorts(inputs[1], PortState::kInit);
+  auto r = BuildSliceDevices(inputs, kExclusive, {});
+  const SliceDevice* d = Find(r, DraDeviceName(inputs[1].device.name));
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->taints.size(), 1u);
+  EXPECT_TRUE(d->binding_conditions.empty());
+}
+
+// A server that dropped bindingConditions (gate off) would let the scheduler bind a pod to the
+// port at once: the driver taints it instead.
+TEST(SliceDevicesTest, AWaitingInfiniBandPortIsTaintedWhereTheServerDropsBindingConditions) {
+  auto inputs = Inputs("mlx5_ib_2port");
+  SetPorts(inputs[0], PortState::kInit);
+  ServerFeatures features;
+  features.binding_conditions = false;
+  auto r = BuildSliceDevices(inputs, kExclusive, features);
+  ASSERT_EQ(r.devices.size(), 1u);
+  EXPECT_EQ(r.devices[0].taints.size(), 1u);
+  EXPECT_TRUE(r.devices[0].binding_conditions.empty());
+}
+
 TEST(SliceDevicesTest, TheUnhealthyTaintHasTheEffectTheNodeAdminChose) {
   auto inputs = Inputs("mlx5_roce_sriov");
   inputs[1].healthy = false;

@@ -424,5 +424,80 @@ TEST_F(SlicePublisherTest, TheServerRefusesWhatTheRealOneValidatesWith422NamingT
   EXPECT_EQ(status, 201) << body;
 }
 
+// KEP-5007's rules as pkg/apis/resource/validation words them (validateDeviceBindingParameters).
+TEST_F(SlicePublisherTest, TheServerRefusesInvalidBindingConditionsAsTheRealOneNamesThem) {
+  Start();
+  auto post = [&](const json& fields) {
+    json d = {{"name", "mlx5-0"}};
+    d.update(fields);
+    json slice = {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceSlice"},
+                  {"metadata", {{"name", "s"}}},
+                  {"spec", {{"driver", kDriver}, {"nodeName", "node1"},
+                            {"pool", {{"name", "node1"}, {"generation", 1}, {"resourceSliceCount", 1}}},
+                            {"devices", json::array({d})}}}};
+    auto r = client_->Send({"POST", "/apis/resource.k8s.io/v1/resourceslices", slice.dump()});
+    EXPECT_TRUE(r.ok());
+    if (!r.ok()) return std::make_pair(0L, std::string());
+    return std::make_pair(r->status, r->status == 422 ? json::parse(r->body).value("message", "") : r->body);
+  };
+  const json five = json::array({"A", "B", "C", "D", "E"});
+  const std::pair<json, std::string> refused[] = {
+      {{{"bindingConditions", json::array({"PortActive"})}},
+       "spec.devices[0].bindingFailureConditions: Invalid value: null: bindingFailureConditions are required to use bindingConditions"},
+      {{{"bindingFailureConditions", json::array({"Failed"})}},
+       "spec.devices[0].bindingConditions: Invalid value: null: bindingConditions are required to use bindingFailureConditions"},
+      {{{"bindingConditions", five}, {"bindingFailureConditions", json::array({"F"})}},
+       "spec.devices[0].bindingConditions: Too many: 5: must have at most 4 items"},
+      {{{"bindingConditions", json::array({"A"})}, {"bindingFailureConditions", five}},
+       "spec.devices[0].bindingFailureConditions: Too many: 5: must have at most 4 items"},
+      {{{"bindingConditions", json::array({"Port Active"})}, {"bindingFailureConditions", json::array({"F"})}},
+       "spec.devices[0].bindingConditions[0]: Invalid value: \"Port Active\""},
+      {{{"bindingConditions", json::array({"A", "A"})}, {"bindingFailureConditions", json::array({"F"})}},
+       "spec.devices[0].bindingConditions[1]: Duplicate value: \"A\""},
+      {{{"bindingConditions", json::array({"A"})}, {"bindingFailureConditions", json::array({"A"})}},
+       "spec.devices[0].bindingFailureConditions[0]: Invalid value: \"A\": bindingFailureConditions must not overlap with bindingConditions"},
+  };
+  for (const auto& [fields, said] : refused) {
+    auto [status, body] = post(fields);
+    EXPECT_EQ(status, 422) << fields.dump();
+    EXPECT_NE(body.find(said), std::string::npos) << body;
+  }
+  auto [status, body] = post({{"bindingConditions", json::array({"PortActive"})},
+                              {"bindingFailureConditions", json::array({"rdma.rdmak8s.io/PortActivationFailed"})},
+                              {"bindsToNode", true}});
+  ASSERT_EQ(status, 201) << body;
+  const json stored = server_->Slices()[0]["spec"]["devices"][0];
+  EXPECT_EQ(stored["bindingConditions"], json::array({"PortActive"}));
+  EXPECT_EQ(stored["bindsToNode"], true);
+}
+
+json WaitingIbDeviceSliceDevice(const std::vector<json>& slices) {
+  return slices.empty() ? json() : slices[0]["spec"]["devices"][0];
+}
+
+// A port the subnet manager has not brought up: published with binding conditions where the
+// server keeps them, and tainted (said once) where it drops them (DRADeviceBindingConditions off).
+TEST_F(SlicePublisherTest, AWaitingInfiniBandPortIsHeldAtBindingOrTaintedWhereTheServerDropsBindingConditions) {
+  for (bool gate : {true, false}) {
+    FakeApiServerOptions o;
+    o.device_binding_conditions = gate;
+    client_.reset();
+    server_.reset();  // the socket path is free again
+    Start(o);
+    auto p = Publisher();
+    auto devices = Fixture("mlx5_ib_2port");
+    for (Port& port : devices[0].device.ports) port.state = PortState::kInit;
+    devices[0].healthy = false;
+    devices[0].unhealthy_reason = "PortNotActive";
+    testing::LogCapture log;
+    ASSERT_TRUE(p.Publish(devices).ok());
+    const json d = WaitingIbDeviceSliceDevice(server_->Slices());
+    EXPECT_EQ(p.features().binding_conditions, gate);
+    EXPECT_EQ(d.contains("bindingConditions"), gate) << d.dump();
+    EXPECT_EQ(d.contains("taints"), !gate) << d.dump();
+    EXPECT_EQ(log.Text().find("dropped the binding conditions") != std::string::npos, !gate) << log.Text();
+  }
+}
+
 }  // namespace
 }  // namespace rdmak8s::dra

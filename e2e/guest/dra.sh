@@ -182,11 +182,90 @@ dra_pod_conflist() {
   echo "IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME=$1;K8S_POD_INFRA_CONTAINER_ID=e2e-$1;K8S_POD_UID=$2" > "$POD_DIR/$1/cni_args"
 }
 
+# dra_up: dra_node_up, then dra_pods_up.
 dra_up() {
-  local s
+  dra_node_up && dra_pods_up
+}
+
+# dra_node_up: the node without pods: two rxe slots, the fake API server and the driver
+# publishing both devices.
+dra_node_up() {
   need_binaries rdmak8s-dra-driver rdmak8s-fake-api-server rdmak8s-fake-dra-kubelet cni-driver rdmak8s curl || return 1
   slots_up rxe "no address until CNI ADD" slot1 slot2 || return 1
-  dra_control_plane_up node-uid-e2e rxe_slot1 rxe_slot2 || return 1
+  dra_control_plane_up node-uid-e2e rxe_slot1 rxe_slot2
+}
+
+# The taints of RDMA device $1's slice device, as JSON ("null" when it has none).
+slice_taints_of() {
+  api_get /apis/resource.k8s.io/v1/resourceslices | jq -c --arg d "$1" --arg drv "$DRIVER" '
+    [.items[] | select(.spec.driver == $drv) | .spec.devices[]
+     | select(.attributes.rdmaDevice.string == $d) | .taints] | first'
+}
+
+# wait_for MS CMD...: runs CMD every 0.2 s until it succeeds, at most MS milliseconds; its status.
+wait_for() {
+  local end=$(($(now_ms) + $1))
+  shift
+  until "$@"; do
+    [ "$(now_ms)" -ge $end ] && return 1
+    sleep 0.2
+  done
+}
+_tainted() { [ "$(slice_taints_of "$1" | jq '[.[]? | select(.key == "rdma.rdmak8s.io/unhealthy")] | length')" -ge 1 ] 2>/dev/null; }
+_untainted() { ! _tainted "$1" && [ -n "$(slice_device_of "$1")" ]; }
+_claim_annotation() {  # _claim_annotation CLAIM KEY
+  api_get "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/$1" | jq -r --arg k "$2" '.metadata.annotations[$k] // ""'
+}
+_claim_settled() { [ "$(_claim_annotation "$1" fake.rdmak8s.io/binding)" = bound ]; }
+
+# dra_taint_steers_allocation: a RoCE port that goes down, as the scheduler sees it (issue 34),
+# on the node before any pod holds a device: slot1's netdev set down -> its device tainted
+# rdma.rdmak8s.io/unhealthy in its slice (waited for, 30 s) -> a claim written WITHOUT an
+# allocation is allocated by the fake API server's allocator (tests/fakes/fake_allocator.h, the
+# scheduler's stand-in: a NoSchedule taint not tolerated is skipped) from slot2's device (10 s)
+# -> link up -> the taint gone (30 s). The claim file is then removed (the claim deleted, its
+# device free for podB). Checks taint-on-port-down, allocation-skips-tainted-device,
+# taint-gone-on-port-up.
+dra_taint_steers_allocation() {
+  local t0 pd2 got name=nic-probe
+  pd2=$(slice_device_of rxe_slot2)
+  t0=$(now_ms)
+  $IP -n slot1 link set net1 down
+  if wait_for 30000 _tainted rxe_slot1; then
+    figure dra-taint-after-port-down $(($(now_ms) - t0)) ms
+    result taint-on-port-down PASS "slot1's net1 down: rxe_slot1's slice device has $(slice_taints_of rxe_slot1)"
+  else
+    result taint-on-port-down FAIL "slot1's net1 down: no rdma.rdmak8s.io/unhealthy taint on rxe_slot1 within 30 s ($(slice_taints_of rxe_slot1))"
+    show "$DRA_LOG" 20
+  fi
+  jq -n --arg name "$name" '{apiVersion: "resource.k8s.io/v1", kind: "ResourceClaim",
+    metadata: {namespace: "default", name: $name, uid: "c0c0c0c0-0000-4000-8000-0000000000f0"},
+    spec: {devices: {requests: [{name: "nic", exactly: {deviceClassName: "rdma-roce"}}]}}}' \
+    > "$DRA_DIR/claims/.$name.tmp" && mv "$DRA_DIR/claims/.$name.tmp" "$DRA_DIR/claims/$name.json"
+  wait_for 10000 _claim_settled "$name"
+  got=$(api_get "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/$name" |
+        jq -r '.status.allocation.devices.results[0] | "\(.pool) \(.device)"' 2>/dev/null)
+  if [ "$got" = "$pd2" ]; then
+    result allocation-skips-tainted-device PASS "a claim without allocation got rxe_slot2's device ($got), not the tainted rxe_slot1"
+  else
+    result allocation-skips-tainted-device FAIL "the claim got '$got' (want rxe_slot2's '$pd2'); binding: $(_claim_annotation "$name" fake.rdmak8s.io/binding) $(_claim_annotation "$name" fake.rdmak8s.io/binding-reason)"
+  fi
+  rm -f "$DRA_DIR/claims/$name.json"
+  t0=$(now_ms)
+  $IP -n slot1 link set net1 up
+  if wait_for 30000 _untainted rxe_slot1; then
+    figure dra-untaint-after-port-up $(($(now_ms) - t0)) ms
+    result taint-gone-on-port-up PASS "slot1's net1 up: rxe_slot1's slice device has no taint"
+  else
+    result taint-gone-on-port-up FAIL "slot1's net1 up: rxe_slot1 still tainted after 30 s ($(slice_taints_of rxe_slot1))"
+    show "$DRA_LOG" 20
+  fi
+}
+
+# dra_pods_up: podA and podB (DRA_PODS), each with its hand-allocated claim prepared, built from
+# the CDI spec and attached by the CNI; then traffic between them.
+dra_pods_up() {
+  local s
   # Registration with kubelet's plugin watcher happens on the first fake-kubelet call below.
   for s in $DRA_PODS; do
     local pod slot puid cuid req pd prep alloc got want ids

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <set>
 
 #include <openssl/err.h>
@@ -450,6 +451,7 @@ int FakeApiServer::DeleteSlices(const std::string& node, const std::string& driv
     it = slices_.erase(it);
     ++n;
   }
+  AllocateLocked();
   return n;
 }
 void FakeApiServer::CompactWatchHistory() {
@@ -569,6 +571,23 @@ void FakeApiServer::AddClaim(json claim) {
   const std::string key = m.at("namespace").get<std::string>() + "/" + m.at("name").get<std::string>();
   claim["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
   claims_[key] = std::move(claim);
+  AllocateLocked();
+}
+bool FakeApiServer::DeleteClaim(const std::string& ns, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (claims_.erase(ns + "/" + name) == 0) return false;
+  AllocateLocked();
+  return true;
+}
+void FakeApiServer::AllocateLocked() {
+  std::array<char, 32> now{};
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  std::strftime(now.data(), now.size(), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  for (const auto& key : allocator_.Run(slices_, claims_, now.data())) {
+    claims_[key]["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
+  }
 }
 json FakeApiServer::Claim(const std::string& ns, const std::string& name) const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -671,6 +690,7 @@ void FakeApiServer::PutSliceV1(json slice) {
   const std::string name = slice["metadata"]["name"].get<std::string>();
   RecordLocked(slices_.count(name) != 0u ? "MODIFIED" : "ADDED", slice);
   slices_[name] = std::move(slice);
+  AllocateLocked();
 }
 
 std::vector<json> FakeApiServer::Slices(const std::string& version) const {
@@ -693,6 +713,15 @@ FakeApiServer::Response FakeApiServer::Handle(const std::string& method, const s
                                               const std::map<std::string, std::string>& headers,
                                               const std::string& body) {
   std::lock_guard<std::mutex> lock(mu_);
+  // After the answer is made, a change the request made gets the scheduler's pass (as the real
+  // scheduler reacts to the watch event), before the lock goes.
+  struct AllocateAfter {
+    FakeApiServer* server;
+    bool changes;
+    ~AllocateAfter() {
+      if (changes) server->AllocateLocked();
+    }
+  } allocate_after{this, method != "GET"};
   requests_.push_back(method + " " + target);
   if (!token_.empty()) {
     auto it = headers.find("authorization");

@@ -28,6 +28,10 @@
 // The resource.k8s.io versions it serves can change while it runs (an upgrade).
 // ResourceClaim status updates (PUT .../status) as v1.36 takes them: resourceVersion checked (409),
 // status.devices validated and authorized per driver (fake_claim_status.h), the rest kept.
+// The scheduler's part (fake_allocator.h): after every change of the slices or the claims, a
+// claim without status.allocation is allocated from the slices (taints, tolerations,
+// firstAvailable), and binding conditions are waited for; the binding state is the claim's
+// annotation fake.rdmak8s.io/binding.
 // Injected faults: the next N answers of a given status (429 with Retry-After, 503), N
 // conflicting writers, N expired continue tokens (410), raw answers of any body.
 //
@@ -47,6 +51,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "fakes/fake_allocator.h"
 
 namespace rdmak8s::testing {
 
@@ -94,6 +100,8 @@ class FakeApiServer {
   int open_watches() const;
   // `claim` is a ResourceClaim object (metadata.namespace / name); it gets a resourceVersion.
   void AddClaim(nlohmann::json claim);
+  // Deletes the claim (its devices are free for other claims from now on); false when none.
+  bool DeleteClaim(const std::string& namespace_name, const std::string& name);
   // The stored claim (v1 shape), null when there is none.
   nlohmann::json Claim(const std::string& namespace_name, const std::string& name) const;
   // Which drivers' status.devices entries the caller's token may change (resourceclaims/driver
@@ -156,6 +164,8 @@ class FakeApiServer {
   // Under mu_: a change of slices_ for the watches.
   void RecordLocked(const std::string& type, const nlohmann::json& object);
   void CollectGarbageLocked();
+  // The scheduler's pass (fake_allocator.h) after a change; moves changed claims' resourceVersion.
+  void AllocateLocked();
   bool ServedLocked(const std::string& version) const;
   bool ServeWatch(void* conn, const WatchSpec& spec);
   void AcceptLoop();
@@ -187,6 +197,7 @@ class FakeApiServer {
   std::map<std::string, nlohmann::json> claims_;  // "ns/name" -> object
   std::map<std::string, std::string> nodes_;      // name -> uid
   std::set<std::string> status_grants_;           // GrantClaimStatus
+  FakeAllocator allocator_;
   nlohmann::json status_conflict_entry_;          // ConflictNextClaimStatusUpdates
   int status_conflicts_ = 0;
   int64_t resource_version_ = 100;

@@ -5,8 +5,12 @@
 // kubeconfig naming them is written there, with ca.crt and token, once it serves).
 //
 // Claims come from a directory: each *.json file written into --claims-dir (closed after
-// writing, or renamed into it) is a ResourceClaim object the server then holds, as if a
-// scheduler had allocated it; a file written again replaces the claim. Slices are read back with
+// writing, or renamed into it) is a ResourceClaim object the server then holds; a file written
+// again replaces the claim, a file removed (or renamed away) deletes it (its devices are free
+// again). A claim written with status.allocation is held as if a scheduler had allocated it; one
+// without is allocated by the server's allocator (tests/fakes/fake_allocator.h: taints,
+// tolerations, firstAvailable, binding conditions; the state in the claim's annotation
+// fake.rdmak8s.io/binding). Slices are read back with
 // any HTTP client (curl --unix-socket S http://localhost/apis/resource.k8s.io/v1/resourceslices), and
 // so are the claims, with the status.devices drivers wrote (--grant-claim-status lets them).
 // Exit status: 0 after a signal, 1 when it cannot serve, 2 on bad usage.
@@ -20,6 +24,7 @@
 #include <dirent.h>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -38,9 +43,13 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Reads one claim file into the server; a file that is not a ResourceClaim is reported, not
+// Which claim (namespace, name) each loaded file holds, for its removal: main's until the
+// watcher starts, the watcher's after.
+using ClaimFiles = std::map<std::string, std::pair<std::string, std::string>>;
+
+// Reads one claim file into the server (and into `files`); a file that is not a ResourceClaim is reported, not
 // fatal (the scenario sees the line in the server's log).
-void LoadClaim(rdmak8s::testing::FakeApiServer& server, const std::string& path) {
+void LoadClaim(rdmak8s::testing::FakeApiServer& server, const std::string& path, ClaimFiles& files) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
@@ -50,13 +59,15 @@ void LoadClaim(rdmak8s::testing::FakeApiServer& server, const std::string& path)
     return;
   }
   server.AddClaim(claim);
+  files[path] = {claim["metadata"].value("namespace", ""), claim["metadata"].value("name", "")};
   std::cerr << "rdmak8s-fake-api-server: claim "
             << claim["metadata"].value("namespace", "") << "/" << claim["metadata"].value("name", "")
             << " from " << path << "\n";
 }
 
 // For as long as the process lives: every claim file closed after writing or moved into `dir`.
-void WatchClaims(rdmak8s::testing::FakeApiServer& server, const std::string& dir, int inotify_fd) {
+void WatchClaims(rdmak8s::testing::FakeApiServer& server, const std::string& dir, int inotify_fd,
+                 ClaimFiles& files) {
   alignas(inotify_event) char buf[4096];
   for (;;) {
     ssize_t n = read(inotify_fd, buf, sizeof(buf));
@@ -67,7 +78,19 @@ void WatchClaims(rdmak8s::testing::FakeApiServer& server, const std::string& dir
       p += sizeof(inotify_event) + ev->len;
       if (ev->len == 0) continue;
       std::string name = ev->name;
-      if (EndsWith(name, ".json")) LoadClaim(server, dir + "/" + name);
+      if (!EndsWith(name, ".json")) continue;
+      const std::string path = dir + "/" + name;
+      if ((ev->mask & (IN_DELETE | IN_MOVED_FROM)) == 0) {
+        LoadClaim(server, path, files);
+        continue;
+      }
+      auto it = files.find(path);
+      if (it == files.end()) continue;
+      const auto [ns, claim] = it->second;
+      files.erase(it);
+      if (server.DeleteClaim(ns, claim)) {
+        std::cerr << "rdmak8s-fake-api-server: claim " << ns << "/" << claim << " deleted (" << path << " removed)\n";
+      }
     }
   }
 }
@@ -108,7 +131,8 @@ int main(int argc, char** argv) {
                  "serve HTTPS on 127.0.0.1 instead, and write kubeconfig, ca.crt and token here")
       ->excludes(socket_opt);
   app.add_option("--claims-dir", claims_dir,
-                 "directory whose *.json files are ResourceClaims (loaded at start and on write)");
+                 "directory whose *.json files are ResourceClaims (loaded at start and on write, deleted on "
+                 "removal; one without status.allocation is allocated by the fake allocator)");
   app.add_option("--node", nodes, "NAME:UID of a Node object (repeatable)");
   app.add_flag("--no-v1", no_v1, "serve resource.k8s.io v1beta1 only, as a 1.32/1.33 server");
   app.add_option("--grant-claim-status", status_grants,
@@ -148,7 +172,8 @@ int main(int argc, char** argv) {
   if (!claims_dir.empty()) {
     inotify_fd = inotify_init1(IN_CLOEXEC);
     if (inotify_fd < 0 ||
-        inotify_add_watch(inotify_fd, claims_dir.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO) < 0) {
+        inotify_add_watch(inotify_fd, claims_dir.c_str(),
+                          IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM) < 0) {
       std::cerr << "rdmak8s-fake-api-server: watch " << claims_dir << ": " << std::strerror(errno)
                 << "\n";
       return 1;
@@ -165,15 +190,16 @@ int main(int argc, char** argv) {
   // Files already there, after the watch is set: one written in between is loaded twice, which
   // is harmless (the same claim again).
   std::thread watcher;
+  ClaimFiles claim_files;  // lives until the process ends, as the detached watcher
   if (inotify_fd >= 0) {
     if (auto* d = opendir(claims_dir.c_str())) {
       while (auto* e = readdir(d)) {
         std::string name = e->d_name;
-        if (EndsWith(name, ".json")) LoadClaim(server, claims_dir + "/" + name);
+        if (EndsWith(name, ".json")) LoadClaim(server, claims_dir + "/" + name, claim_files);
       }
       closedir(d);
     }
-    watcher = std::thread([&] { WatchClaims(server, claims_dir, inotify_fd); });
+    watcher = std::thread([&] { WatchClaims(server, claims_dir, inotify_fd, claim_files); });
     watcher.detach();  // ends with the process
   }
   std::cerr << "rdmak8s-fake-api-server: serving on " << (socket.empty() ? server.url() : socket)

@@ -15,10 +15,12 @@
 # driver publishes them again and a new pod (podC, on podB's freed device) is allocated from
 # them, prepared and gets traffic; then CNI DEL, unprepare, and the driver's exit removes its
 # slices. After the traffic each claim's status.devices says what the pod got: its address and
-# RoCE v2 GID index (issue 34).
+# RoCE v2 GID index (issue 34). Before the pods, a RoCE port set down is tainted in its slice, a
+# claim written without allocation is allocated by the fake API server's allocator (the
+# scheduler's stand-in) from the other device, and the taint goes when the link comes up.
 . /e2e/dra.sh
 
-if dra_up; then
+if dra_node_up && { dra_taint_steers_allocation; dra_pods_up; }; then
   check_devices_moved "podA rxe_slot1" "podB rxe_slot2"
   battery_raw_verbs dra podA rxe_slot1 "$A_IP" podB rxe_slot2 "$B_IP"
   DRA_UP=1

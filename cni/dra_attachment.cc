@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "cni/spec.h"
+#include "rdmak8s/claim_gid_spec.h"
 
 namespace rdmak8s::cni {
 
@@ -79,8 +80,9 @@ std::vector<AttachmentFacts> DraAttachmentFacts(const std::vector<PodClaimRecord
   return out;
 }
 
-Status RecordDraAttachment(const std::string& pod_devices_dir, const std::string& cni_args,
-                           const AttachmentRecord& rec, const AddOutcome& add) {
+Status RecordDraAttachment(const DraPaths& paths, const std::string& cni_args,
+                           const AttachmentRecord& rec, const AddOutcome& add, Logger& log) {
+  const std::string& pod_devices_dir = paths.pod_devices_dir;
   StatusOr<std::string> uid = CniArg(cni_args, "K8S_POD_UID");
   if (!uid.ok()) return Status::Ok();  // no pod UID: no claims to tell about
   StatusOr<std::vector<PodClaimRecord>> records = ReadPodClaimRecords(pod_devices_dir, *uid);
@@ -88,8 +90,20 @@ Status RecordDraAttachment(const std::string& pod_devices_dir, const std::string
     if (records.status().code() == StatusCode::kNotFound) return Status::Ok();  // not a DRA pod
     return records.status().Prepend("attachment facts for the DRA driver");
   }
-  for (const auto& f : DraAttachmentFacts(*records, rec, add)) {
-    RDMAK8S_RETURN_IF_ERROR(WriteAttachmentFacts(pod_devices_dir, f));
+  const std::vector<AttachmentFacts> facts = DraAttachmentFacts(*records, rec, add);
+  for (const auto& f : facts) RDMAK8S_RETURN_IF_ERROR(WriteAttachmentFacts(pod_devices_dir, f));
+  // The runtime reads the claim's CDI specs at CreateContainer, after this ADD (docs/dra.md,
+  // "How a container learns its GID index").
+  for (const auto& f : facts) {
+    if (!f.gid_index) continue;
+    const std::string what = "claim " + f.claim_uid + " device " + f.device;
+    StatusOr<bool> set = SetClaimGidIndex(paths.cdi_dir, f.driver, f.claim_uid, f.device, *f.gid_index);
+    if (!set.ok()) return set.status().Prepend(what);
+    if (*set) {
+      log.Info(what + ": containers get GID index " + std::to_string(*f.gid_index));
+    } else {
+      log.Debug(what + ": no GID index spec (not asked for, or the claim has several pods)");
+    }
   }
   return Status::Ok();
 }

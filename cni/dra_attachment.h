@@ -1,7 +1,9 @@
 // What the CNI hands the DRA driver after wiring a device one of the pod's DRA claims holds: the
 // attachment facts (rdmak8s/attachment_facts.h) the driver puts in the claim's status.devices
-// (issue 34 item 1). Written after a successful ADD, removed at DEL and GC; a failure to write
-// them is the caller's to log, never a reason to fail the ADD (the status is informative).
+// (issue 34 item 1), and the GID index the pod's containers get through the claim's GID index
+// CDI spec (rdmak8s/claim_gid_spec.h, item 2). Written after a successful ADD, removed at DEL
+// and GC (the GID index spec goes at unprepare, by the driver); a failure to write them is the
+// caller's to log, never a reason to fail the ADD (the status is informative).
 //
 // Not thread safe; the CNI calls it under its state lock.
 #pragma once
@@ -13,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cni/gid_waiter.h"
+#include "cni/log.h"
 #include "cni/state.h"
 #include "rdmak8s/attachment_facts.h"
 #include "rdmak8s/pod_devices.h"
@@ -34,11 +37,20 @@ struct AddOutcome {
 std::vector<AttachmentFacts> DraAttachmentFacts(const std::vector<PodClaimRecord>& records,
                                                 const AttachmentRecord& rec, const AddOutcome& add);
 
+// Where the node keeps what the CNI tells the driver and the runtime (node configuration).
+struct DraPaths {
+  std::string pod_devices_dir;  // pod records and attachment facts
+  std::string cdi_dir;          // claims' GID index CDI specs
+};
+
 // After ADD: reads the pod's records (K8S_POD_UID of `cni_args`) in `pod_devices_dir`, and writes
-// the facts of each claim device rec's device is. A pod without records (not a DRA pod, or no
-// K8S_POD_UID) writes nothing and is success; a record or write error names it.
-Status RecordDraAttachment(const std::string& pod_devices_dir, const std::string& cni_args,
-                           const AttachmentRecord& rec, const AddOutcome& add);
+// the facts of each claim device rec's device is; then, for each of those with a GID index,
+// fills in the claim's GID index spec when the driver made one (SetClaimGidIndex: only for a
+// claim of one pod whose request set gidIndexEnv; none is created here), logging each it set.
+// A pod without records (not a DRA pod, or no K8S_POD_UID) writes nothing and is success; a
+// record or write error names it.
+Status RecordDraAttachment(const DraPaths& paths, const std::string& cni_args,
+                           const AttachmentRecord& rec, const AddOutcome& add, Logger& log);
 // At DEL and GC: every facts file of rec's attachment.
 Status ForgetDraAttachment(const std::string& pod_devices_dir, const AttachmentRecord& rec);
 

@@ -26,8 +26,8 @@ namespace {
 StatusOr<NodeConfig> ParseFields(const json& j, NodeConfig c) {
   RDMAK8S_RETURN_IF_ERROR(json_reader::CheckKeys(
       j, "$",
-      {"sysfsRoot", "configfsRoot", "stateDir", "podDevicesDir", "podResourcesSocket", "logFile",
-       "logLevel", "allowNetconfOverrides"}));
+      {"sysfsRoot", "configfsRoot", "stateDir", "podDevicesDir", "podResourcesSocket", "cdiDir",
+       "logFile", "logLevel", "allowNetconfOverrides"}));
   auto path = [&](const char* key, std::string& out) -> Status {
     if (!j.contains(key) || j[key].is_null()) return Status::Ok();
     RDMAK8S_ASSIGN_OR_RETURN(std::string s, json_reader::StringAt(j, "$", key));
@@ -43,6 +43,7 @@ StatusOr<NodeConfig> ParseFields(const json& j, NodeConfig c) {
   RDMAK8S_RETURN_IF_ERROR(path("stateDir", c.state_dir));
   RDMAK8S_RETURN_IF_ERROR(path("podDevicesDir", c.pod_devices_dir));
   RDMAK8S_RETURN_IF_ERROR(path("podResourcesSocket", c.pod_resources_socket));
+  RDMAK8S_RETURN_IF_ERROR(path("cdiDir", c.cdi_dir));
   RDMAK8S_RETURN_IF_ERROR(path("logFile", c.log_file));
   if (j.contains("logLevel") && !j["logLevel"].is_null()) {
     RDMAK8S_ASSIGN_OR_RETURN(std::string level, json_reader::StringAt(j, "$", "logLevel"));

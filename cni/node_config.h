@@ -33,6 +33,10 @@ struct NodeConfig {
   // pod, what a netconf deviceID must be one of. Only the node configuration sets it, as
   // pod_devices_dir: the answer decides which device a root process moves.
   std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
+  // The runtime's CDI spec dir (the DRA driver's --cdi-dir): after an ADD, the CNI fills in the
+  // GID index spec of a claim that asked for it (rdmak8s/claim_gid_spec.h), never creating one.
+  // Only the node configuration sets it: what is written there reaches containers' env.
+  std::string cdi_dir = "/var/run/cdi";
   std::string log_file;                  // empty: stderr only
   LogLevel log_level = LogLevel::kInfo;  // a netconf logLevel overrides it
   // Lets a netconf set sysfsRoot/configfsRoot/stateDir/logFile (tests on fixture trees). Never

@@ -47,6 +47,7 @@ class Invocation {
         log_(log),
         sysfs_root_(paths.sysfs_root),
         pod_devices_dir_(paths.pod_devices_dir),
+        cdi_dir_(paths.cdi_dir),
         store_(paths.state_dir, [&log](const std::string& m) { log.Error(m); }),
         // The pod's view is the node's sysfs seen from the pod's netns: for the node's own sysfs
         // root, however it was named. Another root (a netconf override: a fixture tree) is read
@@ -79,6 +80,7 @@ class Invocation {
   Logger& log_;
   std::string sysfs_root_;
   std::string pod_devices_dir_;  // the DRA records, and the attachment facts for the driver
+  std::string cdi_dir_;          // claims' GID index specs (rdmak8s/claim_gid_spec.h)
   StateStore store_;
   FailureCode failure_;
   DeviceResolver resolver_;
@@ -239,7 +241,8 @@ Status Invocation::Add(json* result) {
   *result = std::move(*converted);
   // Informative only: the pod is wired whether or not the claim's status can say so.
   added.result = result;
-  if (Status s = RecordDraAttachment(pod_devices_dir_, env_.args, rec, added); !s.ok()) {
+  if (Status s = RecordDraAttachment({pod_devices_dir_, cdi_dir_}, env_.args, rec, added, log_);
+      !s.ok()) {
     log_.Warning("DRA claim status: " + s.message());
   }
   CrashPoint("add.done");

@@ -12,6 +12,7 @@
 #include "node/allocate.h"
 #include "node/cdi_spec.h"
 #include "rdmak8s/attachment_facts.h"
+#include "rdmak8s/claim_gid_spec.h"
 #include "rdmak8s/json_reader.h"
 #include "rdmak8s/pod_devices.h"
 #include "rdmak8s/strings.h"
@@ -148,8 +149,12 @@ StatusOr<PreparedClaim> Preparer::Build(const ClaimRef& ref, const ResourceClaim
     }
     RDMAK8S_ASSIGN_OR_RETURN(node::AllocateOptions options,
                              OptionsFor(claim, options_.driver_name, r.request));
-    out.devices.push_back({r.request, r.pool, r.device, d->dev.name, d->dev.bus_device_id(),
-                           {ClaimCdiDeviceId(options_.driver_name, ref.uid, r.device)}});
+    std::vector<std::string> ids = {ClaimCdiDeviceId(options_.driver_name, ref.uid, r.device)};
+    // One spec holds one GID index: only a claim of one pod can carry it (docs/dra.md).
+    if (options.gid_index_env && d->dev.transport == Transport::kRoce && out.pod_uids.size() == 1) {
+      ids.push_back(ClaimGidCdiDeviceId(options_.driver_name, ref.uid, r.device));
+    }
+    out.devices.push_back({r.request, r.pool, r.device, d->dev.name, d->dev.bus_device_id(), ids});
     cdi_devices.push_back({r.request, r.device, d->dev, options});
   }
   if (!cdi_devices.empty()) {
@@ -235,6 +240,12 @@ StatusOr<std::vector<PreparedDevice>> Preparer::Prepare(const ClaimRef& ref,
     RDMAK8S_RETURN_IF_ERROR_CTX(node::WriteFileIfChanged(rec.cdi_spec_path, cdi_spec),
                                 "prepare " + Named(ref) + ": CDI spec");
   }
+  for (const auto& d : rec.devices) {
+    if (d.cdi_device_ids.size() < 2) continue;  // no GID index spec asked for
+    RDMAK8S_RETURN_IF_ERROR_CTX(
+        WriteClaimGidSpecIfAbsent(options_.cdi_dir, options_.driver_name, ref.uid, d.device),
+        "prepare " + Named(ref));
+  }
   PodClaimRecord pod_record{ref.namespace_name, ref.name, ref.uid, {}};
   for (const auto& d : rec.devices) {
     pod_record.devices.push_back(
@@ -296,6 +307,8 @@ Status Preparer::Unprepare(const ClaimRef& ref) {
   if (::unlink(spec.c_str()) != 0 && errno != ENOENT) {
     return ErrnoError(errno, "remove " + spec).Prepend("unprepare " + Named(ref));
   }
+  RDMAK8S_RETURN_IF_ERROR_CTX(RemoveClaimGidSpecs(options_.cdi_dir, options_.driver_name, ref.uid),
+                              "unprepare " + Named(ref));
   RDMAK8S_RETURN_IF_ERROR_CTX(RemoveClaimAttachmentFacts(options_.pod_devices_dir, ref.uid),
                               "unprepare " + Named(ref));
   if (reporter_ != nullptr) reporter_->Unprepared(ref.uid);

@@ -21,14 +21,21 @@
 //     admin's) may set all of them, a FromClaim entry (any user of the claim's namespace) only
 //     kClaimSettableOptions; any other key in a claim's entry, or an entry of another source,
 //     fails the claim (kPermissionDenied naming the key) before anything is written;
+//   - gidIndexEnv (a request's option) on a RoCE device of a claim reserved for exactly one pod:
+//     the device gets a second CDI device ID, ClaimGidCdiDeviceId, whose spec
+//     (rdmak8s/claim_gid_spec.h) is written with a placeholder only when absent, so a re-prepare
+//     keeps the GID index the CNI wrote there. A claim reserved for several pods gets none (one
+//     spec cannot carry each pod's index: their claim status does); nor does IB (no GID index
+//     to choose) or iWARP;
 //   - write-ahead: the claim is checkpointed kPreparing, then its CDI spec
-//     (claim_cdi_spec.h) and one pod record per reserved pod (rdmak8s/pod_devices.h) are
-//     written, then it is checkpointed kPrepared. A failure at any step leaves what is on disk
+//     (claim_cdi_spec.h), the GID index specs and one pod record per reserved pod
+//     (rdmak8s/pod_devices.h) are written, then it is checkpointed kPrepared. A failure at any step leaves what is on disk
 //     for a retry of Prepare (which redoes every step) or for Unprepare to remove.
 //   The pod UIDs of status.reservedFor must be plain names too (kInvalidArgument before the
 //   write-ahead): they name the pod records.
 //   Returns the devices kubelet gets, with their CDI device IDs.
-// Unprepare(ref): never waits on the API server. Removes the claim's CDI spec, pod records and the
+// Unprepare(ref): never waits on the API server. Removes the claim's CDI spec, its GID index
+//   specs, pod records and the
 //   CNI's attachment facts (rdmak8s/attachment_facts.h) and forgets it (a pod UID that cannot name a record, left by an older driver, is skipped). A claim the
 //   checkpoint does not know is success (its spec file, if one was left, is still removed): an
 //   unprepare may run twice, and after a restart that lost nothing there is nothing to undo.
@@ -58,10 +65,12 @@
 
 namespace rdmak8s::dra {
 
-// The opaque options a ResourceClaim may set itself: env that names the devices it got. The rest
+// The opaque options a ResourceClaim may set itself: env that names the devices it got (and the
+// GID index of the pod's own address, gidIndexEnv: rdmak8s/claim_gid_spec.h). The rest
 // (issm, roceUmad, env) reach the subnet manager, raw MADs or every process of the pod and are
 // the admin's, set in a DeviceClass.
-inline constexpr std::array<std::string_view, 2> kClaimSettableOptions = {"ncclEnv", "ucxEnv"};
+inline constexpr std::array<std::string_view, 3> kClaimSettableOptions = {"ncclEnv", "ucxEnv",
+                                                                           "gidIndexEnv"};
 
 struct PreparerOptions {
   std::string driver_name = "rdma.rdmak8s.io";

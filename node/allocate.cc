@@ -64,8 +64,13 @@ std::map<std::string, std::string> AllocationEnv(const std::vector<const RdmaDev
   return env;
 }
 
-StatusOr<AllocateOptions> ParseAllocate(const json& j, const std::string& path) {
-  RDMAK8S_RETURN_IF_ERROR(CheckKeys(j, path, {"ncclEnv", "ucxEnv", "issm", "roceUmad", "env"}));
+namespace {
+
+// `dra`: a claim's opaque parameters, which also take gidIndexEnv (it needs the CNI to fill in
+// the claim's GID index spec, which only the DRA driver writes).
+StatusOr<AllocateOptions> ParseAllocateKeys(const json& j, const std::string& path, bool dra) {
+  RDMAK8S_RETURN_IF_ERROR(dra ? CheckKeys(j, path, {"ncclEnv", "ucxEnv", "issm", "roceUmad", "env", "gidIndexEnv"})
+                              : CheckKeys(j, path, {"ncclEnv", "ucxEnv", "issm", "roceUmad", "env"}));
   AllocateOptions a;
   auto flag = [&](const char* key, bool& out) -> Status {
     RDMAK8S_ASSIGN_OR_RETURN(out, json_reader::BoolAt(j, path, key, out));
@@ -75,6 +80,7 @@ StatusOr<AllocateOptions> ParseAllocate(const json& j, const std::string& path) 
   RDMAK8S_RETURN_IF_ERROR(flag("ucxEnv", a.ucx_env));
   RDMAK8S_RETURN_IF_ERROR(flag("issm", a.issm));
   RDMAK8S_RETURN_IF_ERROR(flag("roceUmad", a.roce_umad));
+  if (dra) RDMAK8S_RETURN_IF_ERROR(flag("gidIndexEnv", a.gid_index_env));
   RDMAK8S_ASSIGN_OR_RETURN(const json* e, json_reader::ObjectAt(j, path, "env"));
   if (e != nullptr) {
     for (auto it = e->begin(); it != e->end(); ++it) {
@@ -90,9 +96,15 @@ StatusOr<AllocateOptions> ParseAllocate(const json& j, const std::string& path) 
   return a;
 }
 
+}  // namespace
+
+StatusOr<AllocateOptions> ParseAllocate(const json& j, const std::string& path) {
+  return ParseAllocateKeys(j, path, /*dra=*/false);
+}
+
 StatusOr<AllocateOptions> ParseAllocateOptions(std::string_view json_text) {
   RDMAK8S_ASSIGN_OR_RETURN(const json j, json_reader::Parse(json_text, "$"));
-  return ParseAllocate(j, "$");
+  return ParseAllocateKeys(j, "$", /*dra=*/true);
 }
 
 }  // namespace rdmak8s::node

@@ -30,6 +30,9 @@ struct AllocateOptions {
   bool issm = false;       // InfiniBand: also issmN (lets the pod act as/for a subnet manager)
   bool roce_umad = false;  // RoCE: also umadN when the kernel created one
   std::map<std::string, std::string> extra_env;  // static env added to every container
+  // DRA claims only (ParseAllocateOptions; a pool's "allocate" refuses it): the containers get
+  // their RoCE v2 GID index (rdmak8s/claim_gid_spec.h), filled in by the CNI after its ADD.
+  bool gid_index_env = false;
   friend bool operator==(const AllocateOptions&, const AllocateOptions&) = default;
 };
 
@@ -38,7 +41,8 @@ struct AllocateOptions {
 // ("$.pools[0].allocate.ncclEnv: not a boolean (number)").
 StatusOr<AllocateOptions> ParseAllocate(const nlohmann::json& j, const std::string& path);
 // The JSON text of one "allocate" object alone (the DRA driver's opaque claim parameters take
-// the same shape); errors name the JSON path from "$" ("$.ncclEnv: not a boolean (number)").
+// the same shape, plus the DRA-only "gidIndexEnv" boolean); errors name the JSON path from "$"
+// ("$.ncclEnv: not a boolean (number)").
 StatusOr<AllocateOptions> ParseAllocateOptions(std::string_view json_text);
 
 struct CharDeviceRef {

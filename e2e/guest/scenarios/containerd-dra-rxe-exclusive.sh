@@ -12,7 +12,10 @@
 # rdmak8s in exclusive mode with no deviceID finding the claimed device by containerd's
 # K8S_POD_UID and the pod record the driver wrote, moving it into the pod), CreateContainer with
 # the claim's CDI device names from the prepare answer in CDI_devices, StartContainer. Raw verbs
-# between the two containers with each side's RoCE v2 GID index read in its container; then
+# between the two containers with each side's RoCE v2 GID index read in its container. Each
+# claim asks for gidIndexEnv: the container's env has NCCL_IB_GID_INDEX and UCX_IB_GID_INDEX equal
+# to the GID index of its own address (the CNI wrote it into the claim's GID index CDI spec after
+# its ADD, containerd read it at CreateContainer; docs/dra.md). Then
 # containerd's two DELs and NodeUnprepareResources leave each device back on the host, no CNI
 # state, no claim spec, no pod record. Opt-in (-s containerd-dra-rxe-exclusive).
 . /e2e/containerd.sh
@@ -26,6 +29,36 @@ podB slot2 22222222-bbbb-4bbb-8bbb-0000000000b2 c2b2b2b2-0000-4000-8000-00000000
 cdra_node_up() {
   slots_up rxe "in the root namespace: exclusive mode" slot1 slot2 || return 1
   dra_control_plane_up node-uid-e2e rxe_slot1 rxe_slot2
+}
+
+# cdra_claim_write NAME UID POD POD_UID POOL DEVICE: claim_write's claim whose own opaque config
+# also asks for gidIndexEnv, handed to the fake API server in one write (staged elsewhere first:
+# the server loads each file it sees written, and prepare must read the final one).
+cdra_claim_write() {
+  local stage=/run/e2e/claim-stage dra_dir=$DRA_DIR rc
+  mkdir -p "$stage/claims"
+  DRA_DIR=$stage; claim_write "$@"; rc=$?; DRA_DIR=$dra_dir
+  [ $rc = 0 ] || return 1
+  jq --arg drv "$DRIVER" '.status.allocation.devices.config += [{source: "FromClaim", requests: ["nic"],
+       opaque: {driver: $drv, parameters: {gidIndexEnv: true}}}]' "$stage/claims/$1.json" \
+    > "$DRA_DIR/claims/.$1.tmp" && mv "$DRA_DIR/claims/.$1.tmp" "$DRA_DIR/claims/$1.json"
+}
+
+# cdra_gid_env_check POD DEV IP CLAIM_UID: the check POD-gid-index-env: the env of the container's
+# first process (what containerd put in its OCI spec) has NCCL_IB_GID_INDEX, UCX_IB_GID_INDEX and
+# RDMAK8S_GID_INDEX equal to the RoCE v2 GID index of the pod's address in its GID table.
+cdra_gid_env_check() {
+  local pod=$1 cpid want got spec
+  cpid=$(tail -n 1 "$POD_DIR/$pod/keep")
+  want=$(pod_gid_index "$pod" "$2" "$3")
+  got=$(tr '\0' '\n' < "/proc/$cpid/environ" | grep -E '^(NCCL_IB_GID_INDEX|UCX_IB_GID_INDEX|RDMAK8S_GID_INDEX)=' | sort | tr '\n' ' ')
+  spec=$(jq -c '.devices[0].containerEdits.env' "$CDI_DIR/$DRIVER-claim-gid_${4}_"*.json 2>&1)
+  if [ -n "$want" ] && [ "$got" = "NCCL_IB_GID_INDEX=$want RDMAK8S_GID_INDEX=$want UCX_IB_GID_INDEX=$want " ]; then
+    result "$pod-gid-index-env" PASS "the container's env: ${got}= the RoCE v2 GID index of $3 on $2 in the pod's GID table; claim GID spec env $spec"
+  else
+    result "$pod-gid-index-env" FAIL "the container's env: [${got}], the GID table's index of $3 on $2: '${want}'; claim GID spec env $spec"
+    grep -i "gid index" /tmp/rdmak8s-cni.log | tail -n 3
+  fi
 }
 
 # cdra_spec_nodes_ok CLAIM_UID: every device node the claim's CDI spec names exists as a
@@ -49,7 +82,7 @@ $s
 EOF_POD
     # Kubelet prepares the pod's claims before it makes the sandbox.
     pd=$(slice_device_of "rxe_$slot")
-    claim_write "$(claim_name "$pod")" "$cuid" "$pod" "$puid" ${pd% *} ${pd#* }
+    cdra_claim_write "$(claim_name "$pod")" "$cuid" "$pod" "$puid" ${pd% *} ${pd#* }
     prep=$(claim_prepare "$(claim_name "$pod")" "$cuid" --request nic)
     echo "$cuid" > "/run/e2e/$pod.prepared"  # asked: unprepared at the end whatever it answered
     ids=$(echo "$prep" | jq -c --arg u "$cuid" '.claims[$u].container_cdi_devices // empty' 2>/dev/null)
@@ -84,6 +117,7 @@ EOF_POD
     want=$(jq -r '[.containerEdits.deviceNodes[]?, .devices[].containerEdits.deviceNodes[]?] | .[].path' \
              "$CDI_DIR/$DRIVER-claim_$cuid.json" | sed 's|.*/||'; echo "rxe_$slot")
     cri_container_holds "$pod" "$want" "$ids" sh -c 'ls /dev/infiniband; ls /sys/class/infiniband'
+    cdra_gid_env_check "$pod" "rxe_$slot" "$ip" "$cuid"
   done
   A_IP=$(cat "$POD_DIR/podA/ip"); B_IP=$(cat "$POD_DIR/podB/ip")
   check_ping fabric-ping podB "$A_IP"
@@ -116,6 +150,11 @@ EOF_POD
     fi
     [ -f "/run/e2e/$pod.prepared" ] || continue
     dra_unprepare "$pod" "$puid" "$cuid"
+    if ls "$CDI_DIR/$DRIVER-claim-gid_${cuid}_"* >/dev/null 2>&1; then
+      result "$pod-gid-spec-gone" FAIL "left after unprepare: $(ls "$CDI_DIR" | tr '\n' ' ')"
+    else
+      result "$pod-gid-spec-gone" PASS "the claim's GID index CDI spec went at unprepare"
+    fi
   done
   cri_node_clean
 }

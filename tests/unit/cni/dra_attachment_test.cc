@@ -2,9 +2,12 @@
 #include "cni/dra_attachment.h"
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
+#include "rdmak8s/claim_gid_spec.h"
 #include "support/temp_dir.h"
 
 namespace rdmak8s::cni {
@@ -65,7 +68,9 @@ TEST(DraAttachment, AddOnADraNodeWritesTheFactsAndDelRemovesThem) {
   const std::string dir = tmp.path() + "/pods";
   for (const auto& r : Records()) ASSERT_TRUE(WritePodClaimRecord(dir, kUid, kDriver, r).ok());
   json result = Result();
-  Status s = RecordDraAttachment(dir, std::string("K8S_POD_UID=") + kUid, Rec(), {&result, {}, 0x8001});
+  Logger log;
+  Status s = RecordDraAttachment({dir, tmp.path() + "/cdi"}, std::string("K8S_POD_UID=") + kUid, Rec(),
+                                 {&result, {}, 0x8001}, log);
   ASSERT_TRUE(s.ok()) << s.message();
   auto read = ReadAttachmentFacts(dir, "uid-nic", kDriver);
   ASSERT_TRUE(read.ok()) << read.status().message();
@@ -80,9 +85,60 @@ TEST(DraAttachment, APodWithoutClaimsOrWithoutAUidWritesNothing) {
   testing::TempDir tmp;
   const std::string dir = tmp.path() + "/pods";
   json result = Result();
-  EXPECT_TRUE(RecordDraAttachment(dir, "K8S_POD_UID=other-pod", Rec(), {&result, {}, std::nullopt}).ok());
-  EXPECT_TRUE(RecordDraAttachment(dir, "IgnoreUnknown=1", Rec(), {&result, {}, std::nullopt}).ok());
+  Logger log;
+  const DraPaths paths{dir, tmp.path() + "/cdi"};
+  EXPECT_TRUE(RecordDraAttachment(paths, "K8S_POD_UID=other-pod", Rec(), {&result, {}, std::nullopt}, log).ok());
+  EXPECT_TRUE(RecordDraAttachment(paths, "IgnoreUnknown=1", Rec(), {&result, {}, std::nullopt}, log).ok());
   EXPECT_FALSE(fs::exists(dir + "/.attachments"));
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+AddOutcome WithGid(const json* result) {
+  return {result, {{"10.78.0.9", "0000:0000:0000:0000:0000:ffff:0a4e:0009", 1, 3}}, std::nullopt};
+}
+
+TEST(DraAttachment, AddFillsInTheGidIndexSpecTheDriverMadeForTheClaim) {
+  testing::TempDir tmp;
+  const std::string dir = tmp.path() + "/pods", cdi = tmp.path() + "/cdi";
+  fs::create_directories(cdi);
+  for (const auto& r : Records()) ASSERT_TRUE(WritePodClaimRecord(dir, kUid, kDriver, r).ok());
+  // The driver made one for uid-nic's mlx5-1 only (its request asked, and one pod holds it).
+  ASSERT_TRUE(WriteClaimGidSpecIfAbsent(cdi, kDriver, "uid-nic", "mlx5-1").ok());
+  json result = Result();
+  Logger log;
+  Status s = RecordDraAttachment({dir, cdi}, std::string("K8S_POD_UID=") + kUid, Rec(), WithGid(&result), log);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const std::string spec = Slurp(*ClaimGidSpecPath(cdi, kDriver, "uid-nic", "mlx5-1"));
+  EXPECT_EQ(spec, BuildClaimGidSpec(kDriver, "uid-nic", "mlx5-1", 3u));
+  EXPECT_NE(spec.find("\"NCCL_IB_GID_INDEX=3\""), std::string::npos) << spec;
+  EXPECT_NE(spec.find("\"UCX_IB_GID_INDEX=3\""), std::string::npos) << spec;
+  // No spec for the claim that did not get one (shared by several pods, or not asked): none made.
+  EXPECT_FALSE(fs::exists(*ClaimGidSpecPath(cdi, kDriver, "uid-shared", "mlx5-1")));
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(cdi)) ++files;
+  EXPECT_EQ(files, 1u);
+}
+
+TEST(DraAttachment, AGidIndexSpecPathThatIsNotAFileIsAnErrorAndNothingIsWritten) {
+  testing::TempDir tmp;
+  const std::string dir = tmp.path() + "/pods", cdi = tmp.path() + "/cdi";
+  fs::create_directories(cdi);
+  for (const auto& r : Records()) ASSERT_TRUE(WritePodClaimRecord(dir, kUid, kDriver, r).ok());
+  const std::string path = *ClaimGidSpecPath(cdi, kDriver, "uid-nic", "mlx5-1");
+  fs::create_symlink(tmp.path() + "/elsewhere.json", path);
+  json result = Result();
+  Logger log;
+  Status s = RecordDraAttachment({dir, cdi}, std::string("K8S_POD_UID=") + kUid, Rec(), WithGid(&result), log);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
+  EXPECT_TRUE(fs::is_symlink(path));
+  EXPECT_FALSE(fs::exists(tmp.path() + "/elsewhere.json"));
 }
 
 }  // namespace

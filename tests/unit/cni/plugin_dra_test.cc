@@ -12,6 +12,8 @@
 
 #include "plugin_fixture.h"
 #include "rdmak8s/attachment_facts.h"
+#include "rdmak8s/claim_gid_spec.h"
+#include "rdmak8s/file_util.h"
 #include "rdmak8s/pod_devices.h"
 #include "rdmak8s/roce_gid.h"
 
@@ -28,6 +30,7 @@ class PluginDraTest : public PluginTest {
     PluginTest::SetUp();
     pods_ = tmp_.path() + "/dra-pods";
     options_.node.pod_devices_dir = pods_;
+    options_.node.cdi_dir = tmp_.path() + "/cdi";
     cni_args_ = std::string("IgnoreUnknown=1;K8S_POD_NAMESPACE=team;K8S_POD_NAME=trainer-0;K8S_POD_UID=") + kUid;
   }
 
@@ -99,6 +102,23 @@ TEST_F(PluginDraTest, AddOfAClaimedDeviceLeavesItsFactsForTheDriverAndDelRemoves
   facts = ReadAttachmentFacts(pods_, "uid-nic", "rdma.rdmak8s.io");
   ASSERT_TRUE(facts.ok());
   EXPECT_TRUE(facts->empty());
+}
+
+// Issue 34 item 2: the GID index the containers get, through the spec the driver made at prepare.
+TEST_F(PluginDraTest, AddFillsInTheClaimsGidIndexSpecWithTheIndexOfThePodsAddress) {
+  Pod pod = NewPod("10.78.0.9");
+  AddGid("mlx5_1", pod.ip);
+  PodClaimRecord r{"team", "nic", "uid-nic", {{"rdma", "rdma.rdmak8s.io", "node-a", "mlx5-1", "mlx5_1", ""}}};
+  ASSERT_TRUE(WritePodClaimRecord(pods_, kUid, "rdma.rdmak8s.io", r).ok());
+  fs::create_directories(options_.node.cdi_dir);
+  ASSERT_TRUE(WriteClaimGidSpecIfAbsent(options_.node.cdi_dir, "rdma.rdmak8s.io", "uid-nic", "mlx5-1").ok());
+  auto out = Run("ADD", "c1", &pod, Conf("1.0.0", &pod));
+  ASSERT_EQ(out.exit_code, 0) << out.stdout_data;
+  auto facts = ReadAttachmentFacts(pods_, "uid-nic", "rdma.rdmak8s.io");
+  ASSERT_TRUE(facts.ok() && facts->size() == 1u && (*facts)[0].gid_index) << facts.status().ToString();
+  auto spec = ReadRegularFile(*ClaimGidSpecPath(options_.node.cdi_dir, "rdma.rdmak8s.io", "uid-nic", "mlx5-1"), 4096);
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(*spec, BuildClaimGidSpec("rdma.rdmak8s.io", "uid-nic", "mlx5-1", *(*facts)[0].gid_index));
 }
 
 TEST_F(PluginDraTest, GcReleasesADraAttachmentWhoseClaimIsGone) {

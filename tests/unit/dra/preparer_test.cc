@@ -1,78 +1,12 @@
 #include "dra/preparer.h"
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
-
-#include "fakes/fake_claim_reader.h"
-#include "rdmak8s/pod_devices.h"
-#include "support/temp_dir.h"
-#include "unit/device-plugin/test_devices.h"
+#include "unit/dra/preparer_fixture.h"
 
 namespace rdmak8s::dra {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-constexpr char kDriver[] = "rdma.rdmak8s.io";
-constexpr char kPool[] = "node-a";
-
-ResourceClaim Claim(std::string uid, std::vector<DeviceResult> results,
-                    std::vector<std::string> pods = {"pod-1"}) {
-  ResourceClaim c;
-  c.namespace_name = "team";
-  c.name = "nic-claim";
-  c.uid = std::move(uid);
-  c.allocated = true;
-  c.results = std::move(results);
-  for (const auto& p : pods) c.reserved_for.push_back({"", "pods", "pod-" + p, p});
-  return c;
-}
-
-DeviceResult Ours(std::string device, std::string request = "nic") {
-  return {std::move(request), kDriver, kPool, std::move(device)};
-}
-
-std::string Read(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class PreparerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_FALSE(tmp_.path().empty());
-    options_.driver_name = kDriver;
-    options_.state_dir = tmp_.path() + "/state";
-    options_.cdi_dir = tmp_.path() + "/cdi";
-    options_.pod_devices_dir = tmp_.path() + "/pods";
-    fs::create_directories(options_.cdi_dir);
-    catalog_.Update({{"mlx5_0", {dp::testdev::Ib("mlx5_0", 0), {}, node::Presence::kPresent}},
-                     {"mlx5_1", {dp::testdev::Ib("mlx5_1", 1, "0000:3b:00.1"), {false, "port 1 state DOWN"},
-                                 node::Presence::kPresent}},
-                     {"mlx5_2", {dp::testdev::Roce("mlx5_2", 2, "eth0"), {}, node::Presence::kPresent}}});
-    Restart();
-  }
-  // A new Preparer over the same directories: what a driver restart sees.
-  void Restart() {
-    auto p = Preparer::Create(options_, &reader_, &catalog_);
-    ASSERT_TRUE(p.ok()) << p.status().message();
-    preparer_ = std::move(p).value();
-  }
-  ClaimRef Ref(const std::string& uid) { return {"team", uid, "nic-claim"}; }
-
-  testing::TempDir tmp_;
-  PreparerOptions options_;
-  fake::FakeClaimReader reader_;
-  DeviceCatalog catalog_{kPool};
-  std::unique_ptr<Preparer> preparer_;
-};
 
 TEST_F(PreparerTest, PrepareWritesCdiSpecAndPodRecordAndReturnsCdiIds) {
   reader_.Put(Claim("uid-1", {Ours("mlx5-0")}, {"pod-1", "pod-2"}));
@@ -258,6 +192,9 @@ TEST_F(PreparerTest, UidThatIsNotAPlainNameIsRefused) {
 namespace rdmak8s::dra {
 namespace {
 
+namespace fs = std::filesystem;
+using nlohmann::json;
+
 // Shared mode (--shares 2 without consumable capacity): claims name "<device>-<k>".
 TEST_F(PreparerTest, TwoClaimsOnTwoSharesOfOneDeviceBothPrepareThatDevice) {
   DeviceCatalog shared(kPool, nullptr, 2);
@@ -285,6 +222,9 @@ TEST_F(PreparerTest, TwoClaimsOnTwoSharesOfOneDeviceBothPrepareThatDevice) {
 
 namespace rdmak8s::dra {
 namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
 
 // Issue 24 item 1: a claim is any namespace user's; issm, roceUmad and env are the admin's.
 TEST_F(PreparerTest, AClaimsOwnConfigCannotTurnOnIssmOrEnvAndNothingIsWritten) {
@@ -347,6 +287,9 @@ TEST_F(PreparerTest, AnOpaqueConfigOfAnUnknownSourceIsNobodysAndRefused) {
 
 namespace rdmak8s::dra {
 namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
 
 // Issue 24 item 3: kubelet's namespace and name go into the API path; nothing else may.
 TEST_F(PreparerTest, ANamespaceOrNameThatIsNotAKubernetesNameIsRefusedBeforeAnyRead) {

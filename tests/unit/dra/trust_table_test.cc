@@ -256,6 +256,13 @@ TEST_F(TrustTableTest, EveryKeyTheStrictParsersAcceptHasARow) {
   const std::set<std::string> allocate =
       Listed(node::ParseAllocateOptions(R"({"not-a-key": 1})").status().message(), "(allowed: ");
   ASSERT_FALSE(allocate.empty());
+  // A pool's "allocate" takes the claim options but the DRA-only ones (gidIndexEnv).
+  const std::set<std::string> pool_allocate = Listed(
+      dp::ParseConfig(R"({"pools": [{"name": "p", "selectors": {}, "allocate": {"not-a-key": 1}}]})")
+          .status()
+          .message(),
+      "(allowed: ");
+  ASSERT_FALSE(pool_allocate.empty());
   const std::set<std::string> top = Listed(dp::ParseConfig(R"({"not-a-key": 1})").status().message(), "(allowed: ");
   const std::set<std::string> pool =
       Listed(dp::ParseConfig(R"({"pools": [{"not-a-key": 1}]})").status().message(), "(allowed: ");
@@ -277,6 +284,9 @@ TEST_F(TrustTableTest, EveryKeyTheStrictParsersAcceptHasARow) {
   for (const auto& k : allocate) {
     EXPECT_TRUE(claim_rows.count(k)) << "no ResourceClaim row for the opaque option " << k;
     EXPECT_TRUE(class_rows.count(k)) << "no DeviceClass row for the opaque option " << k;
+  }
+  for (const auto& k : pool_allocate) {
+    EXPECT_TRUE(allocate.count(k)) << "pools[].allocate." << k << " is no claim option";
     EXPECT_TRUE(pool_rows.count("pools[].allocate." + k)) << "no row for pools[].allocate." << k;
   }
   for (const auto& k : top) EXPECT_TRUE(pool_rows.count(k)) << "no row for " << k;

@@ -51,7 +51,13 @@ class NotifyingWriter : public ClaimStatusWriter {
   explicit NotifyingWriter(ClaimStatusWriter* inner) : inner_(inner) {}
   Status Update(const std::string& ns, const std::string& name, const std::string& uid,
                 const StatusEntriesFn& build, ClaimDeadline deadline) override {
-    Status s = inner_->Update(ns, name, uid, build, deadline);
+    auto recording = [&](const std::vector<AllocatedDevice>& ours, const json& current) {
+      json entries = build(ours, current);
+      std::lock_guard<std::mutex> lock(mu_);
+      last_ = entries;
+      return entries;
+    };
+    Status s = inner_->Update(ns, name, uid, recording, deadline);
     std::lock_guard<std::mutex> lock(mu_);
     ++writes_;
     cv_.notify_all();
@@ -65,12 +71,18 @@ class NotifyingWriter : public ClaimStatusWriter {
     std::lock_guard<std::mutex> lock(mu_);
     return writes_;
   }
+  // The entries of the last write, as the writer sent them.
+  json last() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_;
+  }
 
  private:
   ClaimStatusWriter* inner_;
   std::mutex mu_;
   std::condition_variable cv_;
   int writes_ = 0;
+  json last_;
 };
 
 class BindingConditionsTest : public ::testing::Test {
@@ -94,15 +106,18 @@ class BindingConditionsTest : public ::testing::Test {
   void SetPort(PortState state) {
     catalog_.Update({{"mlx5_0", {IbPort(state), {}, node::Presence::kPresent}}});
   }
-  // "Type=Status " of our entry's conditions, "" without an entry.
-  std::string Conditions() {
+  // "Type=Status " of the first entry's conditions, "" without one.
+  static std::string ConditionsOf(const json& devices) {
     std::string out;
-    const json devices = server_.Claim("team", "ib-claim")["status"].value("devices", json::array());
-    if (devices.empty()) return out;
-    for (const auto& c : devices[0]["conditions"]) {
-      out += c["type"].get<std::string>() + "=" + c["status"].get<std::string>() + " ";
+    if (!devices.is_array() || devices.empty()) return out;
+    for (const auto& c : devices[0].value("conditions", json::array())) {
+      out += c.value("type", "") + "=" + c.value("status", "") + " ";
     }
     return out;
+  }
+  // Of our entry as the server holds it.
+  std::string Conditions() {
+    return ConditionsOf(server_.Claim("team", "ib-claim")["status"].value("devices", json::array()));
   }
 
   rdmak8s::testing::TempDir tmp_;
@@ -137,15 +152,20 @@ TEST_F(BindingConditionsTest, PortActivationFailedIsSetTrueWhenThePortIsNotActiv
   SetPort(PortState::kArmed);
   now_ += std::chrono::seconds(1);
   EXPECT_EQ(setter_->SyncOnce(), 1);
-  EXPECT_NE(Conditions().find("PortActive=False"), std::string::npos) << Conditions();
-  EXPECT_NE(Conditions().find("PortActivationFailed=True"), std::string::npos) << Conditions();
+  const json written = writer_->last();
+  EXPECT_NE(ConditionsOf(written).find("PortActive=False"), std::string::npos) << written.dump();
+  EXPECT_NE(ConditionsOf(written).find("PortActivationFailed=True"), std::string::npos) << written.dump();
   EXPECT_TRUE(setter_->held().empty());
-  const json claim = server_.Claim("team", "ib-claim");
   bool reason = false;
-  for (const auto& c : claim["status"]["devices"][0]["conditions"]) {
+  for (const auto& c : written[0]["conditions"]) {
     if (c["type"] == "PortActivationFailed") reason = c["reason"] == kPortNotActiveReason;
   }
-  EXPECT_TRUE(reason) << claim.dump();
+  EXPECT_TRUE(reason) << written.dump();
+  // The server took the write: the scheduler's stand-in (tests/fakes/fake_allocator.h) saw the
+  // failure condition and gave the allocation up, as the real scheduler does, so no entry stays.
+  const json claim = server_.Claim("team", "ib-claim");
+  EXPECT_FALSE(claim["status"].contains("allocation")) << claim.dump();
+  EXPECT_EQ(Conditions(), "") << claim.dump();
 }
 
 // The device watch changes the catalog; Run answers at that change, not at a later tick.

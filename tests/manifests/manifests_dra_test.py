@@ -154,9 +154,10 @@ class ManifestsDraTest(unittest.TestCase):
                 self.assertEqual(int(ann["prometheus.io/port"]), METRICS_PORT)
                 self.assertEqual(ann["prometheus.io/path"], "/metrics")
         # The flag is the driver's, with the device plugin's default (loopback unless told).
-        for main in ("dra/main.cc", "device-plugin/main.cc"):
-            self.assertIn('"--metrics-address"', source(main), main)
-            self.assertEqual(default_of(main, "metrics_address"), f"127.0.0.1:{METRICS_PORT}", main)
+        for flags, defaults in (("dra/driver_flags.cc", "dra/driver_flags.h"),
+                                ("device-plugin/main.cc", "device-plugin/main.cc")):
+            self.assertIn('"--metrics-address"', source(flags), flags)
+            self.assertEqual(default_of(defaults, "metrics_address"), f"127.0.0.1:{METRICS_PORT}", defaults)
 
     def test_split_overlay_runs_both_agents_on_the_same_nodes_with_disjoint_devices_and_ports(self):
         # Issue 34: docs/dra.md promised a node's devices partly to each agent, but both

@@ -61,6 +61,28 @@ EOF_POD
   done
   DRA_UP=1
 
+  # The claim as kubectl -o yaml prints it (jq has no YAML output): block style, strings quoted
+  # where YAML would read them otherwise.
+  CLAIM_AS_YAML='
+    def yml($i):
+      if type == "object" then
+        if length == 0 then "{}" else
+          to_entries | map(($i + .key + ":") +
+            (if (.value | type) == "object" and (.value | length) > 0 then "\n" + (.value | yml($i + "  "))
+             elif (.value | type) == "array" and (.value | length) > 0 then "\n" + (.value | yml($i))
+             else " " + (.value | yml("")) end)) | join("\n")
+        end
+      elif type == "array" then
+        if length == 0 then "[]" else
+          map(if type == "object" and length > 0 then $i + "- " + (yml($i + "  ") | ltrimstr($i + "  "))
+              else $i + "- " + yml("") end) | join("\n")
+        end
+      elif type == "string" then
+        if test("^[A-Za-z][A-Za-z0-9_./ ()-]*$") and (test("^(true|false|null|yes|no|on|off)$"; "i") | not)
+        then . else tojson end
+      else tojson end;
+    {apiVersion, kind, metadata: {name: .metadata.name, namespace: .metadata.namespace},
+     status: {devices: .status.devices}} | yml("")'
   step "7. What each pod got, as the claim's status says it (kubectl get resourceclaim -o yaml)"
   say "The driver writes one status.devices entry per device of its claims: conditions, the RDMA facts,"
   say "and, from the CNI's ADD, the pod's address and the GID index RDMA applications must use."
@@ -69,9 +91,9 @@ EOF_POD
     IFS=: read -r pod slot puid cuid req <<EOF_POD
 $s
 EOF_POD
-    say "$pod: default/$(claim_name "$pod")"
+    say "$pod: kubectl get resourceclaim -n default $(claim_name "$pod") -o yaml (its status)"
     api_get "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/$(claim_name "$pod")" |
-      jq '{status: {devices: .status.devices}}' | sayin
+      jq -r "$CLAIM_AS_YAML" | sayin
   done
 fi
 

@@ -21,7 +21,7 @@
 #include "dra/api/slice_publisher.h"
 #include "dra/api/slice_sync.h"
 #include "dra/health_watcher.h"
-#include "dra/plugin.h"
+#include "dra/kubelet/plugin.h"
 #include "fakes/fake_api_server.h"
 #include "fakes/fake_dra_kubelet.h"
 #include "rdmak8s/discovery.h"

@@ -6,7 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "dra/plugin.h"
+#include "dra/kubelet/plugin.h"
 #include "dra/preparer.h"
 #include "node/device_watch_setup.h"
 

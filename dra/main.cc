@@ -32,7 +32,7 @@
 #include "dra/driver_flags.h"
 #include "dra/health_watcher.h"
 #include "dra/metrics.h"
-#include "dra/plugin.h"
+#include "dra/kubelet/plugin.h"
 #include "dra/preparer.h"
 #include "node/device_watch_setup.h"
 #include "node/listen_retry.h"

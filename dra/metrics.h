@@ -4,10 +4,10 @@
 // a time, shared for 2 s) on --metrics-address. Names and labels are listed in docs/dra.md#metrics-and-the-probes.
 //
 // What moves them: the DRA services count each claim's prepare (with its latency) and unprepare
-// (dra_service.h), the slice loop reports each publish (ObservePublish), the kube client each
+// (kubelet/dra_service.h), the slice loop reports each publish (ObservePublish), the kube client each
 // error answer (CountApiError), the plugin kubelet's registration verdict (SetRegistered). The
 // health of each device is read from the DeviceCatalog at scrape time: the health the driver
-// streams to kubelet (health_service.h), so the two cannot disagree.
+// streams to kubelet (kubelet/health_service.h), so the two cannot disagree.
 //
 // /livez answers 200 "ok" while every loop that beats (Heartbeat) has beaten within its stall
 // bound: the process works, whatever kubelet or the API server do. /readyz answers 200 when it is

@@ -1,5 +1,5 @@
 // Preparer: what NodePrepareResources and NodeUnprepareResources do for one claim, whichever
-// API version kubelet called (dra_service.h adapts both to this).
+// API version kubelet called (kubelet/dra_service.h adapts both to this).
 //
 // Prepare(ref), Unprepare(ref): the namespace must be a DNS-1123 label, the name a DNS-1123
 //   subdomain and the UID a plain name ([A-Za-z0-9-]); anything else is kInvalidArgument naming

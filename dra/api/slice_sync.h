@@ -8,7 +8,7 @@
 //     slice of its node at its start and a driver's slices 30 s after its socket goes, the
 //     garbage collector deletes slices whose owner UID is stale, someone edits them. A deletion
 //     also makes the next publish read the Node's UID again (it may have been re-created);
-//   - on Trigger(): kubelet (re-)registered the driver (registration.h says when);
+//   - on Trigger(): kubelet (re-)registered the driver (kubelet/registration.h says when);
 //   - every resync_interval as a safety net (a watch can miss what a proxy drops), reading the
 //     Node's UID again each time;
 //   - when a device's health change held by the health-change limit may go out.

@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "dra/plugin.h"
+#include "dra/kubelet/plugin.h"
 #include "fakes/fake_claim_reader.h"
 #include "fakes/fake_dra_kubelet.h"
 #include "support/sysfs_builder.h"

@@ -13,10 +13,10 @@
 #include <gtest/gtest.h>
 
 #include "dra/api/kube_client.h"
-#include "dra/plugin.h"
+#include "dra/kubelet/plugin.h"
 #include "fakes/fake_api_server.h"
 #include "support/loopback_http.h"
-#include "unit/dra/plugin_fixture.h"
+#include "unit/dra/kubelet/plugin_fixture.h"
 
 namespace rdmak8s::dra {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "dra/device_catalog.h"
 #include "dra/metrics.h"
-#include "dra/plugin.h"
+#include "dra/kubelet/plugin.h"
 #include "dra/preparer.h"
 #include "fakes/fake_claim_reader.h"
 #include "fakes/fake_dra_kubelet.h"

@@ -1,4 +1,4 @@
-#include "dra/dra_service.h"
+#include "dra/kubelet/dra_service.h"
 
 #include <spdlog/spdlog.h>
 

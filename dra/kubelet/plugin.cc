@@ -1,4 +1,4 @@
-#include "dra/plugin.h"
+#include "dra/kubelet/plugin.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,8 +9,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "dra/dra_service.h"
-#include "dra/health_service.h"
+#include "dra/kubelet/dra_service.h"
+#include "dra/kubelet/health_service.h"
 #include "node/program_main.h"
 #include "rdmak8s/file_util.h"
 

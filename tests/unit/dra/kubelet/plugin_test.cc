@@ -1,7 +1,7 @@
 // The DRA driver's sockets driven by the fake kubelet over real unix-socket gRPC: plugin-watcher
 // registration, NodePrepareResources / NodeUnprepareResources in v1 and v1beta1, the health
 // stream.
-#include "dra/plugin.h"
+#include "dra/kubelet/plugin.h"
 
 #include <sys/stat.h>
 
@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "rdmak8s/pod_devices.h"
-#include "unit/dra/plugin_fixture.h"
+#include "unit/dra/kubelet/plugin_fixture.h"
 
 namespace rdmak8s::dra {
 namespace {

@@ -1,4 +1,4 @@
-#include "dra/health_service.h"
+#include "dra/kubelet/health_service.h"
 
 #include <algorithm>
 #include <ctime>

@@ -29,10 +29,10 @@
 #include <grpcpp/impl/service_type.h>
 
 #include "dra/device_catalog.h"
-#include "dra/health_service.h"
+#include "dra/kubelet/health_service.h"
 #include "dra/metrics.h"
 #include "dra/preparer.h"
-#include "dra/registration.h"
+#include "dra/kubelet/registration.h"
 #include "rdmak8s/status.h"
 
 namespace rdmak8s::dra {

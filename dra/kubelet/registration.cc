@@ -1,8 +1,8 @@
-#include "dra/registration.h"
+#include "dra/kubelet/registration.h"
 
 #include <spdlog/spdlog.h>
 
-#include "dra/dra_service.h"
+#include "dra/kubelet/dra_service.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
 
 namespace rdmak8s::dra {

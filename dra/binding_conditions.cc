@@ -85,13 +85,7 @@ Status BindingConditionSetter::Write(const HeldClaim& claim, bool failed) {
   StatusEntriesFn build = [&](const std::vector<AllocatedDevice>& ours, const json& current) {
     json out = json::array();
     for (const auto& a : ours) {
-      json previous;
-      for (const auto& e : current) {
-        if (e.value("pool", "") == a.pool && e.value("device", "") == a.device &&
-            e.value("shareID", "") == a.share_id) {
-          previous = e;
-        }
-      }
+      const json previous = EntryOf(current, a);
       DeviceStatusInput in{options_.driver_name, a, catalog_->Find(a.pool, a.device), {}};
       json entry = BuildDeviceStatus(in, previous, now);
       if (failed && Waits(claim, a)) {

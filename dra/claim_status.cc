@@ -156,6 +156,18 @@ std::string Rfc3339(int64_t unix_seconds) {
   return out;
 }
 
+json EntryOf(const json& current, const AllocatedDevice& device) {
+  json found;
+  if (!current.is_array()) return found;
+  for (const auto& e : current) {
+    if (e.is_object() && e.value("pool", "") == device.pool && e.value("device", "") == device.device &&
+        e.value("shareID", "") == device.share_id) {
+      found = e;
+    }
+  }
+  return found;
+}
+
 json BuildDeviceStatus(const DeviceStatusInput& in, const json& previous, const std::string& now) {
   const Port* port = in.found ? StatusPort(in.found->dev, in.attachments) : nullptr;
   std::vector<Condition> conditions;

@@ -73,6 +73,10 @@ struct DeviceStatusInput {
 nlohmann::json BuildDeviceStatus(const DeviceStatusInput& in, const nlohmann::json& previous,
                                  const std::string& now);
 
+// Our entry for `device` among `current` (the server's entries of this driver: a list), null when
+// there is none: the one with its pool, device and shareID.
+nlohmann::json EntryOf(const nlohmann::json& current, const AllocatedDevice& device);
+
 // `unix_seconds` as RFC 3339 UTC, seconds precision (metav1.Time's wire form).
 std::string Rfc3339(int64_t unix_seconds);
 

@@ -92,13 +92,7 @@ Status ClaimStatusReporter::Write(const Claim& c, const std::vector<AttachmentFa
     json out = json::array();
     if (remove) return out;
     for (const auto& a : ours) {
-      json previous;
-      for (const auto& e : current) {
-        if (e.value("pool", "") == a.pool && e.value("device", "") == a.device &&
-            e.value("shareID", "") == a.share_id) {
-          previous = e;
-        }
-      }
+      const json previous = EntryOf(current, a);
       DeviceStatusInput in{options_.driver_name, a, catalog_->Find(a.pool, a.device), {}};
       for (const auto& f : facts) {
         if (f.device == a.device) in.attachments.push_back(f);

@@ -148,5 +148,17 @@ TEST(ClaimStatus, TheEntryStaysWithinTheApisLimitsWhateverThePortsPkeyTable) {
 
 TEST(ClaimStatus, Rfc3339IsUtcToTheSecond) { EXPECT_EQ(Rfc3339(1796436000), "2026-12-05T02:00:00Z"); }
 
+TEST(ClaimStatus, EntryOfFindsOurEntryByPoolDeviceAndShareOnly) {
+  const json current = json::parse(R"([
+    {"driver": "rdma.rdmak8s.io", "pool": "node-a", "device": "mlx5-0", "data": {"n": 1}},
+    {"driver": "rdma.rdmak8s.io", "pool": "node-a", "device": "mlx5-0", "shareID": "s1", "data": {"n": 2}},
+    {"driver": "rdma.rdmak8s.io", "pool": "node-b", "device": "mlx5-1", "data": {"n": 3}}])");
+  EXPECT_EQ(EntryOf(current, {"nic", "node-a", "mlx5-0", ""})["data"]["n"], 1);
+  EXPECT_EQ(EntryOf(current, {"nic", "node-a", "mlx5-0", "s1"})["data"]["n"], 2);
+  EXPECT_EQ(EntryOf(current, {"nic", "node-b", "mlx5-1", ""})["data"]["n"], 3);
+  EXPECT_TRUE(EntryOf(current, {"nic", "node-a", "mlx5-1", ""}).is_null());
+  EXPECT_TRUE(EntryOf(json::object(), {"nic", "node-a", "mlx5-0", ""}).is_null());
+}
+
 }  // namespace
 }  // namespace rdmak8s::dra

@@ -66,6 +66,19 @@ class SlicePublisherTest : public ::testing::Test {
 
   rdmak8s::testing::TempDir dir_;
   std::unique_ptr<FakeApiServer> server_;
+  // POSTs a one-device slice of node1 with `device` as written; the answer's status and body
+  // (status 0 when the request failed).
+  std::pair<long, std::string> PostOneDeviceSlice(const json& device) {
+    json slice = {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceSlice"},
+                  {"metadata", {{"name", "s"}}},
+                  {"spec", {{"driver", kDriver}, {"nodeName", "node1"},
+                            {"pool", {{"name", "node1"}, {"generation", 1}, {"resourceSliceCount", 1}}},
+                            {"devices", json::array({device})}}}};
+    auto r = client_->Send({"POST", "/apis/resource.k8s.io/v1/resourceslices", slice.dump()});
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? std::make_pair(r->status, r->body) : std::make_pair(0L, std::string());
+  }
+
   std::unique_ptr<CurlKubeClient> client_;
 };
 
@@ -399,14 +412,7 @@ TEST_F(SlicePublisherTest, TheServerRefusesWhatTheRealOneValidatesWith422NamingT
   auto post = [&](const std::string& device_name, const json& attributes, const json& taints) {
     json d = {{"name", device_name}, {"attributes", attributes}};
     if (!taints.is_null()) d["taints"] = taints;
-    json slice = {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceSlice"},
-                  {"metadata", {{"name", "s"}}},
-                  {"spec", {{"driver", kDriver}, {"nodeName", "node1"},
-                            {"pool", {{"name", "node1"}, {"generation", 1}, {"resourceSliceCount", 1}}},
-                            {"devices", json::array({d})}}}};
-    auto r = client_->Send({"POST", "/apis/resource.k8s.io/v1/resourceslices", slice.dump()});
-    EXPECT_TRUE(r.ok());
-    return r.ok() ? std::make_pair(r->status, r->body) : std::make_pair(0L, std::string());
+    return PostOneDeviceSlice(d);
   };
   const json ok_attr = {{"transport", {{"string", "ib"}}}};
   auto [status, body] = post("mlx5_0", ok_attr, nullptr);
@@ -430,15 +436,8 @@ TEST_F(SlicePublisherTest, TheServerRefusesInvalidBindingConditionsAsTheRealOneN
   auto post = [&](const json& fields) {
     json d = {{"name", "mlx5-0"}};
     d.update(fields);
-    json slice = {{"apiVersion", "resource.k8s.io/v1"}, {"kind", "ResourceSlice"},
-                  {"metadata", {{"name", "s"}}},
-                  {"spec", {{"driver", kDriver}, {"nodeName", "node1"},
-                            {"pool", {{"name", "node1"}, {"generation", 1}, {"resourceSliceCount", 1}}},
-                            {"devices", json::array({d})}}}};
-    auto r = client_->Send({"POST", "/apis/resource.k8s.io/v1/resourceslices", slice.dump()});
-    EXPECT_TRUE(r.ok());
-    if (!r.ok()) return std::make_pair(0L, std::string());
-    return std::make_pair(r->status, r->status == 422 ? json::parse(r->body).value("message", "") : r->body);
+    auto [status, body] = PostOneDeviceSlice(d);
+    return std::make_pair(status, status == 422 ? json::parse(body).value("message", "") : body);
   };
   const json five = json::array({"A", "B", "C", "D", "E"});
   const std::pair<json, std::string> refused[] = {

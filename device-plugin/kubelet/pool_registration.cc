@@ -149,11 +149,21 @@ void PoolRegistrations::HandleRegistrations(Clock::time_point now) {
     }
     if (recheck) {
       // Asked again while this one was in flight (kubelet restarted, our socket was served
-      // again): it stands only if the kubelet there now accepted it.
-      if (!(s.ok() && r.instance.known() && r.instance == current)) {
+      // again): it stands only if the kubelet there now accepted it, dialling back the socket we
+      // serve now. kubelet dials back before it answers, so a dial-back of an earlier serving
+      // (our socket removed meanwhile) means kubelet holds a connection to a socket that is gone.
+      const bool same_kubelet = r.instance.known() && r.instance == current;
+      const bool served_since = pool.server->kubelet_calls().serving != pool.calls_at_register.serving;
+      const bool dialled_this_serving =
+          !served_since || CalledSinceRegister(pool, &PoolServer::KubeletCalls::dial_backs);
+      if (!(s.ok() && same_kubelet && dialled_this_serving)) {
         if (s.ok() && options_.metrics) options_.metrics->CountRegistration(pool.resource, true);
+        const std::string why = !s.ok()        ? "ended: " + s.message()
+                                : !same_kubelet ? std::string("reached a kubelet that has gone")
+                                                : std::string("was dialled back on our socket before "
+                                                              "it was served again");
         SPDLOG_INFO("{}: the Register in flight {}; registering again with the kubelet there now",
-                    pool.resource, s.ok() ? "reached a kubelet that has gone" : "ended: " + s.message());
+                    pool.resource, why);
         SetRegistered(pool, false);
         pool.register_failures = 0;
         Register(pool);

@@ -448,6 +448,32 @@ TEST_F(PoolRegistrationsTest, ARegisterAnsweredTooLateIsNotSentAgainAndKubeletsD
   EXPECT_EQ(kubelet_->DoubleRegistrations("rdma/p"), 0u);
 }
 
+// Our socket removed while a Register is in flight that kubelet already dialled back for (CI
+// saw it under load: DaemonTest.RemovedSocketIsServedAndRegisteredAgain). kubelet's connection is
+// to the socket that is gone, so the Register's success does not cover the new serving: once
+// its answer is in, the pool registers again, and kubelet gets the new socket.
+TEST_F(PoolRegistrationsTest, ASocketRemovedAfterKubeletDialledBackForTheRegisterInFlightRegistersAgain) {
+  kubelet_ = std::make_unique<fake::FakeKubelet>(kubelet_dir_);
+  ASSERT_TRUE(kubelet_->Start().ok());
+  kubelet_->SetRegisterDelays(/*before_dial_back=*/0s, /*before_reply=*/1s);
+  NewLink();
+  PoolServer& server = AddPool();
+  registrations_->RegisterAll();
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 1, kWait));  // dialled back, not answered
+  ASSERT_NE(P().register_seq, 0u);
+  const std::string sock = kubelet_dir_ + "/" + SocketFileName("rdma/p");
+  ASSERT_TRUE(fs::remove(sock));
+  registrations_->OnDirEvent(IN_DELETE, SocketFileName("rdma/p"), Clock::now());
+  ASSERT_TRUE(fs::exists(sock)) << "served again";
+  kubelet_->SetRegisterDelays(0s, 0s);
+  ASSERT_TRUE(HandleResultAt(Clock::now()));  // the first answer: OK, for the old serving
+  EXPECT_NE(P().register_seq, 0u) << "the new serving needs a Register of its own";
+  ASSERT_TRUE(HandleResultAt(Clock::now()));
+  EXPECT_TRUE(P().registered);
+  ASSERT_TRUE(kubelet_->WaitForRegistrations("rdma/p", 2, kWait));
+  EXPECT_TRUE(server.WaitForOpenStreams(1, kWait));
+}
+
 // The recovery for a kubelet that never dials back for a Register whose answer did not come:
 // after the dial-back wait (kubelet's own dial-back has given up by then), register again.
 TEST_F(PoolRegistrationsTest, ARegisterKubeletNeverDialsBackForIsSentAgainAfterTheDialBackWait) {

@@ -24,12 +24,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cni/plugin.h"
-#include "rdmak8s/device_lookup.h"
-#include "fakes/fake_dcb_netlink.h"
-#include "rdmak8s/roce_gid.h"
-#include "fakes/fake_rdma_netlink.h"
 #include "bench/bench_util.h"
+#include "cni/plugin.h"
+#include "fakes/fake_dcb_netlink.h"
+#include "fakes/fake_rdma_netlink.h"
+#include "rdmak8s/device/device_lookup.h"
+#include "rdmak8s/device/roce_gid.h"
 #include "support/throwaway_netns.h"
 
 using namespace rdmak8s;

@@ -27,11 +27,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rdmak8s/device_lookup.h"
-#include "rdmak8s/roce_gid.h"
-#include "rdmak8s/route_netlink.h"
-#include "support/exec_capture.h"
 #include "bench/bench_util.h"
+#include "rdmak8s/device/device_lookup.h"
+#include "rdmak8s/device/roce_gid.h"
+#include "rdmak8s/netlink/route_netlink.h"
+#include "support/exec_capture.h"
 #include "support/throwaway_netns.h"
 
 using namespace rdmak8s;

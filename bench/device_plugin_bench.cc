@@ -33,8 +33,8 @@
 #include <spdlog/spdlog.h>
 
 #include "device-plugin/daemon.h"
-#include "device-plugin/preferred_allocation/device_name_index.h"
 #include "device-plugin/metrics/fabric_metrics.h"
+#include "device-plugin/preferred_allocation/device_name_index.h"
 #include "device-plugin/preferred_allocation/preferred_allocation.h"
 #include "node/tracker_events.h"
 #include "support/fake_kubelet.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "rdmak8s/discovery.h"
+#include "rdmak8s/discovery/discovery.h"
 #include "support/sysfs_builder.h"
 #include "support/temp_dir.h"
 

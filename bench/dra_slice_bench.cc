@@ -24,7 +24,7 @@
 #include "dra/kubelet/plugin.h"
 #include "fakes/fake_api_server.h"
 #include "fakes/fake_dra_kubelet.h"
-#include "rdmak8s/discovery.h"
+#include "rdmak8s/discovery/discovery.h"
 #include "support/sysfs_builder.h"
 #include "support/temp_dir.h"
 #include "unit/device-plugin/fake_event_sources.h"

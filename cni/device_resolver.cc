@@ -7,7 +7,7 @@
 
 #include "cni/pod_grant.h"
 #include "cni/spec.h"
-#include "rdmak8s/port_usable.h"
+#include "rdmak8s/device/port_usable.h"
 
 namespace rdmak8s::cni {
 

@@ -1,5 +1,5 @@
 // DeviceResolver: which RDMA device an attachment is, where its sysfs shows it, and whether it
-// can serve the pod (the one port-usable rule, rdmak8s/port_usable.h; IB pkey).
+// can serve the pod (the one port-usable rule, rdmak8s/device/port_usable.h; IB pkey).
 //
 // In exclusive RDMA netns mode a device in a pod is hidden from the node's sysfs
 // (class/infiniband is netns tagged, see cni/sysfs_view.h), so the answers here look in the
@@ -22,12 +22,12 @@
 #include "cni/failure_code.h"
 #include "cni/log.h"
 #include "cni/plugin_options.h"
-#include "rdmak8s/device_lookup.h"
 #include "cni/state.h"
 #include "cni/sysfs_view.h"
-#include "rdmak8s/netns.h"
-#include "rdmak8s/route_netlink.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
+#include "rdmak8s/device/device_lookup.h"
+#include "rdmak8s/netlink/netns.h"
+#include "rdmak8s/netlink/route_netlink.h"
 
 namespace rdmak8s::cni {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "cni/spec.h"
-#include "rdmak8s/claim_gid_spec.h"
+#include "rdmak8s/records/claim_gid_spec.h"
 
 namespace rdmak8s::cni {
 

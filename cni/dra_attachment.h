@@ -1,9 +1,9 @@
 // What the CNI hands the DRA driver after wiring a device one of the pod's DRA claims holds: the
-// attachment facts (rdmak8s/attachment_facts.h) the driver puts in the claim's status.devices
-// (issue 34 item 1), and the GID index the pod's containers get through the claim's GID index
-// CDI spec (rdmak8s/claim_gid_spec.h, item 2). Written after a successful ADD, removed at DEL
-// and GC (the GID index spec goes at unprepare, by the driver); a failure to write them is the
-// caller's to log, never a reason to fail the ADD (the status is informative).
+// attachment facts (rdmak8s/records/attachment_facts.h) the driver puts in the claim's
+// status.devices (issue 34 item 1), and the GID index the pod's containers get through the claim's
+// GID index CDI spec (rdmak8s/records/claim_gid_spec.h, item 2). Written after a successful ADD,
+// removed at DEL and GC (the GID index spec goes at unprepare, by the driver); a failure to write
+// them is the caller's to log, never a reason to fail the ADD (the status is informative).
 //
 // Not thread safe; the CNI calls it under its state lock.
 #pragma once
@@ -17,8 +17,8 @@
 #include "cni/gid_waiter.h"
 #include "cni/log.h"
 #include "cni/state.h"
-#include "rdmak8s/attachment_facts.h"
-#include "rdmak8s/pod_devices.h"
+#include "rdmak8s/records/attachment_facts.h"
+#include "rdmak8s/records/pod_devices.h"
 
 namespace rdmak8s::cni {
 

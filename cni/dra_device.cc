@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "rdmak8s/strings.h"
+#include "rdmak8s/base/strings.h"
 
 namespace rdmak8s::cni {
 

@@ -1,7 +1,7 @@
 // Which of the RDMA devices a pod holds through DRA claims an attachment takes, when the netconf
 // has no deviceID: the pod's records, as the DRA driver wrote them at prepare
-// (rdmak8s/pod_devices.h), and the netconf's draRequest. Pure code over values; the reading,
-// with its trust checks, is ReadPodClaimRecords's (cni/device_resolver.h calls both).
+// (rdmak8s/records/pod_devices.h), and the netconf's draRequest. Pure code over values; the
+// reading, with its trust checks, is ReadPodClaimRecords's (cni/device_resolver.h calls both).
 #pragma once
 
 #include <optional>
@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "rdmak8s/pod_devices.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
+#include "rdmak8s/records/pod_devices.h"
 
 namespace rdmak8s::cni {
 

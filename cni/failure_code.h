@@ -7,7 +7,7 @@
 #pragma once
 
 #include "cni/spec.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::cni {
 

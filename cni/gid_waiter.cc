@@ -7,10 +7,10 @@
 #include <set>
 #include <thread>
 
-#include "rdmak8s/gid_table.h"
-#include "rdmak8s/roce_gid.h"
 #include "cni/spec.h"
-#include "rdmak8s/strings.h"
+#include "rdmak8s/base/strings.h"
+#include "rdmak8s/device/gid_table.h"
+#include "rdmak8s/device/roce_gid.h"
 
 namespace rdmak8s::cni {
 

@@ -15,8 +15,8 @@
 #include "cni/log.h"
 #include "cni/plugin_options.h"
 #include "cni/state.h"
-#include "rdmak8s/netns.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
+#include "rdmak8s/netlink/netns.h"
 
 namespace rdmak8s::cni {
 
@@ -43,7 +43,7 @@ class GidWaiter {
   // GID of each IP of the pod interface on one of `ports` of rec's device; `report` logs the GID
   // index found for each. No IP: success with a warning. 102 naming the missing GIDs and their
   // IPs at the deadline; 101 when the pod interface is gone; 5 when rtnetlink or the GID table
-  // can't be read. Each poll reads the filled prefix of the GID table (rdmak8s/gid_table.h,
+  // can't be read. Each poll reads the filled prefix of the GID table (rdmak8s/device/gid_table.h,
   // GidScope::kFilledPrefix); the whole table only when the prefix stays the same across two
   // polls and on the last look at the deadline (so at once when timeout_ms is 0), a GID past a
   // hole is found then. Nothing is read from the table when the interface has no IP.

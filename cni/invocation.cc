@@ -8,8 +8,8 @@
 
 #include "cni/crash_point.h"
 #include "cni/dra_attachment.h"
-#include "rdmak8s/device_lookup.h"
-#include "rdmak8s/strings.h"
+#include "rdmak8s/base/strings.h"
+#include "rdmak8s/device/device_lookup.h"
 
 namespace rdmak8s::cni {
 

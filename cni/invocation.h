@@ -3,7 +3,7 @@
 // what it needs:
 //   cni/device_resolver.h  which RDMA device, where its sysfs shows, whether it can serve
 //   cni/qos_changes.h      the QoS knobs: conflicts, write-ahead apply, check, restore, retry
-//                          (each knob, PFC included, is written by rdmak8s/qos_setting.h)
+//                          (each knob, PFC included, is written by rdmak8s/qos/qos_setting.h)
 //   cni/mover.h            the device into the pod and home again, next holders, and Release:
 //                          what DEL and GC undo, also when the pod's netns is already gone
 //   cni/gid_waiter.h       the RoCE v2 GIDs of the pod's IPs
@@ -29,8 +29,8 @@
 #include "cni/qos_changes.h"
 #include "cni/spec.h"
 #include "cni/state.h"
-#include "rdmak8s/netns.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
+#include "rdmak8s/netlink/netns.h"
 
 namespace rdmak8s::cni {
 
@@ -89,7 +89,7 @@ class Invocation {
   Logger& log_;
   std::string sysfs_root_;
   std::string pod_devices_dir_;  // the DRA records, and the attachment facts for the driver
-  std::string cdi_dir_;          // claims' GID index specs (rdmak8s/claim_gid_spec.h)
+  std::string cdi_dir_;          // claims' GID index specs (rdmak8s/records/claim_gid_spec.h)
   StateStore store_;
   FailureCode failure_;
   DeviceResolver resolver_;

@@ -17,9 +17,9 @@
 #include "cni/plugin_options.h"
 #include "cni/qos_changes.h"
 #include "cni/state.h"
-#include "rdmak8s/netns.h"
-#include "rdmak8s/rdma_netlink.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
+#include "rdmak8s/netlink/netns.h"
+#include "rdmak8s/netlink/rdma_netlink.h"
 
 namespace rdmak8s::cni {
 

@@ -3,9 +3,9 @@
 #include <exception>
 
 #include "cni/dra_device.h"
-#include "rdmak8s/json_field_reader.h"
-#include "rdmak8s/json_reader.h"
-#include "rdmak8s/numbers.h"
+#include "rdmak8s/base/json_field_reader.h"
+#include "rdmak8s/base/json_reader.h"
+#include "rdmak8s/base/numbers.h"
 
 namespace rdmak8s::cni {
 
@@ -194,7 +194,7 @@ void ReadValidAttachments(const json& j, Command command, FieldReader& r, NetCon
 std::optional<NetConf> Parse(std::string_view data, Command command, CniError* err) {
   std::optional<json> j = Decode(data, err);
   if (!j) return std::nullopt;
-  // The fields through the one strict reader (rdmak8s/json_field_reader.h): every message is
+  // The fields through the one strict reader (rdmak8s/base/json_field_reader.h): every message is
   // "$.<field>: <what>" ("$.port: not a number (string)"), the path from the netconf's root,
   // and reaches the runtime as the CNI error's msg.
   FieldReader r("$");

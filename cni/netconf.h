@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cni/spec.h"
-#include "rdmak8s/qos_policy.h"
+#include "rdmak8s/qos/qos_policy.h"
 
 namespace rdmak8s::cni {
 
@@ -39,7 +39,7 @@ struct NetConf {
   bool ensure_ipv6_gid = false;
   std::optional<uint16_t> pkey;
   std::string netns_mode;            // "" (any) | "shared" | "exclusive": STATUS/ADD require it
-  QosPolicy qos;                     // "qos" (rdmak8s/qos_policy.h)
+  QosPolicy qos;                     // "qos" (rdmak8s/qos/qos_policy.h)
   // Host paths, as the netconf sets them (empty: not set). They are the node's (NodeConfig): the
   // plugin refuses a netconf that sets one unless the node configuration allows overrides.
   std::string sysfs_root;

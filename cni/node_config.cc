@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rdmak8s/strings.h"
-#include "rdmak8s/file_util.h"
-#include "rdmak8s/json_reader.h"
+#include "rdmak8s/base/file_util.h"
+#include "rdmak8s/base/json_reader.h"
+#include "rdmak8s/base/strings.h"
 
 namespace rdmak8s::cni {
 

@@ -14,7 +14,7 @@
 
 #include "cni/netconf.h"
 #include "cni/spec.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::cni {
 
@@ -25,7 +25,7 @@ struct NodeConfig {
   std::string sysfs_root = "/sys";
   std::string configfs_root = "/sys/kernel/config";
   std::string state_dir = "/var/lib/cni/rdmak8s";
-  // The DRA driver's records of each pod's prepared devices (rdmak8s/pod_devices.h; the
+  // The DRA driver's records of each pod's prepared devices (rdmak8s/records/pod_devices.h; the
   // driver's --pod-devices-dir). Only the node configuration sets it: no netconf key does, not
   // even with allow_netconf_overrides, since it chooses which device a root process moves.
   std::string pod_devices_dir = "/run/rdmak8s/dra-pods";
@@ -34,8 +34,8 @@ struct NodeConfig {
   // pod_devices_dir: the answer decides which device a root process moves.
   std::string pod_resources_socket = "/var/lib/kubelet/pod-resources/kubelet.sock";
   // The runtime's CDI spec dir (the DRA driver's --cdi-dir): after an ADD, the CNI fills in the
-  // GID index spec of a claim that asked for it (rdmak8s/claim_gid_spec.h), never creating one.
-  // Only the node configuration sets it: what is written there reaches containers' env.
+  // GID index spec of a claim that asked for it (rdmak8s/records/claim_gid_spec.h), never creating
+  // one. Only the node configuration sets it: what is written there reaches containers' env.
   std::string cdi_dir = "/var/run/cdi";
   std::string log_file;                  // empty: stderr only
   LogLevel log_level = LogLevel::kInfo;  // a netconf logLevel overrides it

@@ -9,11 +9,11 @@
 
 #include "cni/node_config.h"
 #include "cni/sysfs_view.h"
-#include "rdmak8s/dcb_netlink.h"
-#include "rdmak8s/netns.h"
-#include "rdmak8s/rdma_netlink.h"
-#include "rdmak8s/route_netlink.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
+#include "rdmak8s/netlink/dcb_netlink.h"
+#include "rdmak8s/netlink/netns.h"
+#include "rdmak8s/netlink/rdma_netlink.h"
+#include "rdmak8s/netlink/route_netlink.h"
 
 namespace rdmak8s::cni {
 

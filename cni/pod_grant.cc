@@ -4,8 +4,8 @@
 #include "cni/dra_device.h"
 #include "cni/pod_resources_client.h"
 #include "cni/spec.h"
-#include "rdmak8s/pod_devices.h"
-#include "rdmak8s/strings.h"
+#include "rdmak8s/base/strings.h"
+#include "rdmak8s/records/pod_devices.h"
 
 namespace rdmak8s::cni {
 

@@ -5,13 +5,13 @@
 //
 // The pod was given a device when
 //   - one of its own DRA claims holds it: the DRA driver's records of the pod (K8S_POD_UID, in
-//     the node's podDevicesDir; rdmak8s/pod_devices.h), each of a claim of K8S_POD_NAMESPACE
-//     (cni/dra_device.h, DraClaimHolding), or
+//     the node's podDevicesDir; rdmak8s/records/pod_devices.h), each of a claim of
+//     K8S_POD_NAMESPACE (cni/dra_device.h, DraClaimHolding), or
 //   - kubelet allocated it to the pod: kubelet's pod-resources API (the node's
 //     podResourcesSocket; cni/pod_resources_client.h) lists, for K8S_POD_NAMESPACE/K8S_POD_NAME,
 //     a device ID that is the deviceID itself or names the same RDMA device (an exclusive pool's
 //     bus device or RDMA device name, a shared pool's "<rdma_dev>-<k>", an SR-IOV VF's PCI
-//     address: rdmak8s/device_id.h).
+//     address: rdmak8s/device/device_id.h).
 // The records are read first: on a DRA node kubelet is not asked for a claim's device.
 #pragma once
 
@@ -21,7 +21,7 @@
 
 #include "cni/failure_code.h"
 #include "cni/log.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::cni {
 

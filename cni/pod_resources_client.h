@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "cni/pod_resources_codec.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::cni {
 

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::cni {
 

@@ -6,7 +6,7 @@
 #include "cni/crash_point.h"
 #include "cni/qos_settings.h"
 #include "cni/spec.h"
-#include "rdmak8s/strings.h"
+#include "rdmak8s/base/strings.h"
 
 namespace rdmak8s::cni {
 

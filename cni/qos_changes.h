@@ -23,13 +23,13 @@
 #include "cni/device_resolver.h"
 #include "cni/failure_code.h"
 #include "cni/log.h"
-#include "rdmak8s/qos_policy.h"
 #include "cni/plugin_options.h"
-#include "rdmak8s/device_lookup.h"
 #include "cni/state.h"
-#include "rdmak8s/dcb_netlink.h"
-#include "rdmak8s/netns.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
+#include "rdmak8s/device/device_lookup.h"
+#include "rdmak8s/netlink/dcb_netlink.h"
+#include "rdmak8s/netlink/netns.h"
+#include "rdmak8s/qos/qos_policy.h"
 
 namespace rdmak8s::cni {
 

@@ -1,5 +1,5 @@
 // QoS settings by id, as the CNI's records keep them: each node setting the qos block asks for,
-// as an id -> value pair, read and written through common's typed table (rdmak8s/qos_setting.h:
+// as an id -> value pair, read and written through common's typed table (rdmak8s/qos/qos_setting.h:
 // the kinds, their key format, values and where each lives). The id is QosSetting::Key(), so
 // two attachments asking for the same id share the setting (and conflict when they ask for
 // different values); the ids and values are those the records and knobs.json of every release
@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "rdmak8s/qos_policy.h"
-#include "rdmak8s/qos_setting.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
+#include "rdmak8s/qos/qos_policy.h"
+#include "rdmak8s/qos/qos_setting.h"
 
 namespace rdmak8s::cni {
 

@@ -6,7 +6,7 @@
 #include <cctype>
 #include <optional>
 
-#include "rdmak8s/numbers.h"
+#include "rdmak8s/base/numbers.h"
 
 namespace rdmak8s::cni {
 

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::cni {
 

@@ -1,7 +1,7 @@
 #include "cni/state.h"
 
-#include "rdmak8s/file_util.h"
-#include "rdmak8s/json_reader.h"
+#include "rdmak8s/base/file_util.h"
+#include "rdmak8s/base/json_reader.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -34,7 +34,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::cni {
 
@@ -51,7 +51,7 @@ struct AttachmentRecord {
   std::vector<uint32_t> ports;  // ports ADD checked and waited on; empty in older records
   std::string pf_netdev;     // netdev carrying node-wide QoS (DCB, ECN); empty when none
   // QoS settings this attachment requires, by id ("pfc:<pf>:<p>", "tos:<dev>:<port>", ...) ->
-  // value (common's rdmak8s/qos_setting.h: the key format, unchanged across releases). Its JSON
+  // value (common's rdmak8s/qos/qos_setting.h: the key format, unchanged across releases). Its JSON
   // key stays "knobs": records written by older releases.
   std::map<std::string, std::string> qos_settings;
 

@@ -22,8 +22,8 @@
 #include <memory>
 #include <string>
 
-#include "rdmak8s/netns.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
+#include "rdmak8s/netlink/netns.h"
 
 namespace rdmak8s::cni {
 

@@ -12,7 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "rdmak8s/file_util.h"
+#include "rdmak8s/base/file_util.h"
 
 namespace rdmak8s::dp {
 

@@ -42,16 +42,16 @@
 
 #include "device-plugin/config/config.h"
 #include "device-plugin/config/config_watcher.h"
+#include "device-plugin/kubelet/plugin_server.h"
 #include "device-plugin/kubelet/pool_registration.h"  // RegistrationMode, ParseRegistrationMode
 #include "device-plugin/metrics/metrics.h"
-#include "device-plugin/kubelet/plugin_server.h"
 #include "device-plugin/pools/pool_publisher.h"
 #include "device-plugin/pools/pool_state.h"
 #include "node/device_watch.h"
 #include "node/socket_dir_watch.h"
 #include "node/stop_signals.h"
-#include "rdmak8s/rdma_netlink.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
+#include "rdmak8s/netlink/rdma_netlink.h"
 
 namespace rdmak8s::dp {
 

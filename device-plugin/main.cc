@@ -16,9 +16,9 @@
 #include "node/listen_retry.h"
 #include "node/program_main.h"
 #include "node/stop_signals.h"
-#include "rdmak8s/command_line.h"
-#include "rdmak8s/path_flag.h"
-#include "rdmak8s/rdma_netlink.h"
+#include "rdmak8s/base/command_line.h"
+#include "rdmak8s/base/path_flag.h"
+#include "rdmak8s/netlink/rdma_netlink.h"
 
 namespace {
 

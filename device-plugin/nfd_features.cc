@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 
-#include "rdmak8s/file_util.h"
+#include "rdmak8s/base/file_util.h"
 
 namespace rdmak8s::dp {
 namespace {

@@ -14,9 +14,9 @@
 #include <set>
 #include <string>
 
-#include "rdmak8s/device.h"
-#include "rdmak8s/rdma_netlink.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
+#include "rdmak8s/device/device.h"
+#include "rdmak8s/netlink/rdma_netlink.h"
 
 namespace rdmak8s::dp {
 

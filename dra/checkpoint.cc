@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rdmak8s/file_util.h"
-#include "rdmak8s/json_reader.h"
+#include "rdmak8s/base/file_util.h"
+#include "rdmak8s/base/json_reader.h"
 
 namespace rdmak8s::dra {
 
@@ -26,7 +26,8 @@ Status Bad(const std::string& path, const std::string& what) {
   return InvalidArgumentError(path + ": " + what);
 }
 
-// The record is read with the one strict reader (rdmak8s/json_reader.h): errors name the $.path.
+// The record is read with the one strict reader (rdmak8s/base/json_reader.h): errors name the
+// $.path.
 Status GetString(const json& obj, const char* key, const std::string& path, std::string& out) {
   RDMAK8S_ASSIGN_OR_RETURN(out, json_reader::StringAt(obj, path, key, /*required=*/true));
   return Status::Ok();

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "node/allocate.h"
-#include "rdmak8s/device.h"
+#include "rdmak8s/device/device.h"
 
 namespace rdmak8s::dra {
 

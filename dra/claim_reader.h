@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "rdmak8s/status.h"
-#include "rdmak8s/strings.h"
+#include "rdmak8s/base/status.h"
+#include "rdmak8s/base/strings.h"
 
 namespace rdmak8s::dra {
 

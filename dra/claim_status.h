@@ -1,7 +1,7 @@
 // What a prepared claim's status.devices entry says about one device of ours (KEP-4817,
 // resource.k8s.io AllocatedDeviceStatus): the device's RDMA facts from the catalog, and what the
-// CNI learned attaching it to the pod (rdmak8s/attachment_facts.h). Pure code over values: the
-// writer (claim_status_writer.h) and the loop that follows changes (claim_status_reporter.h)
+// CNI learned attaching it to the pod (rdmak8s/records/attachment_facts.h). Pure code over values:
+// the writer (claim_status_writer.h) and the loop that follows changes (claim_status_reporter.h)
 // call it. docs/dra.md#claim-status shows an entry and lists the conditions and data keys.
 //
 // An entry: {driver, pool, device, shareID (a consumable-capacity share), conditions, data,
@@ -39,7 +39,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dra/device_catalog.h"
-#include "rdmak8s/attachment_facts.h"
+#include "rdmak8s/records/attachment_facts.h"
 
 namespace rdmak8s::dra {
 

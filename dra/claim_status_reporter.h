@@ -4,9 +4,9 @@
 // Prepared(claim) (the preparer, after a prepare; main, for the checkpoint's claims at start)
 // asks for the claim's entries to be written; Unprepared(uid) for ours to be removed. The loop
 // (Start) then, and every refresh_interval, builds each claim's entries from the device catalog
-// and the CNI's attachment facts (rdmak8s/attachment_facts.h, read from pod_devices_dir) and
-// writes them through the ClaimStatusWriter when what they are built from changed since the last
-// write (so a claim that changes nothing costs a directory read, never a request). The status
+// and the CNI's attachment facts (rdmak8s/records/attachment_facts.h, read from pod_devices_dir)
+// and writes them through the ClaimStatusWriter when what they are built from changed since the
+// last write (so a claim that changes nothing costs a directory read, never a request). The status
 // is informative: nothing here ever fails a prepare or an unprepare, and a prepare never waits
 // for it.
 //

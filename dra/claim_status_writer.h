@@ -14,7 +14,7 @@
 
 #include "dra/claim_reader.h"
 #include "dra/claim_status.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dra {
 

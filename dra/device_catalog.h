@@ -26,7 +26,7 @@
 
 #include "dra/device_name.h"
 #include "node/tracked_device.h"
-#include "rdmak8s/device.h"
+#include "rdmak8s/device/device.h"
 
 namespace rdmak8s::dra {
 

@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "node/selectors.h"
-#include "rdmak8s/file_util.h"
-#include "rdmak8s/json_reader.h"
+#include "rdmak8s/base/file_util.h"
+#include "rdmak8s/base/json_reader.h"
 
 namespace rdmak8s::dra {
 

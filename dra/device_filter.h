@@ -16,7 +16,7 @@
 
 #include "node/selectors.h"
 #include "node/tracked_device.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dra {
 

@@ -10,7 +10,7 @@
 #include "dra/api/kube_config.h"
 #include "dra/api/slice_devices.h"
 #include "dra/binding_conditions.h"
-#include "rdmak8s/path_flag.h"
+#include "rdmak8s/base/path_flag.h"
 
 namespace rdmak8s::dra {
 namespace {

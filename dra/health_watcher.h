@@ -13,7 +13,7 @@
 #include "dra/device_catalog.h"
 #include "dra/device_filter.h"
 #include "node/device_watch.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dra {
 

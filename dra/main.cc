@@ -31,15 +31,15 @@
 #include "dra/device_catalog.h"
 #include "dra/driver_flags.h"
 #include "dra/health_watcher.h"
-#include "dra/metrics.h"
 #include "dra/kubelet/plugin.h"
+#include "dra/metrics.h"
 #include "dra/preparer.h"
 #include "node/device_watch_setup.h"
 #include "node/listen_retry.h"
 #include "node/program_main.h"
 #include "node/socket_dir_watch.h"
 #include "node/stop_signals.h"
-#include "rdmak8s/command_line.h"
+#include "rdmak8s/base/command_line.h"
 
 namespace {
 

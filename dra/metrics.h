@@ -25,7 +25,7 @@
 
 #include "dra/device_catalog.h"
 #include "node/http_server.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dra {
 

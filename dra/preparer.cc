@@ -11,11 +11,11 @@
 #include "dra/claim_cdi_spec.h"
 #include "node/allocate.h"
 #include "node/cdi_spec.h"
-#include "rdmak8s/attachment_facts.h"
-#include "rdmak8s/claim_gid_spec.h"
-#include "rdmak8s/json_reader.h"
-#include "rdmak8s/pod_devices.h"
-#include "rdmak8s/strings.h"
+#include "rdmak8s/base/json_reader.h"
+#include "rdmak8s/base/strings.h"
+#include "rdmak8s/records/attachment_facts.h"
+#include "rdmak8s/records/claim_gid_spec.h"
+#include "rdmak8s/records/pod_devices.h"
 
 namespace rdmak8s::dra {
 

@@ -23,22 +23,24 @@
 //     fails the claim (kPermissionDenied naming the key) before anything is written;
 //   - gidIndexEnv (a request's option) on a RoCE device of a claim reserved for exactly one pod:
 //     the device gets a second CDI device ID, ClaimGidCdiDeviceId, whose spec
-//     (rdmak8s/claim_gid_spec.h) is written with a placeholder only when absent, so a re-prepare
-//     keeps the GID index the CNI wrote there. A claim reserved for several pods gets none (one
-//     spec cannot carry each pod's index: their claim status does); nor does IB (no GID index
-//     to choose) or iWARP;
+//     (rdmak8s/records/claim_gid_spec.h) is written with a placeholder only when absent, so a
+//     re-prepare keeps the GID index the CNI wrote there. A claim reserved for several pods gets
+//     none (one spec cannot carry each pod's index: their claim status does); nor does IB (no GID
+//     index to choose) or iWARP;
 //   - write-ahead: the claim is checkpointed kPreparing, then its CDI spec
 //     (claim_cdi_spec.h), the GID index specs and one pod record per reserved pod
-//     (rdmak8s/pod_devices.h) are written, then it is checkpointed kPrepared. A failure at any step leaves what is on disk
-//     for a retry of Prepare (which redoes every step) or for Unprepare to remove.
+//     (rdmak8s/records/pod_devices.h) are written, then it is checkpointed kPrepared. A failure at
+//     any step leaves what is on disk for a retry of Prepare (which redoes every step) or for
+//     Unprepare to remove.
 //   The pod UIDs of status.reservedFor must be plain names too (kInvalidArgument before the
 //   write-ahead): they name the pod records.
 //   Returns the devices kubelet gets, with their CDI device IDs.
 // Unprepare(ref): never waits on the API server. Removes the claim's CDI spec, its GID index
-//   specs, pod records and the
-//   CNI's attachment facts (rdmak8s/attachment_facts.h) and forgets it (a pod UID that cannot name a record, left by an older driver, is skipped). A claim the
-//   checkpoint does not know is success (its spec file, if one was left, is still removed): an
-//   unprepare may run twice, and after a restart that lost nothing there is nothing to undo.
+//   specs, pod records and the CNI's attachment facts (rdmak8s/records/attachment_facts.h) and
+//   forgets it (a pod UID that cannot name a record, left by an older driver, is skipped). A
+//   claim the checkpoint does not know is success (its spec file, if one was left, is still
+//   removed): an unprepare may run twice, and after a restart that lost nothing there is nothing
+//   to undo.
 //
 // Thread safety: Prepare and Unprepare may be called from any thread. No API call is made under
 // the preparer's lock: the claim read runs outside it, so a slow or hung answer delays only the
@@ -61,12 +63,12 @@
 #include "dra/claim_reader.h"
 #include "dra/claim_status_reporter.h"
 #include "dra/device_catalog.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dra {
 
 // The opaque options a ResourceClaim may set itself: env that names the devices it got (and the
-// GID index of the pod's own address, gidIndexEnv: rdmak8s/claim_gid_spec.h). The rest
+// GID index of the pod's own address, gidIndexEnv: rdmak8s/records/claim_gid_spec.h). The rest
 // (issm, roceUmad, env) reach the subnet manager, raw MADs or every process of the pod and are
 // the admin's, set in a DeviceClass.
 inline constexpr std::array<std::string_view, 3> kClaimSettableOptions = {"ncclEnv", "ucxEnv",

@@ -1,6 +1,6 @@
-// Fuzz target: the IEEE DCB reply decoders (rdmak8s/dcb_codec.h ParseIeeeGet, ParseSetReply)
-// on what a driver's DCB_CMD_IEEE_GET / SET answer could carry. Input: one datagram; its
-// messages are decoded as they come, and the whole input is also decoded as the body (struct
+// Fuzz target: the IEEE DCB reply decoders (rdmak8s/netlink/dcb_codec.h ParseIeeeGet,
+// ParseSetReply) on what a driver's DCB_CMD_IEEE_GET / SET answer could carry. Input: one datagram;
+// its messages are decoded as they come, and the whole input is also decoded as the body (struct
 // dcbmsg, then attributes) of an RTM_GETDCB and an RTM_SETDCB reply.
 //
 // Invariants beyond "no crash, no sanitizer report":
@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "fuzz/fuzz_check.h"
-#include "rdmak8s/dcb_codec.h"
+#include "rdmak8s/netlink/dcb_codec.h"
 
 namespace {
 

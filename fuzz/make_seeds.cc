@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "rdmak8s/dcb_codec.h"
-#include "rdmak8s/netlink_codec.h"
-#include "rdmak8s/rdma_nl_codec.h"
-#include "rdmak8s/rtnl_codec.h"
+#include "rdmak8s/netlink/dcb_codec.h"
+#include "rdmak8s/netlink/netlink_codec.h"
+#include "rdmak8s/netlink/rdma_nl_codec.h"
+#include "rdmak8s/netlink/rtnl_codec.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Fuzz target: the generic netlink layer every decoder stands on (rdmak8s/netlink_codec.h):
+// Fuzz target: the generic netlink layer every decoder stands on (rdmak8s/netlink/netlink_codec.h):
 // SplitMessages over a datagram, ParseAttrs over a message body, ParseAck over NLMSG_ERROR
 // (with and without the extended ACK TLVs). Input: the bytes of one recvmsg(2), as a hostile
 // or buggy kernel could send them.
@@ -13,7 +13,7 @@
 #include <algorithm>
 
 #include "fuzz/fuzz_check.h"
-#include "rdmak8s/netlink_codec.h"
+#include "rdmak8s/netlink/netlink_codec.h"
 
 namespace {
 

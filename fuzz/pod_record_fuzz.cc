@@ -1,4 +1,4 @@
-// Fuzz target: a pod's DRA device record as the CNI reads it at ADD (rdmak8s/pod_devices.h
+// Fuzz target: a pod's DRA device record as the CNI reads it at ADD (rdmak8s/records/pod_devices.h
 // ReadPodClaimRecords), from a real records directory whose one record file holds the input.
 // Input: the file's bytes.
 //
@@ -11,7 +11,7 @@
 
 #include "fuzz/fuzz_check.h"
 #include "fuzz/fuzz_files.h"
-#include "rdmak8s/pod_devices.h"
+#include "rdmak8s/records/pod_devices.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace rdmak8s;

@@ -1,7 +1,7 @@
-// Fuzz target: the RDMA nldev reply decoders (rdmak8s/rdma_nl_codec.h ParseDevice, ParseSysGet)
-// on what the kernel's RDMA_NLDEV_CMD_GET dump and SYS_GET answer could be. Input: one datagram;
-// its messages are decoded as they come, and the whole input is also decoded as the attribute
-// block of a GET and a SYS_GET reply, so mutations reach the attribute parsing directly.
+// Fuzz target: the RDMA nldev reply decoders (rdmak8s/netlink/rdma_nl_codec.h ParseDevice,
+// ParseSysGet) on what the kernel's RDMA_NLDEV_CMD_GET dump and SYS_GET answer could be. Input: one
+// datagram; its messages are decoded as they come, and the whole input is also decoded as the
+// attribute block of a GET and a SYS_GET reply, so mutations reach the attribute parsing directly.
 //
 // Invariants beyond "no crash, no sanitizer report":
 //   - a refusal is kInvalidArgument;
@@ -15,7 +15,7 @@
 #include <cstdio>
 
 #include "fuzz/fuzz_check.h"
-#include "rdmak8s/rdma_nl_codec.h"
+#include "rdmak8s/netlink/rdma_nl_codec.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Fuzz target: the rtnetlink link and address decoders (rdmak8s/rtnl_codec.h ParseLink,
+// Fuzz target: the rtnetlink link and address decoders (rdmak8s/netlink/rtnl_codec.h ParseLink,
 // ParseAddress) on what RTM_GETLINK / RTM_GETADDR dumps and link events could carry. Input: one
 // datagram; its messages are decoded as they come, and the whole input is also decoded as the
 // body (family header, then attributes) of an RTM_NEWLINK, RTM_DELLINK and RTM_NEWADDR.
@@ -20,7 +20,7 @@
 #include <cstdio>
 
 #include "fuzz/fuzz_check.h"
-#include "rdmak8s/rtnl_codec.h"
+#include "rdmak8s/netlink/rtnl_codec.h"
 
 namespace {
 

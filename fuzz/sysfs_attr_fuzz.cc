@@ -1,8 +1,9 @@
 // Fuzz target: the parsers of single sysfs attribute values and of the IDs built from them:
-// ParseUint / ParseInt / ParseNumberedName (common/src/sysfs.h: "0x15b3", "-1", "4: ACTIVE"),
-// the device ID rule (rdmak8s/device_id.h: PCI addresses, auxiliary names, shared pool IDs) and
-// GIDs (rdmak8s/roce_gid.h ParseGid, GidForIp). Input: one attribute's text, as read(2) returns
-// it with the trailing newline trimmed (SysfsDir::Read), or an ID as kubelet hands it back.
+// ParseUint / ParseInt / ParseNumberedName (common/src/device/sysfs.h: "0x15b3", "-1", "4:
+// ACTIVE"), the device ID rule (rdmak8s/device/device_id.h: PCI addresses, auxiliary names, shared
+// pool IDs) and GIDs (rdmak8s/device/roce_gid.h ParseGid, GidForIp). Input: one attribute's text,
+// as read(2) returns it with the trailing newline trimmed (SysfsDir::Read), or an ID as kubelet
+// hands it back.
 //
 // Invariants beyond "no crash, no sanitizer report":
 //   - every value a parser accepts, printed the way the kernel prints it, parses to the same
@@ -16,11 +17,11 @@
 #include <cinttypes>
 #include <cstring>
 
-#include "rdmak8s/device_lookup.h"
+#include "device/sysfs.h"
 #include "fuzz/fuzz_check.h"
-#include "rdmak8s/device_id.h"
-#include "rdmak8s/roce_gid.h"
-#include "sysfs.h"
+#include "rdmak8s/device/device_id.h"
+#include "rdmak8s/device/device_lookup.h"
+#include "rdmak8s/device/roce_gid.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
-// Fuzz target: discovery's and the CNI's parsing of whole sysfs trees (rdmak8s/discovery.h
-// SysfsDiscovery, rdmak8s/port_state.h ReadPortLinkState, the CNI's rdmak8s/device_lookup.h
-// DeviceLookup, rdmak8s/gid_table.h GidTable): the
+// Fuzz target: discovery's and the CNI's parsing of whole sysfs trees
+// (rdmak8s/discovery/discovery.h SysfsDiscovery, rdmak8s/device/port_state.h ReadPortLinkState, the
+// CNI's rdmak8s/device/device_lookup.h DeviceLookup, rdmak8s/device/gid_table.h GidTable): the
 // attribute helpers in context (dev "<major>:<minor>", numa_node, vendor/device IDs, port,
 // node_type, state/phys_state, gids, pkeys, dev_port, ibdev) as a kernel or driver with a bug
 // could print them. A copy of a fixture tree (tests/fixtures/sysfs/mlx5_roce_sriov: PF, VFs,
@@ -23,13 +23,13 @@
 #include <map>
 #include <set>
 
+#include "device/sysfs.h"
 #include "fuzz/fuzz_check.h"
-#include "rdmak8s/device_lookup.h"
-#include "rdmak8s/discovery.h"
-#include "rdmak8s/gid_table.h"
-#include "rdmak8s/port_state.h"
-#include "rdmak8s/roce_gid.h"
-#include "sysfs.h"
+#include "rdmak8s/device/device_lookup.h"
+#include "rdmak8s/device/gid_table.h"
+#include "rdmak8s/device/port_state.h"
+#include "rdmak8s/device/roce_gid.h"
+#include "rdmak8s/discovery/discovery.h"
 
 namespace {
 

@@ -6,8 +6,8 @@
 #include "check_iwarp.h"
 #include "check_node.h"
 #include "check_roce.h"
-#include "rdmak8s/file_util.h"
-#include "rdmak8s/numbers.h"
+#include "rdmak8s/base/file_util.h"
+#include "rdmak8s/base/numbers.h"
 
 namespace rdmak8s::inspect {
 

@@ -4,8 +4,8 @@
 #include <set>
 #include <vector>
 
-#include "rdmak8s/qos_setting.h"
-#include "rdmak8s/strings.h"
+#include "rdmak8s/base/strings.h"
+#include "rdmak8s/qos/qos_setting.h"
 
 namespace rdmak8s::inspect {
 namespace {

@@ -8,8 +8,8 @@
 #include <optional>
 #include <vector>
 
-#include "rdmak8s/port_usable.h"
-#include "rdmak8s/strings.h"
+#include "rdmak8s/base/strings.h"
+#include "rdmak8s/device/port_usable.h"
 
 namespace rdmak8s::inspect {
 namespace {

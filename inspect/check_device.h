@@ -6,18 +6,18 @@
 
 #include "check_env.h"
 #include "check_result.h"
-#include "rdmak8s/device.h"
+#include "rdmak8s/device/device.h"
 
 namespace rdmak8s::inspect {
 
 // "mlx5_0 port 1"
 std::string PortSubject(const RdmaDevice& dev, const Port& port);
 
-// The port is usable by the one rule (rdmak8s/port_usable.h): ACTIVE (ports/<n>/state), LinkUp
-// (ports/<n>/phys_state) and, for RoCE/iWARP, its netdev up (<sysfs_root>/class/net/<netdev>/
-// operstate; unreadable counts as up). `fix` is what to do when it is not ACTIVE (transport
-// specific: a subnet manager for IB, the link for Ethernet); a port ACTIVE but not LinkUp or
-// with its netdev down gets a fix that names that.
+// The port is usable by the one rule (rdmak8s/device/port_usable.h): ACTIVE (ports/<n>/state),
+// LinkUp (ports/<n>/phys_state) and, for RoCE/iWARP, its netdev up
+// (<sysfs_root>/class/net/<netdev>/operstate; unreadable counts as up). `fix` is what to do when
+// it is not ACTIVE (transport specific: a subnet manager for IB, the link for Ethernet); a port
+// ACTIVE but not LinkUp or with its netdev down gets a fix that names that.
 void CheckPortActive(const RdmaDevice& dev, const Port& port, const std::string& fix,
                      const CheckEnv& env, CheckReport& report);
 

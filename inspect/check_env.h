@@ -6,11 +6,11 @@
 
 #include <string>
 
-#include "rdmak8s/dcb_netlink.h"
-#include "rdmak8s/discovery.h"
-#include "rdmak8s/rdma_netlink.h"
-#include "rdmak8s/route_netlink.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
+#include "rdmak8s/discovery/discovery.h"
+#include "rdmak8s/netlink/dcb_netlink.h"
+#include "rdmak8s/netlink/rdma_netlink.h"
+#include "rdmak8s/netlink/route_netlink.h"
 
 namespace rdmak8s::inspect {
 

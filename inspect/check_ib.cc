@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "check_device.h"
-#include "rdmak8s/strings.h"
+#include "rdmak8s/base/strings.h"
 
 namespace rdmak8s::inspect {
 namespace {

@@ -9,9 +9,9 @@
 #include <sstream>
 #include <vector>
 
-#include "rdmak8s/file_util.h"
-#include "rdmak8s/numbers.h"
-#include "rdmak8s/strings.h"
+#include "rdmak8s/base/file_util.h"
+#include "rdmak8s/base/numbers.h"
+#include "rdmak8s/base/strings.h"
 
 namespace rdmak8s::inspect {
 namespace {
@@ -29,7 +29,7 @@ std::string Trim(std::string s) {
   return s;
 }
 
-// The one number parser (rdmak8s/numbers.h), where a bad number only means "no value".
+// The one number parser (rdmak8s/base/numbers.h), where a bad number only means "no value".
 std::optional<uint64_t> ParseU64(std::string_view s) {
   StatusOr<uint64_t> v = ParseUnsigned<uint64_t>(s, "value");
   if (!v.ok()) return std::nullopt;

@@ -12,7 +12,7 @@
 #include "check_env.h"
 #include "check_policy.h"
 #include "check_result.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::inspect {
 

@@ -16,7 +16,7 @@
 
 #include "cni/netconf.h"
 #include "device-plugin/config/config.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::inspect {
 

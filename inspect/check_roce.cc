@@ -6,9 +6,9 @@
 
 #include "check_dcb.h"
 #include "check_device.h"
-#include "rdmak8s/gid_table.h"
-#include "rdmak8s/roce_gid.h"
-#include "rdmak8s/strings.h"
+#include "rdmak8s/base/strings.h"
+#include "rdmak8s/device/gid_table.h"
+#include "rdmak8s/device/roce_gid.h"
 
 namespace rdmak8s::inspect {
 namespace {

@@ -11,7 +11,7 @@
 #include "check_env.h"
 #include "check_policy.h"
 #include "check_result.h"
-#include "rdmak8s/device.h"
+#include "rdmak8s/device/device.h"
 
 namespace rdmak8s::inspect {
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "rdmak8s/strings.h"
+#include "rdmak8s/base/strings.h"
 
 namespace rdmak8s::inspect {
 namespace {

@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rdmak8s/device.h"
-#include "rdmak8s/discovery.h"
+#include "rdmak8s/device/device.h"
+#include "rdmak8s/discovery/discovery.h"
 
 namespace rdmak8s::inspect {
 

@@ -11,13 +11,13 @@
 
 #include "check.h"
 #include "inspect.h"
-#include "rdmak8s/dcb_netlink.h"
-#include "rdmak8s/discovery.h"
-#include "rdmak8s/command_line.h"
-#include "rdmak8s/path_flag.h"
-#include "rdmak8s/rdma_netlink.h"
-#include "rdmak8s/route_netlink.h"
-#include "rdmak8s/verbs.h"
+#include "rdmak8s/base/command_line.h"
+#include "rdmak8s/base/path_flag.h"
+#include "rdmak8s/discovery/discovery.h"
+#include "rdmak8s/discovery/verbs.h"
+#include "rdmak8s/netlink/dcb_netlink.h"
+#include "rdmak8s/netlink/rdma_netlink.h"
+#include "rdmak8s/netlink/route_netlink.h"
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "node/http_server.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::node {
 

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rdmak8s/json_reader.h"
+#include "rdmak8s/base/json_reader.h"
 
 namespace rdmak8s::node {
 

@@ -18,8 +18,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "rdmak8s/device.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
+#include "rdmak8s/device/device.h"
 
 namespace rdmak8s::node {
 
@@ -31,7 +31,7 @@ struct AllocateOptions {
   bool roce_umad = false;  // RoCE: also umadN when the kernel created one
   std::map<std::string, std::string> extra_env;  // static env added to every container
   // DRA claims only (ParseAllocateOptions; a pool's "allocate" refuses it): the containers get
-  // their RoCE v2 GID index (rdmak8s/claim_gid_spec.h), filled in by the CNI after its ADD.
+  // their RoCE v2 GID index (rdmak8s/records/claim_gid_spec.h), filled in by the CNI after its ADD.
   bool gid_index_env = false;
   friend bool operator==(const AllocateOptions&, const AllocateOptions&) = default;
 };

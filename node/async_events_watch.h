@@ -14,7 +14,7 @@
 
 #include "node/device_events.h"
 #include "node/device_tracker.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::node {
 

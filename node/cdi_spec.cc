@@ -1,6 +1,6 @@
 #include "node/cdi_spec.h"
 
-#include "rdmak8s/file_util.h"
+#include "rdmak8s/base/file_util.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "node/allocate.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::node {
 

@@ -9,7 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "node/selectors.h"
-#include "rdmak8s/port_state.h"
+#include "rdmak8s/device/port_state.h"
 
 namespace rdmak8s::node {
 

@@ -34,8 +34,8 @@
 
 #include "node/health.h"
 #include "node/tracked_device.h"
-#include "rdmak8s/discovery.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
+#include "rdmak8s/discovery/discovery.h"
 
 namespace rdmak8s::node {
 

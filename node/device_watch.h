@@ -37,10 +37,10 @@
 #include "node/device_events.h"
 #include "node/device_tracker.h"
 #include "node/tracker_events.h"
-#include "rdmak8s/discovery.h"
-#include "rdmak8s/route_netlink.h"
-#include "rdmak8s/status.h"
-#include "rdmak8s/verbs.h"
+#include "rdmak8s/base/status.h"
+#include "rdmak8s/discovery/discovery.h"
+#include "rdmak8s/discovery/verbs.h"
+#include "rdmak8s/netlink/route_netlink.h"
 
 namespace rdmak8s::node {
 

@@ -1,6 +1,6 @@
 // Device health as kubelet sees it ("Healthy" | "Unhealthy"), decided from the device model.
 //
-// Whether a port is usable is the one rule of rdmak8s/port_usable.h (ACTIVE, LinkUp and, for
+// Whether a port is usable is the one rule of rdmak8s/device/port_usable.h (ACTIVE, LinkUp and, for
 // RoCE/iWARP, the port's netdev up; a netdev whose state cannot be read counts as up: health
 // must not flap on a missing attribute). A device is Healthy while at least one of its ports is
 // usable (a dual-port HCA with one cable out still serves pods on the other port); Unhealthy
@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "rdmak8s/device.h"
-#include "rdmak8s/port_usable.h"
+#include "rdmak8s/device/device.h"
+#include "rdmak8s/device/port_usable.h"
 
 namespace rdmak8s::node {
 

@@ -20,7 +20,7 @@
 #include <string>
 #include <thread>
 
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::node {
 

@@ -6,9 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rdmak8s/device_id.h"
-#include "rdmak8s/json_reader.h"
-#include "rdmak8s/numbers.h"
+#include "rdmak8s/base/json_reader.h"
+#include "rdmak8s/base/numbers.h"
+#include "rdmak8s/device/device_id.h"
 
 namespace rdmak8s::node {
 

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::node {
 

@@ -13,7 +13,7 @@
 
 #include <string>
 
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::node {
 

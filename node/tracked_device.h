@@ -4,7 +4,7 @@
 #pragma once
 
 #include "node/health.h"
-#include "rdmak8s/device.h"
+#include "rdmak8s/device/device.h"
 
 namespace rdmak8s::node {
 

@@ -18,7 +18,7 @@
 
 #include "node/device_events.h"
 #include "node/device_tracker.h"
-#include "rdmak8s/route_netlink.h"
+#include "rdmak8s/netlink/route_netlink.h"
 
 namespace rdmak8s::node {
 

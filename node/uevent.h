@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "node/device_events.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::node {
 

@@ -18,7 +18,7 @@
 
 #include "node/allocate.h"
 #include "node/selectors.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dp {
 

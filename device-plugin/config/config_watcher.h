@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "device-plugin/config/config.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dp {
 

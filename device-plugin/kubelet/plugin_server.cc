@@ -9,13 +9,13 @@
 
 #include <spdlog/spdlog.h>
 
-#include "deviceplugin/v1beta1/api.grpc.pb.h"
-#include "device-plugin/kubelet/socket_peers.h"
 #include "device-plugin/kubelet/pool_answers.h"
+#include "device-plugin/kubelet/socket_peers.h"
 #include "device-plugin/preferred_allocation/preferred_allocation.h"
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "node/program_main.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
-#include "rdmak8s/strings.h"
+#include "rdmak8s/base/strings.h"
 
 namespace rdmak8s::dp {
 

@@ -26,7 +26,7 @@
 
 #include "device-plugin/pools/pool_state.h"
 #include "device-plugin/preferred_allocation/preferred_allocation.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dp {
 

@@ -14,7 +14,7 @@
 
 #include "device-plugin/pools/pool_state.h"
 #include "deviceplugin/v1beta1/api.pb.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dp {
 

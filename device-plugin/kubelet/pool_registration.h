@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "device-plugin/kubelet/plugin_server.h"
 #include "device-plugin/kubelet/register_call.h"
 #include "device-plugin/kubelet/registrar.h"
 #include "device-plugin/metrics/metrics.h"
-#include "device-plugin/kubelet/plugin_server.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dp {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "device-plugin/kubelet/register_call.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dp {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <sstream>
 
-#include "rdmak8s/file_util.h"
+#include "rdmak8s/base/file_util.h"
 
 namespace rdmak8s::dp {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dp {
 

@@ -7,9 +7,9 @@
 
 #include "device-plugin/metrics/counter_names.h"
 #include "device-plugin/metrics/node_check_results.h"
-#include "rdmak8s/device_lookup.h"
-#include "rdmak8s/numbers.h"
-#include "rdmak8s/sysfs_attr.h"
+#include "rdmak8s/base/numbers.h"
+#include "rdmak8s/device/device_lookup.h"
+#include "rdmak8s/device/sysfs_attr.h"
 
 namespace rdmak8s::dp {
 namespace {

@@ -28,7 +28,7 @@
 #include <prometheus/metric_family.h>
 
 #include "device-plugin/metrics/ethtool_stats.h"
-#include "rdmak8s/device.h"
+#include "rdmak8s/device/device.h"
 
 namespace rdmak8s::dp {
 

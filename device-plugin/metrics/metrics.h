@@ -24,7 +24,7 @@
 #include "device-plugin/metrics/ethtool_stats.h"
 #include "device-plugin/metrics/fabric_metrics.h"
 #include "node/http_server.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dp {
 

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rdmak8s/file_util.h"
-#include "rdmak8s/json_reader.h"
+#include "rdmak8s/base/file_util.h"
+#include "rdmak8s/base/json_reader.h"
 
 namespace rdmak8s::dp {
 

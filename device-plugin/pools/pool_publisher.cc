@@ -4,8 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "device-plugin/pools/device_list_env.h"
 #include "device-plugin/metrics/node_check_results.h"
+#include "device-plugin/pools/device_list_env.h"
 #include "device-plugin/pools/pool_cdi_spec.h"
 #include "device-plugin/pools/pools.h"
 #include "node/cdi_spec.h"

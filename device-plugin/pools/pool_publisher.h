@@ -21,8 +21,8 @@
 #include "device-plugin/metrics/metrics.h"
 #include "device-plugin/nfd_features.h"
 #include "device-plugin/pools/pool_state.h"
-#include "rdmak8s/rdma_netlink.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
+#include "rdmak8s/netlink/rdma_netlink.h"
 
 namespace rdmak8s::dp {
 

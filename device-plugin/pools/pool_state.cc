@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "rdmak8s/device_id.h"
+#include "rdmak8s/device/device_id.h"
 
 namespace rdmak8s::dp {
 

@@ -12,7 +12,7 @@
 
 #include "device-plugin/config/config.h"
 #include "node/tracked_device.h"
-#include "rdmak8s/device.h"
+#include "rdmak8s/device/device.h"
 
 namespace rdmak8s::dp {
 
@@ -41,7 +41,7 @@ struct PoolState {
 // the PCI address for a PF or VF ("0000:3b:00.2", as host-device and sriov-cni expect), the
 // auxiliary device name for an SF ("mlx5_core.sf.2"), the RDMA device name for a soft device
 // (rxe, siw), which has no bus device, or which shares its bus device with another RDMA device
-// (ExclusiveDeviceId, rdmak8s/device_id.h). rdmak8s's CNI resolves all three.
+// (ExclusiveDeviceId, rdmak8s/device/device_id.h). rdmak8s's CNI resolves all three.
 std::string ExclusiveId(const RdmaDevice& dev);
 // IDs one device contributes: exclusive ExclusiveId(dev), shared "<rdma_dev>-<k>" for k <
 // capacity.

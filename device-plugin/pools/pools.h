@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "device-plugin/config/config.h"
-#include "rdmak8s/device.h"
+#include "rdmak8s/device/device.h"
 
 namespace rdmak8s::dp {
 

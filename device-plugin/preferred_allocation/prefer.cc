@@ -11,11 +11,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "device-plugin/preferred_allocation/device_name_index.h"
-#include "device-plugin/preferred_allocation/preferred_allocation.h"
 #include "device-plugin/preferred_allocation/count.h"
+#include "device-plugin/preferred_allocation/device_name_index.h"
 #include "device-plugin/preferred_allocation/distance.h"
 #include "device-plugin/preferred_allocation/pcie_closeness.h"
+#include "device-plugin/preferred_allocation/preferred_allocation.h"
 #include "device-plugin/preferred_allocation/scan.h"
 
 namespace rdmak8s::dp {

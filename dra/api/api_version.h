@@ -29,7 +29,7 @@
 
 #include "dra/api/kube_client.h"
 #include "dra/api/resource_slice.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dra {
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "rdmak8s/json_reader.h"
+#include "rdmak8s/base/json_reader.h"
 
 namespace rdmak8s::dra {
 namespace {

@@ -38,7 +38,7 @@
 #include "dra/api/api_version.h"
 #include "dra/api/kube_client.h"
 #include "dra/binding_conditions.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dra {
 

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "dra/api/kube_request.h"
-#include "rdmak8s/json_reader.h"
-#include "rdmak8s/numbers.h"
+#include "rdmak8s/base/json_reader.h"
+#include "rdmak8s/base/numbers.h"
 
 namespace rdmak8s::dra {
 namespace {

@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "dra/api/kube_config.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dra {
 

@@ -6,7 +6,7 @@
 #include <openssl/evp.h>
 #include <yaml-cpp/yaml.h>
 
-#include "rdmak8s/file_util.h"
+#include "rdmak8s/base/file_util.h"
 
 namespace rdmak8s::dra {
 namespace {

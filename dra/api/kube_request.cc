@@ -2,7 +2,7 @@
 
 #include <cctype>
 
-#include "rdmak8s/file_util.h"
+#include "rdmak8s/base/file_util.h"
 
 namespace rdmak8s::dra::internal {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "dra/api/kube_client.h"
 #include "dra/api/kube_config.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dra::internal {
 

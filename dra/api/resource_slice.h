@@ -31,7 +31,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dra {
 

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <set>
 
-#include "rdmak8s/device_id.h"
-#include "rdmak8s/strings.h"
+#include "rdmak8s/base/strings.h"
+#include "rdmak8s/device/device_id.h"
 
 namespace rdmak8s::dra {
 namespace {

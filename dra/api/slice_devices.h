@@ -1,4 +1,4 @@
-// From the device model (rdmak8s/device.h) to the devices this node's pool publishes: one
+// From the device model (rdmak8s/device/device.h) to the devices this node's pool publishes: one
 // device per RDMA function (PF, VF, SF, soft device), its attributes and, in shared mode, its
 // capacity or shares; unhealthy devices tainted or withdrawn.
 //
@@ -33,7 +33,7 @@
 #include "dra/api/resource_slice.h"
 #include "dra/claim_status.h"
 #include "dra/device_name.h"
-#include "rdmak8s/device.h"
+#include "rdmak8s/device/device.h"
 
 namespace rdmak8s::dra {
 

@@ -28,8 +28,8 @@
 // (upgraded from v1beta1 to v1 while the driver runs): the version is forgotten in the shared
 // ApiVersionSource and Publish discovers it again and retries once, at once.
 //
-// Every answer is decoded through checked reads (rdmak8s/json_reader.h): a malformed one is an error naming
-// the field's path, never an exception.
+// Every answer is decoded through checked reads (rdmak8s/base/json_reader.h): a malformed one is an
+// error naming the field's path, never an exception.
 //
 // Errors and retries: 409 on update -> re-get the object and retry with its resourceVersion
 // (up to options.max_conflict_retries); 409 on create -> the object exists, update it; 410 Gone
@@ -49,7 +49,7 @@
 #include "dra/api/kube_client.h"
 #include "dra/api/resource_slice.h"
 #include "dra/api/slice_devices.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dra {
 

@@ -42,7 +42,7 @@
 #include "dra/api/slice_publisher.h"
 #include "dra/api/slice_watch.h"
 #include "dra/device_catalog.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dra {
 

@@ -25,7 +25,7 @@
 #include "dra/api/api_version.h"
 #include "dra/api/kube_client.h"
 #include "dra/api/resource_slice.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dra {
 

@@ -12,7 +12,7 @@
 #include "dra/kubelet/dra_service.h"
 #include "dra/kubelet/health_service.h"
 #include "node/program_main.h"
-#include "rdmak8s/file_util.h"
+#include "rdmak8s/base/file_util.h"
 
 namespace rdmak8s::dra {
 

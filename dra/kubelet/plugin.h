@@ -30,10 +30,10 @@
 
 #include "dra/device_catalog.h"
 #include "dra/kubelet/health_service.h"
+#include "dra/kubelet/registration.h"
 #include "dra/metrics.h"
 #include "dra/preparer.h"
-#include "dra/kubelet/registration.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::dra {
 

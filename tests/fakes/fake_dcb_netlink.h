@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rdmak8s/dcb_netlink.h"
+#include "rdmak8s/netlink/dcb_netlink.h"
 
 namespace rdmak8s {
 

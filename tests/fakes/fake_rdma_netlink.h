@@ -48,7 +48,7 @@
 #include <utility>
 #include <vector>
 
-#include "rdmak8s/rdma_netlink.h"
+#include "rdmak8s/netlink/rdma_netlink.h"
 
 namespace rdmak8s {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "rdmak8s/route_netlink.h"
+#include "rdmak8s/netlink/route_netlink.h"
 
 namespace rdmak8s {
 

@@ -25,7 +25,7 @@
 #include "fakes/fake_api_server.h"
 #include "fakes/fake_dra_kubelet.h"
 #include "fakes/fake_kubelet_slice_cleanup.h"
-#include "rdmak8s/pod_devices.h"
+#include "rdmak8s/records/pod_devices.h"
 #include "support/loopback_http.h"
 #include "support/spawn.h"
 #include "support/sysfs_builder.h"

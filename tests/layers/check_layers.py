@@ -10,9 +10,9 @@ tests/, bench/ and fuzz/ may use anything and are not checked.
 
 A file of layer A may include a file of layer B when A is B, or B is a lower layer. An include is
 resolved as the compiler would find it in this tree: beside the including file, from the tree's
-root, from <layer>/include/, or (a generated *.pb.h) from the <layer>/proto/ that holds its
-.proto. Includes that resolve to nothing in the tree (the standard library, third parties) are
-not the product's and are skipped. A target defined in a layer's CMakeLists.txt may link targets
+root, from <layer>/include/, from <layer>/src/ (a library's private "<area>/<name>.h"), or (a
+generated *.pb.h) from the <layer>/proto/ that holds its .proto. Includes that resolve to nothing
+in the tree (the standard library, third parties) are not the product's and are skipped. A target defined in a layer's CMakeLists.txt may link targets
 of its own layer and of lower ones only.
 
   check_layers.py [<source root>]    prints each violation as file:line: what, exits 1 if any
@@ -34,6 +34,13 @@ FOLDER_RULES = [
     ("device-plugin/pools/", "device-plugin/kubelet/",
      "pools/ hands its state to a PoolStateSink; kubelet/ uses pools/, never the reverse"),
 ]
+
+# The areas inside a layer, lowest first: an area's files include only its own area and lower ones
+# (common/src/<area>/ and common/include/rdmak8s/<area>/ are one area).
+AREA_RANK = {
+    "common": {"base": 0, "device": 1, "netlink": 1, "records": 1, "discovery": 2, "qos": 2},
+}
+AREA_RE = re.compile(r"^(common)/(?:src|include/rdmak8s)/([a-z_]+)/")
 
 SOURCE_SUFFIXES = (".h", ".hpp", ".cc", ".cpp", ".c", ".inc")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
@@ -77,6 +84,8 @@ def resolve_include(root, including, name):
     """The tree path (relative to root) that `#include name` in `including` finds, or None."""
     candidates = [os.path.join(os.path.dirname(including), name), os.path.join(root, name)]
     candidates += [os.path.join(root, top, "include", name) for top in sorted(RANK)]
+    # A library's private headers, included as "<area>/<name>.h" (common/src/device/sysfs.h).
+    candidates += [os.path.join(root, top, "src", name) for top in sorted(RANK)]
     for suffix in (".grpc.pb.h", ".pb.h"):
         if name.endswith(suffix):
             proto = name[: -len(suffix)] + ".proto"
@@ -105,7 +114,7 @@ def check_includes(root, used):
                 to = layer_of(target) if target else None
                 if to is None:
                     continue
-                why = judge(frm, to, used) or folder_rule(rel, target)
+                why = judge(frm, to, used) or folder_rule(rel, target) or area_rule(rel, target)
                 if why:
                     out.append(f"{rel}:{lineno}: includes {m.group(2)} ({target}): {why}")
     return out
@@ -116,6 +125,21 @@ def folder_rule(rel, target):
     for frm, to, why in FOLDER_RULES:
         if rel.startswith(frm) and target.startswith(to):
             return why
+    return None
+
+
+def area_rule(rel, target):
+    """Why `rel` may not include `target` by AREA_RANK, or None."""
+    a, b = AREA_RE.match(rel), AREA_RE.match(target)
+    if not a or not b or a.group(1) != b.group(1) or a.group(2) == b.group(2):
+        return None
+    ranks = AREA_RANK[a.group(1)]
+    frm, to = a.group(2), b.group(2)
+    if frm not in ranks or to not in ranks:
+        return f"{a.group(1)}/ has no area {frm if frm not in ranks else to}/ (AREA_RANK)"
+    if ranks[to] >= ranks[frm]:
+        return (f"{to}/ is not below {frm}/ in {a.group(1)}/ "
+                f"({'a peer area' if ranks[to] == ranks[frm] else 'a higher area'})")
     return None
 
 

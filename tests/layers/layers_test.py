@@ -71,6 +71,29 @@ class LayersTest(unittest.TestCase):
         self.assertIn("device-plugin/pools/a.h:1: includes device-plugin/kubelet/plugin_server.h", problems[0])
         self.assertIn("PoolStateSink", problems[0])
 
+    def test_commons_areas_include_only_lower_areas(self):
+        # base/ under everything; device/, netlink/, records/ on base/; discovery/, qos/ above.
+        with tree({"common/src/base/a.cc": '#include "rdmak8s/device/device.h"\n',
+                   "common/src/device/b.cc": '#include "rdmak8s/netlink/netns.h"\n'
+                                             '#include "rdmak8s/base/status.h"\n',
+                   "common/src/discovery/c.cc": '#include "rdmak8s/device/device.h"\n'
+                                                '#include "device/sysfs.h"\n#include "d.h"\n',
+                   "common/src/discovery/d.h": "",
+                   "common/src/misc/e.cc": '#include "rdmak8s/base/status.h"\n',
+                   "common/src/device/sysfs.h": '#include "discovery/d.h"\n',
+                   "common/include/rdmak8s/device/device.h": "",
+                   "common/include/rdmak8s/netlink/netns.h": "",
+                   "common/include/rdmak8s/base/status.h": ""}) as root:
+            problems = check_layers.check_includes(root, set())
+        self.assertEqual(len(problems), 4, problems)
+        self.assertIn("common/src/base/a.cc:1: includes rdmak8s/device/device.h", problems[0])
+        self.assertIn("a higher area", problems[0])
+        self.assertIn("common/src/device/b.cc:1: includes rdmak8s/netlink/netns.h", problems[1])
+        self.assertIn("a peer area", problems[1])
+        self.assertIn("common/src/device/sysfs.h:1: includes discovery/d.h "
+                      "(common/src/discovery/d.h)", problems[2])
+        self.assertIn("common/ has no area misc/", problems[3])
+
     def test_includes_resolve_beside_the_file_from_include_dirs_and_protos(self):
         with tree({"common/src/a.cc": '#include "b.h"\n#include "rdmak8s/node/x.h"\n'
                                       '#include "deviceplugin/v1/api.grpc.pb.h"\n',
@@ -95,9 +118,9 @@ class LayersTest(unittest.TestCase):
         self.assertIn("peers", problems[1])
 
     def test_top_layer_and_tests_may_include_anything_below(self):
-        with tree({"inspect/a.cc": '#include "cni/netconf.h"\n#include "rdmak8s/status.h"\n',
+        with tree({"inspect/a.cc": '#include "cni/netconf.h"\n#include "rdmak8s/base/status.h"\n',
                    "tests/unit/a.cc": '#include "inspect/a.cc"\n',
-                   "cni/netconf.h": "", "common/include/rdmak8s/status.h": ""}) as root:
+                   "cni/netconf.h": "", "common/include/rdmak8s/base/status.h": ""}) as root:
             self.assertEqual(check_layers.check_includes(root, set()), [])
 
     def test_common_library_linking_a_component_is_named(self):
@@ -110,8 +133,8 @@ class LayersTest(unittest.TestCase):
         self.assertIn("common/CMakeLists.txt:2: c (common/) links k (cni/)", problems[0])
 
     def test_allowance_no_include_uses_is_reported_stale(self):
-        with tree({"dra/a.cc": '#include "rdmak8s/status.h"\n',
-                   "common/include/rdmak8s/status.h": ""}) as root:
+        with tree({"dra/a.cc": '#include "rdmak8s/base/status.h"\n',
+                   "common/include/rdmak8s/base/status.h": ""}) as root:
             used = set()
             check_layers.check_includes(root, used)
             check_layers.check_links(root, used)

@@ -69,6 +69,12 @@ def missing_folders(files, doc, block):
         name = sub.split("/")[1]
         if f"`{name}/" not in doc and f"`{sub}/" not in doc:
             out.append(f"docs/layout.md: {sub}/")
+    # common/'s areas: common/src/<area>/ with its headers in common/include/rdmak8s/<area>/.
+    areas = {m.group(1) for f in files
+             for m in [re.match(r"common/(?:src|include/rdmak8s)/([a-z_]+)/", f)] if m}
+    for area in sorted(areas):
+        if f"`{area}/`" not in doc:
+            out.append(f"docs/layout.md: common/ area {area}/")
     return out
 
 
@@ -97,6 +103,9 @@ class LayoutDocsTest(unittest.TestCase):
                          ["README layout: images/"])
         self.assertEqual(missing_folders(["device-plugin/metrics/m.h"], "`m.h`", "device-plugin/"),
                          ["docs/layout.md: device-plugin/metrics/"])
+        self.assertEqual(missing_folders(["common/src/qos/q.cc", "common/include/rdmak8s/base/s.h"],
+                                         "### `qos/`: the QoS policy", "common/"),
+                         ["docs/layout.md: common/ area base/"])
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@
 #include "device-plugin/config/config.h"
 #include "dra/device_filter.h"
 #include "node/selectors.h"
-#include "rdmak8s/discovery.h"
+#include "rdmak8s/discovery/discovery.h"
 
 namespace rdmak8s {
 namespace {

@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "rdmak8s/device_lookup.h"
 #include "cni/state.h"
-#include "rdmak8s/roce_gid.h"
-#include "rdmak8s/netns.h"
+#include "rdmak8s/device/device_lookup.h"
+#include "rdmak8s/device/roce_gid.h"
+#include "rdmak8s/netlink/netns.h"
 #include "support/exec_capture.h"
 
 namespace rdmak8s::testing {

@@ -27,9 +27,9 @@
 #include <gtest/gtest.h>
 
 #include "support/fake_kubelet.h"
-#include "unit/device-plugin/daemon_fixture.h"
 #include "support/spawn.h"
 #include "support/temp_dir.h"
+#include "unit/device-plugin/daemon_fixture.h"
 
 namespace rdmak8s::dp {
 namespace {

@@ -1,11 +1,11 @@
 // SampleAttachmentFacts: one attachment's facts as the CNI writes them after ADD of a claimed RoCE
-// device (rdmak8s/attachment_facts.h), valid as they are, for the tests of the facts, of the claim
-// status built from them and of the trust table.
+// device (rdmak8s/records/attachment_facts.h), valid as they are, for the tests of the facts, of
+// the claim status built from them and of the trust table.
 #pragma once
 
 #include <string>
 
-#include "rdmak8s/attachment_facts.h"
+#include "rdmak8s/records/attachment_facts.h"
 
 namespace rdmak8s::testing {
 

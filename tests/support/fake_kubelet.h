@@ -21,7 +21,8 @@
 //     connection went), kubelet disconnects the client that holds the resource name *now*: so
 //     after a second Register, the first stream ending (a plugin ends an older stream when a
 //     newer one opens) closes the second connection too (a client the resource no longer has
-//     gets its connection closed, as kubelet's Disconnect does). A disconnect turns every device of the
+//     gets its connection closed, as kubelet's Disconnect does). A disconnect turns every device of
+// the
 //     resource Unhealthy in LatestDevices() ("ListAndWatch ended unexpectedly"), and the
 //     resource has no plugin (Allocate: kNotFound) until the plugin registers again. Each
 //     Register accepted while a client of the resource is still held is counted
@@ -52,7 +53,7 @@
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::fake {
 

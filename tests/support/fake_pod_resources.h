@@ -24,7 +24,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "podresources/v1/api.grpc.pb.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::fake {
 

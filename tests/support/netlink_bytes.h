@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "rdmak8s/netlink_codec.h"
+#include "rdmak8s/netlink/netlink_codec.h"
 
 namespace rdmak8s::testing {
 

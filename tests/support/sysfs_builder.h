@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
 
 namespace rdmak8s::testing {
 

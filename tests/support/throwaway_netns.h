@@ -16,8 +16,8 @@
 #include <string>
 #include <thread>
 
-#include "rdmak8s/netns.h"
-#include "rdmak8s/status.h"
+#include "rdmak8s/base/status.h"
+#include "rdmak8s/netlink/netns.h"
 
 namespace rdmak8s::testing {
 

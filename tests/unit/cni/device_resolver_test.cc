@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "rdmak8s/device_lookup.h"
 #include "cni_test_util.h"
+#include "rdmak8s/device/device_lookup.h"
 
 namespace rdmak8s::cni {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "rdmak8s/claim_gid_spec.h"
+#include "rdmak8s/records/claim_gid_spec.h"
 #include "support/temp_dir.h"
 
 namespace rdmak8s::cni {

@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <optional>
 
-#include "rdmak8s/device_lookup.h"
-#include "rdmak8s/roce_gid.h"
 #include "cni_test_util.h"
+#include "rdmak8s/device/device_lookup.h"
+#include "rdmak8s/device/roce_gid.h"
 #include "support/throwaway_netns.h"
 
 namespace rdmak8s::cni {

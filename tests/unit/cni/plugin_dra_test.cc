@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "plugin_fixture.h"
-#include "rdmak8s/attachment_facts.h"
-#include "rdmak8s/claim_gid_spec.h"
-#include "rdmak8s/file_util.h"
-#include "rdmak8s/pod_devices.h"
-#include "rdmak8s/roce_gid.h"
+#include "rdmak8s/base/file_util.h"
+#include "rdmak8s/device/roce_gid.h"
+#include "rdmak8s/records/attachment_facts.h"
+#include "rdmak8s/records/claim_gid_spec.h"
+#include "rdmak8s/records/pod_devices.h"
 
 namespace rdmak8s::cni {
 namespace {

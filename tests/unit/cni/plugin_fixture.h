@@ -18,13 +18,13 @@
 #include <thread>
 
 #include "cni/plugin.h"
-#include "rdmak8s/device_lookup.h"
-#include "rdmak8s/roce_gid.h"
 #include "cni/spec.h"
 #include "cni/state.h"
 #include "cni_test_util.h"
 #include "fakes/fake_dcb_netlink.h"
 #include "fakes/fake_rdma_netlink.h"
+#include "rdmak8s/device/device_lookup.h"
+#include "rdmak8s/device/roce_gid.h"
 #include "support/fake_pod_resources.h"
 #include "support/sysfs_builder.h"
 #include "support/throwaway_netns.h"

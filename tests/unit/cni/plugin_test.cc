@@ -15,14 +15,14 @@
 #include <thread>
 #include <tuple>
 
-#include "rdmak8s/device_lookup.h"
-#include "rdmak8s/roce_gid.h"
 #include "cni/spec.h"
 #include "cni/state.h"
 #include "cni_test_util.h"
-#include "plugin_fixture.h"
 #include "fakes/fake_dcb_netlink.h"
 #include "fakes/fake_rdma_netlink.h"
+#include "plugin_fixture.h"
+#include "rdmak8s/device/device_lookup.h"
+#include "rdmak8s/device/roce_gid.h"
 #include "support/sysfs_builder.h"
 #include "support/throwaway_netns.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "node/device_events.h"
-#include "rdmak8s/route_netlink.h"
+#include "rdmak8s/netlink/route_netlink.h"
 
 namespace rdmak8s::dp {
 

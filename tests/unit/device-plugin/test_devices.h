@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "rdmak8s/device.h"
+#include "rdmak8s/device/device.h"
 
 namespace rdmak8s::dp::testdev {
 

@@ -15,8 +15,8 @@
 #include "support/attachment_facts_sample.h"
 #include "support/log_capture.h"
 #include "support/temp_dir.h"
-#include "unit/dra/api/fake_api_client.h"
 #include "unit/device-plugin/test_devices.h"
+#include "unit/dra/api/fake_api_client.h"
 
 namespace rdmak8s::dra {
 namespace {

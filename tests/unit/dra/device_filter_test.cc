@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "rdmak8s/discovery.h"
+#include "rdmak8s/discovery/discovery.h"
 #include "support/temp_dir.h"
 
 namespace rdmak8s::dra {

@@ -14,7 +14,7 @@
 
 #include "dra/preparer.h"
 #include "fakes/fake_claim_reader.h"
-#include "rdmak8s/pod_devices.h"
+#include "rdmak8s/records/pod_devices.h"
 #include "support/temp_dir.h"
 #include "unit/device-plugin/test_devices.h"
 

@@ -3,7 +3,7 @@
 #include "dra/preparer.h"
 
 #include "node/allocate.h"
-#include "rdmak8s/claim_gid_spec.h"
+#include "rdmak8s/records/claim_gid_spec.h"
 #include "unit/dra/preparer_fixture.h"
 
 namespace rdmak8s::dra {

@@ -16,9 +16,9 @@
 #include "device-plugin/config/config.h"
 #include "dra/preparer.h"
 #include "fakes/fake_claim_reader.h"
-#include "support/temp_dir.h"
-#include "rdmak8s/attachment_facts.h"
+#include "rdmak8s/records/attachment_facts.h"
 #include "support/attachment_facts_sample.h"
+#include "support/temp_dir.h"
 #include "unit/device-plugin/test_devices.h"
 
 namespace rdmak8s::dra {

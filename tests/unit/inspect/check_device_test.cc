@@ -1,5 +1,6 @@
 // The checks every transport shares (check_device.h): the port check asks the one port-usable
-// rule (rdmak8s/port_usable.h), so a port the agents call Unhealthy fails the node check too.
+// rule (rdmak8s/device/port_usable.h), so a port the agents call Unhealthy fails the node check
+// too.
 #include "check_device.h"
 
 #include <gtest/gtest.h>

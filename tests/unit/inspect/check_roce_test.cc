@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "check_fixture.h"
-#include "rdmak8s/verbs.h"
+#include "rdmak8s/discovery/verbs.h"
 
 namespace rdmak8s::inspect {
 namespace {

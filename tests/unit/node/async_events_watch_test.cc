@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "rdmak8s/discovery.h"
+#include "rdmak8s/discovery/discovery.h"
 #include "support/temp_dir.h"
 #include "unit/device-plugin/fake_event_sources.h"
 

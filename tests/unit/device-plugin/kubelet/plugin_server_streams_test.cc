@@ -6,10 +6,10 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
-#include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "device-plugin/kubelet/plugin_server.h"
-#include "unit/device-plugin/test_devices.h"
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "support/temp_dir.h"
+#include "unit/device-plugin/test_devices.h"
 
 namespace rdmak8s::dp {
 namespace {

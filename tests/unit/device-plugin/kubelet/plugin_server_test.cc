@@ -17,8 +17,8 @@
 #include "device-plugin/kubelet/pool_registration.h"
 #include "support/fake_kubelet.h"
 #include "support/log_capture.h"
-#include "unit/device-plugin/test_devices.h"
 #include "support/temp_dir.h"
+#include "unit/device-plugin/test_devices.h"
 
 namespace rdmak8s::dp {
 namespace {

@@ -12,12 +12,12 @@
 #include "dra/claim_cdi_spec.h"
 #include "dra/preparer.h"
 #include "fakes/fake_api_server.h"
-#include "rdmak8s/json_reader.h"
+#include "rdmak8s/base/json_reader.h"
 
 #include "support/large_claim.h"
 #include "support/temp_dir.h"
-#include "unit/dra/api/fake_api_client.h"
 #include "unit/device-plugin/test_devices.h"
+#include "unit/dra/api/fake_api_client.h"
 
 namespace rdmak8s::dra {
 namespace {

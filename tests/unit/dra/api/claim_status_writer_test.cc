@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fakes/fake_api_server.h"
-#include "unit/dra/api/fake_api_client.h"
 #include "support/temp_dir.h"
+#include "unit/dra/api/fake_api_client.h"
 
 namespace rdmak8s::dra {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "rdmak8s/discovery.h"
+#include "rdmak8s/discovery/discovery.h"
 #include "support/temp_dir.h"
 
 namespace rdmak8s::dra {

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fakes/fake_api_server.h"
-#include "rdmak8s/discovery.h"
+#include "rdmak8s/discovery/discovery.h"
 #include "support/log_capture.h"
 #include "support/temp_dir.h"
 

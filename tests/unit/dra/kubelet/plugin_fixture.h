@@ -13,8 +13,8 @@
 #include <gtest/gtest.h>
 
 #include "dra/device_catalog.h"
-#include "dra/metrics.h"
 #include "dra/kubelet/plugin.h"
+#include "dra/metrics.h"
 #include "dra/preparer.h"
 #include "fakes/fake_claim_reader.h"
 #include "fakes/fake_dra_kubelet.h"

@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "rdmak8s/pod_devices.h"
+#include "rdmak8s/records/pod_devices.h"
 #include "unit/dra/kubelet/plugin_fixture.h"
 
 namespace rdmak8s::dra {

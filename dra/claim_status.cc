@@ -156,16 +156,22 @@ std::string Rfc3339(int64_t unix_seconds) {
   return out;
 }
 
-json EntryOf(const json& current, const AllocatedDevice& device) {
-  json found;
+std::optional<size_t> EntryIndexOf(const json& current, const AllocatedDevice& device) {
+  std::optional<size_t> found;
   if (!current.is_array()) return found;
-  for (const auto& e : current) {
+  for (size_t i = 0; i < current.size(); ++i) {
+    const json& e = current[i];
     if (e.is_object() && e.value("pool", "") == device.pool && e.value("device", "") == device.device &&
         e.value("shareID", "") == device.share_id) {
-      found = e;
+      found = i;
     }
   }
   return found;
+}
+
+json EntryOf(const json& current, const AllocatedDevice& device) {
+  const std::optional<size_t> i = EntryIndexOf(current, device);
+  return i ? current[*i] : json();
 }
 
 json BuildDeviceStatus(const DeviceStatusInput& in, const json& previous, const std::string& now) {

@@ -74,8 +74,12 @@ nlohmann::json BuildDeviceStatus(const DeviceStatusInput& in, const nlohmann::js
                                  const std::string& now);
 
 // Our entry for `device` among `current` (the server's entries of this driver: a list), null when
-// there is none: the one with its pool, device and shareID.
+// there is none: the one with its pool, device and shareID (the last, were there two; the API
+// server keeps them unique). The one match rule: the status writers and the claim watch (its
+// binding conditions) find a device's entry by it.
 nlohmann::json EntryOf(const nlohmann::json& current, const AllocatedDevice& device);
+// Where EntryOf's entry is in `current`; none when there is none.
+std::optional<size_t> EntryIndexOf(const nlohmann::json& current, const AllocatedDevice& device);
 
 // `unix_seconds` as RFC 3339 UTC, seconds precision (metav1.Time's wire form).
 std::string Rfc3339(int64_t unix_seconds);

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "dra/claim_status.h"
 #include "rdmak8s/base/json_reader.h"
 
 namespace rdmak8s::dra {
@@ -40,28 +43,37 @@ const KeepOnly& EventFields() {
   return kKeep;
 }
 
-// Our entry's condition statuses for (pool, device, shareID) in status.devices.
+// Our entry's condition statuses for (pool, device, shareID) in status.devices. Every entry's key
+// is read strictly; ours are split off by driver, as the status writer splits them
+// (claim_status_writer.cc), and the device's is found by the one match rule (claim_status.h's
+// EntryIndexOf).
 StatusOr<std::map<std::string, std::string>> EntryConditions(const json* entries, const std::string& path,
                                                              std::string_view driver, const AllocatedDevice& a) {
   std::map<std::string, std::string> out;
   if (!entries) return out;
+  json ours = json::array();
+  std::vector<std::string> paths;
   for (size_t i = 0; i < entries->size(); ++i) {
     const json& e = (*entries)[i];
     const std::string at = Index(path, i);
     RDMAK8S_RETURN_IF_ERROR(RequireObject(e, at));
     RDMAK8S_ASSIGN_OR_RETURN(std::string d, StringAt(e, at, "driver"));
-    RDMAK8S_ASSIGN_OR_RETURN(std::string pool, StringAt(e, at, "pool"));
-    RDMAK8S_ASSIGN_OR_RETURN(std::string device, StringAt(e, at, "device"));
-    RDMAK8S_ASSIGN_OR_RETURN(std::string share, StringAt(e, at, "shareID"));
-    if (d != driver || pool != a.pool || device != a.device || share != a.share_id) continue;
-    RDMAK8S_ASSIGN_OR_RETURN(const json* conditions, ArrayAt(e, at, "conditions"));
-    if (!conditions) continue;
-    for (size_t c = 0; c < conditions->size(); ++c) {
-      const std::string cat = Index(Field(at, "conditions"), c);
-      RDMAK8S_RETURN_IF_ERROR(RequireObject((*conditions)[c], cat));
-      RDMAK8S_ASSIGN_OR_RETURN(std::string type, StringAt((*conditions)[c], cat, "type"));
-      RDMAK8S_ASSIGN_OR_RETURN(out[type], StringAt((*conditions)[c], cat, "status"));
-    }
+    for (const char* key : {"pool", "device", "shareID"}) RDMAK8S_RETURN_IF_ERROR(StringAt(e, at, key).status());
+    if (d != driver) continue;
+    ours.push_back(e);
+    paths.push_back(at);
+  }
+  const std::optional<size_t> mine = EntryIndexOf(ours, a);
+  if (!mine) return out;
+  const json& e = ours[*mine];
+  const std::string& at = paths[*mine];
+  RDMAK8S_ASSIGN_OR_RETURN(const json* conditions, ArrayAt(e, at, "conditions"));
+  if (!conditions) return out;
+  for (size_t c = 0; c < conditions->size(); ++c) {
+    const std::string cat = Index(Field(at, "conditions"), c);
+    RDMAK8S_RETURN_IF_ERROR(RequireObject((*conditions)[c], cat));
+    RDMAK8S_ASSIGN_OR_RETURN(std::string type, StringAt((*conditions)[c], cat, "type"));
+    RDMAK8S_ASSIGN_OR_RETURN(out[type], StringAt((*conditions)[c], cat, "status"));
   }
   return out;
 }

@@ -160,5 +160,16 @@ TEST(ClaimStatus, EntryOfFindsOurEntryByPoolDeviceAndShareOnly) {
   EXPECT_TRUE(EntryOf(json::object(), {"nic", "node-a", "mlx5-0", ""}).is_null());
 }
 
+TEST(ClaimStatus, EntryIndexOfIsWhereEntryOfFindsItsEntry) {
+  const json current = json::parse(R"([
+    {"pool": "node-a", "device": "mlx5-0", "shareID": "s1"},
+    "not an entry",
+    {"pool": "node-a", "device": "mlx5-0"}])");
+  EXPECT_EQ(EntryIndexOf(current, {"nic", "node-a", "mlx5-0", ""}), std::optional<size_t>(2));
+  EXPECT_EQ(EntryIndexOf(current, {"nic", "node-a", "mlx5-0", "s1"}), std::optional<size_t>(0));
+  EXPECT_EQ(EntryIndexOf(current, {"nic", "node-a", "mlx5-9", ""}), std::nullopt);
+  EXPECT_EQ(EntryIndexOf(json::object(), {"nic", "node-a", "mlx5-0", ""}), std::nullopt);
+}
+
 }  // namespace
 }  // namespace rdmak8s::dra

@@ -90,6 +90,33 @@ TEST(DecodeHeldClaimTest, AnEntryThatAnsweredTheConditionsOrFailedEndsTheWait) {
   }
 }
 
+TEST(DecodeHeldClaimTest, AnotherDriversEntryForADeviceOfTheSameNameDoesNotEndTheWait) {
+  // Pools are named after the node by every driver: a GPU driver's entry can carry our pool and
+  // device names. Only our driver's entry answers our binding conditions.
+  const json results = json::array({Result(kDriver, kPool, "mlx5-0", true)});
+  json theirs = Entry("mlx5-0", "PortActive", "True");
+  theirs["driver"] = "gpu.example.com";
+  auto c = DecodeHeldClaim(Claim("u1", results, json::array({theirs})), "$", kDriver, kPool);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->waiting.size(), 1u);
+  // Ours, after theirs, ends it.
+  c = DecodeHeldClaim(Claim("u1", results, json::array({theirs, Entry("mlx5-0", "PortActive", "True")})), "$",
+                      kDriver, kPool);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->waiting.size(), 0u);
+}
+
+TEST(DecodeHeldClaimTest, AnEntryKeyOfTheWrongTypeIsAnErrorNamingIt) {
+  // Any entry's, not only ours: the keys are what the match reads.
+  json theirs = Entry("gpu-0", "Ready", "True");
+  theirs["driver"] = "gpu.example.com";
+  theirs["shareID"] = 7;
+  auto c = DecodeHeldClaim(Claim("u1", json::array({Result(kDriver, kPool, "mlx5-0", true)}), json::array({theirs})),
+                           "$", kDriver, kPool);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("$.status.devices[0].shareID"), std::string::npos) << c.status().message();
+}
+
 TEST(DecodeHeldClaimTest, AMalformedClaimIsAnErrorNamingTheField) {
   json bad = Claim("u1", json::array({Result(kDriver, kPool, "mlx5-0", true)}));
   bad["status"]["allocation"]["devices"]["results"][0]["bindingConditions"] = json::array({1});

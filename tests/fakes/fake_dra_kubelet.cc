@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "dra/v1beta1/api.grpc.pb.h"
+#include "support/kubelet_get_info.h"
 
 namespace rdmak8s::fake {
 
@@ -23,7 +24,8 @@ namespace v1beta1 = k8s::io::kubelet::pkg::apis::dra::v1beta1;
 constexpr char kV1[] = "v1.DRAPlugin";
 constexpr char kV1beta1[] = "v1beta1.DRAPlugin";
 constexpr char kHealth[] = "v1alpha1.DRAResourceHealth";
-constexpr auto kCallTimeout = std::chrono::seconds(10);
+// kubelet's DRA plugin client: every call under defaultClientCallTimeout (real-peers.md).
+constexpr auto kCallTimeout = std::chrono::seconds(45);
 
 Status FromGrpcStatus(const grpc::Status& s, const std::string& what) {
   return UnavailableError(what + ": " + s.error_message() + " (gRPC code " +
@@ -64,19 +66,14 @@ StatusOr<pluginregistration::PluginInfo> FakeDraKubelet::Register(const std::str
   auto reg_channel = grpc::CreateChannel("unix://" + socket, grpc::InsecureChannelCredentials());
   auto reg = pluginregistration::Registration::NewStub(reg_channel);
   pluginregistration::PluginInfo info;
-  {
-    grpc::ClientContext ctx;
-    Deadline(ctx);
-    grpc::Status s = reg->GetInfo(&ctx, pluginregistration::InfoRequest(), &info);
-    if (!s.ok()) return FromGrpcStatus(s, "GetInfo on " + socket);
-  }
+  if (grpc::Status s = KubeletGetInfo(*reg, &info); !s.ok()) return FromGrpcStatus(s, "GetInfo on " + socket);
   auto notify = [&](bool ok, const std::string& error) {
     pluginregistration::RegistrationStatus st;
     st.set_plugin_registered(ok);
     st.set_error(error);
     pluginregistration::RegistrationStatusResponse resp;
     grpc::ClientContext ctx;
-    Deadline(ctx);
+    ctx.set_deadline(std::chrono::system_clock::now() + kNotifyTimeout);
     return reg->NotifyRegistrationStatus(&ctx, st, &resp);
   };
   std::string chosen;

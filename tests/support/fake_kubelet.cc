@@ -13,6 +13,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "support/kubelet_get_info.h"
+
 namespace rdmak8s::fake {
 
 namespace fs = std::filesystem;
@@ -468,8 +470,7 @@ StatusOr<v1beta1::AllocateResponse> FakeKubelet::Allocate(
     for (const auto& id : ids) c->add_devices_ids(id);
   }
   v1beta1::AllocateResponse resp;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::ClientContext ctx;  // no deadline: kubelet's endpoint.go calls Allocate under context.Background()
   grpc::Status s = stub->Allocate(&ctx, req, &resp);
   if (!s.ok()) return FromGrpc(s, "allocate " + resource);
   return resp;
@@ -486,8 +487,7 @@ StatusOr<v1beta1::PreferredAllocationResponse> FakeKubelet::GetPreferredAllocati
   for (const auto& id : must_include) c->add_must_include_deviceids(id);
   c->set_allocation_size(size);
   v1beta1::PreferredAllocationResponse resp;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::ClientContext ctx;  // no deadline, as kubelet's (context.Background())
   grpc::Status s = stub->GetPreferredAllocation(&ctx, req, &resp);
   if (!s.ok()) return FromGrpc(s, "preferred allocation " + resource);
   return resp;
@@ -500,8 +500,8 @@ StatusOr<v1beta1::PreStartContainerResponse> FakeKubelet::PreStartContainer(
   v1beta1::PreStartContainerRequest req;
   for (const auto& id : ids) req.add_devices_ids(id);
   v1beta1::PreStartContainerResponse resp;
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::ClientContext ctx;  // kubelet's KubeletPreStartContainerRPCTimeoutInSecs
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   grpc::Status s = stub->PreStartContainer(&ctx, req, &resp);
   if (!s.ok()) return FromGrpc(s, "pre-start " + resource);
   return resp;
@@ -513,12 +513,10 @@ StatusOr<pluginregistration::PluginInfo> FakeKubelet::RegisterViaPluginWatcher(
   auto channel = grpc::CreateChannel("unix://" + socket_path, grpc::InsecureChannelCredentials());
   auto stub = pluginregistration::Registration::NewStub(channel);
   pluginregistration::PluginInfo info;
-  {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    grpc::Status s = stub->GetInfo(&ctx, pluginregistration::InfoRequest(), &info);
-    if (!s.ok()) return FromGrpc(s, "GetInfo " + socket_path);
-  }
+  grpc::Status s = KubeletGetInfo(*stub, &info, [&](const grpc::Status& failed) {
+    AddEvent("GetInfo " + socket_path + ": " + failed.error_message() + "; again after a backoff");
+  });
+  if (!s.ok()) return FromGrpc(s, "GetInfo " + socket_path);
   Status result;
   if (info.type() != "DevicePlugin") {
     result = InvalidArgumentError("plugin type " + info.type() + " is not DevicePlugin");
@@ -534,7 +532,7 @@ StatusOr<pluginregistration::PluginInfo> FakeKubelet::RegisterViaPluginWatcher(
   }
   {
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    ctx.set_deadline(std::chrono::system_clock::now() + kNotifyTimeout);
     pluginregistration::RegistrationStatus st;
     st.set_plugin_registered(result.ok());
     st.set_error(result.ok() ? "" : result.message());

@@ -21,8 +21,7 @@
 //     connection went), kubelet disconnects the client that holds the resource name *now*: so
 //     after a second Register, the first stream ending (a plugin ends an older stream when a
 //     newer one opens) closes the second connection too (a client the resource no longer has
-//     gets its connection closed, as kubelet's Disconnect does). A disconnect turns every device of
-// the
+//     gets its connection closed, as kubelet's Disconnect does). A disconnect turns every device of the
 //     resource Unhealthy in LatestDevices() ("ListAndWatch ended unexpectedly"), and the
 //     resource has no plugin (Allocate: kNotFound) until the plugin registers again. Each
 //     Register accepted while a client of the resource is still held is counted
@@ -31,10 +30,13 @@
 //     (AllocateContainer): a key set twice with different values keeps the first value and logs
 //     the conflict ("Environment variable has conflicting setting"); the container is not
 //     refused;
+//   - calls GetPreferredAllocation and Allocate under no deadline (kubelet's endpoint.go passes
+//     context.Background()) and PreStartContainer under kubelet's 30 s;
 //   - Start() first removes every socket in <dir> (kubelet's start-up cleanup, kubelet.sock
 //     included); Stop() leaves kubelet.sock in place, as a kubelet stopped with SIGTERM does.
 // It can also play kubelet's plugin watcher: RegisterViaPluginWatcher() calls GetInfo on a
-// socket in plugins_registry, dials the endpoint it names and reports NotifyRegistrationStatus.
+// socket in plugins_registry (under kubelet's 1 s deadline, tried again after kubelet's backoff
+// when it fails), dials the endpoint it names and reports NotifyRegistrationStatus.
 //
 // Thread safety: all methods may be called from any thread; waits are bounded by a deadline.
 #pragma once

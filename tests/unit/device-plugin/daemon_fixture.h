@@ -192,8 +192,8 @@ class DaemonTest : public ::testing::Test {
 
   // True once the daemon reports every pool registered and streaming (Metrics::Unready() empty)
   // before kWait: its loop has handled every Register result by then.
-  bool WaitUntilReady() {
-    for (auto until = std::chrono::steady_clock::now() + kWait; std::chrono::steady_clock::now() < until;
+  bool WaitUntilReady(std::chrono::steady_clock::duration bound = kWait) {
+    for (auto until = std::chrono::steady_clock::now() + bound; std::chrono::steady_clock::now() < until;
          std::this_thread::sleep_for(5ms)) {
       if (metrics_->Unready().empty()) return true;
     }

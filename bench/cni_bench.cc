@@ -30,6 +30,7 @@
 #include "fakes/fake_rdma_netlink.h"
 #include "rdmak8s/device/device_lookup.h"
 #include "rdmak8s/device/roce_gid.h"
+#include "support/test_dirs.h"
 #include "support/throwaway_netns.h"
 
 using namespace rdmak8s;
@@ -49,7 +50,7 @@ int RunLibrary(int n, const std::string& tmp, const std::string& state, const ch
     return 1;
   }
   const std::string sysfs = tmp + "/sys";
-  if (!Sh("cp -a " RDMAK8S_FIXTURES_DIR "/sysfs/mlx5_roce_sriov " + sysfs) || !Sh("mkdir -p " + tmp + "/config")) {
+  if (!Sh("cp -a " + RDMAK8S_FIXTURES_DIR + "/sysfs/mlx5_roce_sriov " + sysfs) || !Sh("mkdir -p " + tmp + "/config")) {
     std::fprintf(stderr, "cni_bench: cannot copy the fixture tree\n");
     return 1;
   }

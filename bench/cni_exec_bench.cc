@@ -32,6 +32,7 @@
 #include "rdmak8s/device/roce_gid.h"
 #include "rdmak8s/netlink/route_netlink.h"
 #include "support/exec_capture.h"
+#include "support/test_dirs.h"
 #include "support/throwaway_netns.h"
 
 using namespace rdmak8s;
@@ -115,7 +116,7 @@ StatusOr<std::vector<std::string>> PodAddresses(const Netns& pod, const std::str
 // every fixture tree). world/pod: the pod's view, sharing devices/ (not netns tagged).
 bool MakeWorld(const std::string& world, const std::vector<std::string>& addrs) {
   const std::string node = world + "/node";
-  if (!Sh("cp -a " RDMAK8S_FIXTURES_DIR "/sysfs/rxe_veth " + node)) return false;
+  if (!Sh("cp -a " + RDMAK8S_FIXTURES_DIR + "/sysfs/rxe_veth " + node)) return false;
   const std::string port = node + "/devices/virtual/infiniband/rxe0/ports/1";
   if (!Sh("rm -rf " + port + "/gids " + port + "/gid_attrs && mkdir -p " + port + "/gids " + port +
           "/gid_attrs/types " + port + "/gid_attrs/ndevs")) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include "support/test_dirs.h"
 
 namespace rdmak8s {
 namespace {

@@ -30,6 +30,7 @@
 #include "support/spawn.h"
 #include "support/sysfs_builder.h"
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 
 namespace rdmak8s {
 namespace {

@@ -11,6 +11,8 @@
 
 #include "device-plugin/config/config.h"
 
+#include "support/test_dirs.h"
+
 namespace rdmak8s::dp {
 namespace {
 

@@ -13,6 +13,7 @@
 #include "dra/device_filter.h"
 #include "node/selectors.h"
 #include "rdmak8s/discovery/discovery.h"
+#include "support/test_dirs.h"
 
 namespace rdmak8s {
 namespace {

@@ -23,6 +23,7 @@
 #include "rdmak8s/device/roce_gid.h"
 #include "rdmak8s/netlink/netns.h"
 #include "support/exec_capture.h"
+#include "support/test_dirs.h"
 
 namespace rdmak8s::testing {
 
@@ -66,7 +67,7 @@ class CniWorld {
   // `ips`: the pod IPs whose GIDs every device's port 1 shows.
   bool Build(int devices, bool shared, const std::vector<std::string>& ips) {
     const std::string node = dir_ + "/node";
-    if (!WorldSh("mkdir -p " + dir_ + "/rdma && cp -a " RDMAK8S_FIXTURES_DIR "/sysfs/rxe_veth " + node)) return false;
+    if (!WorldSh("mkdir -p " + dir_ + "/rdma && cp -a " + RDMAK8S_FIXTURES_DIR + "/sysfs/rxe_veth " + node)) return false;
     const std::string ib = node + "/devices/virtual/infiniband";
     for (int d = 0; d < devices; ++d) {
       const std::string dev = "rxe" + std::to_string(d);

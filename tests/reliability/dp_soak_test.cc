@@ -29,6 +29,7 @@
 #include "support/fake_kubelet.h"
 #include "support/spawn.h"
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 #include "unit/device-plugin/daemon_fixture.h"
 
 namespace rdmak8s::dp {

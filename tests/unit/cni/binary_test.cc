@@ -17,6 +17,8 @@
 
 #include "cni_test_util.h"
 
+#include "support/test_dirs.h"
+
 namespace rdmak8s::cni {
 namespace {
 

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 
 namespace rdmak8s::cni::testing {
 

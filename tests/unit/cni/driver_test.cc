@@ -14,6 +14,7 @@
 
 #include "cni/state.h"
 #include "cni_test_util.h"
+#include "support/test_dirs.h"
 #include "support/throwaway_netns.h"
 
 namespace rdmak8s::cni {

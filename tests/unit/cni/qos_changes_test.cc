@@ -6,6 +6,7 @@
 
 #include "cni_test_util.h"
 #include "fakes/fake_dcb_netlink.h"
+#include "support/test_dirs.h"
 
 namespace rdmak8s::cni {
 namespace {

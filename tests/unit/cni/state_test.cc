@@ -10,6 +10,7 @@
 
 #include "cni_test_util.h"
 #include "support/planted_files.h"
+#include "support/test_dirs.h"
 
 namespace rdmak8s::cni {
 namespace {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 
 namespace rdmak8s::testing {
 namespace {

@@ -18,6 +18,7 @@
 #include "support/loopback_http.h"
 #include "support/spawn.h"
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 
 namespace rdmak8s::dp {
 namespace {

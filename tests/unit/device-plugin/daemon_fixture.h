@@ -34,6 +34,7 @@
 #include "support/loopback_http.h"
 #include "support/sysfs_builder.h"
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 #include "unit/device-plugin/fake_event_sources.h"
 #include "unit/device-plugin/node_sysfs.h"
 

@@ -14,6 +14,7 @@
 #include "fakes/fake_dra_kubelet.h"
 #include "support/sysfs_builder.h"
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 #include "unit/device-plugin/fake_event_sources.h"
 
 namespace rdmak8s::dra {

@@ -19,6 +19,7 @@
 #include "rdmak8s/records/attachment_facts.h"
 #include "support/attachment_facts_sample.h"
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 #include "unit/device-plugin/test_devices.h"
 
 namespace rdmak8s::dra {

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "fakes/fake_api_server.h"
+#include "support/test_dirs.h"
 
 namespace rdmak8s::testing {
 namespace {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
+#include "support/test_dirs.h"
 
 namespace {
 

@@ -23,6 +23,7 @@
 #include "fakes/fake_rdma_netlink.h"
 #include "fakes/fake_route_netlink.h"
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 
 namespace rdmak8s::inspect::testing {
 

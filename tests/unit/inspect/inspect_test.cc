@@ -10,6 +10,7 @@
 
 #include "support/sysfs_builder.h"
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 
 namespace rdmak8s::inspect {
 namespace {

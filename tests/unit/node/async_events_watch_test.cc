@@ -8,6 +8,7 @@
 
 #include "rdmak8s/discovery/discovery.h"
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 #include "unit/device-plugin/fake_event_sources.h"
 
 namespace rdmak8s::node {

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 #include "unit/device-plugin/fake_event_sources.h"
 
 namespace rdmak8s::node {

@@ -12,6 +12,7 @@
 
 #include "node/device_tracker.h"
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 
 namespace rdmak8s::node {
 

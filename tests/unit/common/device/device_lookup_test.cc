@@ -11,10 +11,11 @@
 #include <vector>
 
 #include "rdmak8s/device/device_id.h"
-#include "rdmak8s/discovery/discovery.h"
 #include "rdmak8s/device/sysfs_attr.h"
+#include "rdmak8s/discovery/discovery.h"
 #include "support/sysfs_builder.h"
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 
 namespace rdmak8s {
 namespace {

@@ -10,6 +10,7 @@
 
 #include "rdmak8s/device/roce_gid.h"
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 
 namespace rdmak8s {
 namespace {

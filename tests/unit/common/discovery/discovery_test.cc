@@ -10,6 +10,7 @@
 #include "rdmak8s/discovery/verbs.h"
 #include "support/sysfs_builder.h"
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 
 namespace rdmak8s {
 namespace {

@@ -11,6 +11,7 @@
 
 #include "fakes/fake_dcb_netlink.h"
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 
 namespace rdmak8s {
 namespace {

@@ -14,6 +14,7 @@
 #include "device-plugin/metrics/node_check_results.h"
 #include "support/planted_files.h"
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 
 namespace rdmak8s::dp {
 namespace {

@@ -18,6 +18,7 @@
 #include "device-plugin/metrics/counter_names.h"
 #include "device-plugin/metrics/metrics.h"
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 
 namespace rdmak8s::dp {
 namespace {

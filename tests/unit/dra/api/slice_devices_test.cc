@@ -6,6 +6,7 @@
 
 #include "rdmak8s/discovery/discovery.h"
 #include "support/temp_dir.h"
+#include "support/test_dirs.h"
 
 namespace rdmak8s::dra {
 namespace {

@@ -1,6 +1,6 @@
-// Internal sysfs read helpers for discovery: one open directory, attributes read relative to it
-// with openat(2), so deep sysfs paths are resolved once per device rather than once per
-// attribute.
+// Internal sysfs read helpers (discovery, port state, device look-up): one open directory,
+// attributes read relative to it with openat(2), so deep sysfs paths are resolved once per device
+// rather than once per attribute.
 //
 // Errors name the full path: "read <path>: <strerror>". ENOENT is kNotFound ("missing"); a
 // dangling symlink is NOT missing (the name exists, its target does not): kInternal. EINVAL from
